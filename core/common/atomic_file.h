@@ -1,0 +1,16 @@
+// Atomic file writes: a reader sees the old file or the new one, never half of either.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace moex {
+
+// Writes to a temporary file beside `path`, flushes, then renames over `path`.
+// Throws std::runtime_error naming the path on failure; the old file is left untouched.
+void writeFileAtomically(const std::string& path, std::string_view contents);
+
+// Reads a whole file; throws InputError naming the path when it cannot be read or exceeds maxBytes.
+std::string readFile(const std::string& path, std::size_t maxBytes = 256u << 20);
+
+}  // namespace moex

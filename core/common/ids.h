@@ -1,0 +1,34 @@
+// Strong index types: a GpuId cannot be passed where an ExpertId is meant.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+
+namespace moex {
+
+template <class Tag>
+struct StrongId {
+    std::int32_t value = -1;
+
+    constexpr StrongId() = default;
+    constexpr explicit StrongId(std::int32_t v) : value(v) {}
+
+    [[nodiscard]] constexpr bool valid() const { return value >= 0; }
+    [[nodiscard]] constexpr std::size_t index() const { return static_cast<std::size_t>(value); }
+    constexpr auto operator<=>(const StrongId&) const = default;
+};
+
+using GpuId = StrongId<struct GpuTag>;
+using ExpertId = StrongId<struct ExpertTag>;
+using SlotId = StrongId<struct SlotTag>;
+using LayerId = StrongId<struct LayerTag>;
+using NodeId = StrongId<struct NodeTag>;   // any vertex of the topology graph
+using LinkId = StrongId<struct LinkTag>;   // a directed link of the topology graph
+
+}  // namespace moex
+
+template <class Tag>
+struct std::hash<moex::StrongId<Tag>> {
+    std::size_t operator()(moex::StrongId<Tag> id) const noexcept { return std::hash<std::int32_t>{}(id.value); }
+};

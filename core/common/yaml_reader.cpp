@@ -1,0 +1,251 @@
+#include "common/yaml_reader.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace moex {
+
+std::optional<YAML::Node> parseYaml(const std::string& text, const std::string& file, Diagnostics& diags)
+{
+    try {
+        return YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+        // yaml-cpp marks are 0-based; DeepRecursion (nesting past its guard) derives from this too.
+        Location where{file, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1};
+        std::string msg = e.msg.empty() ? std::string("invalid YAML") : e.msg;
+        diags.error(where, "YAML syntax: " + msg);
+    }
+    return std::nullopt;
+}
+
+Location YamlReader::at(const YAML::Node& node) const
+{
+    const YAML::Mark m = node.Mark();
+    if (m.is_null())
+        return {m_file, 0, 0};
+    return {m_file, m.line + 1, m.column + 1};
+}
+
+void YamlReader::error(const YAML::Node& node, std::string message)
+{
+    m_diags.error(at(node), std::move(message));
+}
+
+bool YamlReader::expectMap(const YAML::Node& node, std::string_view what, const std::vector<std::string>& allowed)
+{
+    if (!node.IsMap()) {
+        error(node, std::string(what) + " must be a mapping");
+        return false;
+    }
+    for (auto it = node.begin(); it != node.end(); ++it) {
+        const YAML::Node& key = it->first;
+        if (!key.IsScalar()) {
+            error(key, std::string("keys of ") + std::string(what) + " must be plain names");
+            continue;
+        }
+        const std::string& name = key.Scalar();
+        bool known = false;
+        for (const auto& a : allowed)
+            known = known || a == name;
+        if (known)
+            continue;
+        std::string msg = "unknown key '" + name + "' in " + std::string(what);
+        const std::string hint = didYouMean(name, allowed);
+        if (!hint.empty())
+            msg += "; did you mean '" + hint + "'?";
+        error(key, msg);
+    }
+    return true;
+}
+
+bool YamlReader::has(const YAML::Node& map, const std::string& key)
+{
+    if (!map.IsMap())
+        return false;
+    const YAML::Node& cmap = map;
+    return static_cast<bool>(cmap[key]);
+}
+
+static std::optional<YAML::Node> lookup(YamlReader& r, const YAML::Node& map, const std::string& key, bool required)
+{
+    if (!map.IsMap())
+        return std::nullopt;
+    const YAML::Node& cmap = map;
+    YAML::Node v = cmap[key];
+    if (!v) {
+        if (required)
+            r.error(map, "missing required key '" + key + "'");
+        return std::nullopt;
+    }
+    if (v.IsNull()) {
+        r.error(v, "'" + key + "' has no value");
+        return std::nullopt;
+    }
+    return v;
+}
+
+std::optional<std::int64_t> YamlReader::asInt(const YAML::Node& node, const std::string& what, std::int64_t min,
+                                              std::int64_t max)
+{
+    if (!node.IsScalar()) {
+        error(node, "'" + what + "' must be an integer");
+        return std::nullopt;
+    }
+    const std::string& s = node.Scalar();
+    std::int64_t value = 0;
+    const char* begin = s.data();
+    const char* end = s.data() + s.size();
+    if (begin != end && *begin == '+')
+        ++begin;
+    auto [ptr, ec] = std::from_chars(begin, end, value);
+    if (ec == std::errc::result_out_of_range) {
+        error(node, "'" + what + "' = " + s + " is out of range");
+        return std::nullopt;
+    }
+    if (ec != std::errc() || ptr != end || begin == end) {
+        error(node, "'" + what + "' must be an integer, got '" + s + "'");
+        return std::nullopt;
+    }
+    if (value < min || value > max) {
+        error(node, "'" + what + "' = " + s + " is out of range [" + std::to_string(min) + ", " + std::to_string(max)
+                        + "]");
+        return std::nullopt;
+    }
+    return value;
+}
+
+static std::string formatDouble(double v)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+std::optional<double> YamlReader::asDouble(const YAML::Node& node, const std::string& what, double min, double max)
+{
+    if (!node.IsScalar()) {
+        error(node, "'" + what + "' must be a number");
+        return std::nullopt;
+    }
+    const std::string& s = node.Scalar();
+    double value = 0;
+    if (s == ".nan" || s == ".NaN" || s == ".NAN" || s == "nan" || s == "NaN") {
+        error(node, "'" + what + "' must be a finite number, got NaN");
+        return std::nullopt;
+    }
+    if (s == ".inf" || s == "-.inf" || s == "+.inf" || s == ".Inf" || s == "-.Inf" || s == "inf" || s == "-inf") {
+        error(node, "'" + what + "' must be a finite number, got infinity");
+        return std::nullopt;
+    }
+    const char* begin = s.data();
+    const char* end = s.data() + s.size();
+    if (begin != end && *begin == '+')
+        ++begin;
+    auto [ptr, ec] = std::from_chars(begin, end, value);
+    if (ec != std::errc() || ptr != end || begin == end) {
+        error(node, "'" + what + "' must be a number, got '" + s + "'");
+        return std::nullopt;
+    }
+    if (!std::isfinite(value)) {
+        error(node, "'" + what + "' must be a finite number");
+        return std::nullopt;
+    }
+    if (value < min || value > max) {
+        error(node, "'" + what + "' = " + s + " is out of range [" + formatDouble(min) + ", " + formatDouble(max)
+                        + "]");
+        return std::nullopt;
+    }
+    return value;
+}
+
+std::optional<std::int64_t> YamlReader::getInt(const YAML::Node& map, const std::string& key, bool required,
+                                               std::int64_t min, std::int64_t max)
+{
+    auto v = lookup(*this, map, key, required);
+    return v ? asInt(*v, key, min, max) : std::nullopt;
+}
+
+std::optional<double> YamlReader::getDouble(const YAML::Node& map, const std::string& key, bool required, double min,
+                                            double max)
+{
+    auto v = lookup(*this, map, key, required);
+    return v ? asDouble(*v, key, min, max) : std::nullopt;
+}
+
+std::optional<std::string> YamlReader::getString(const YAML::Node& map, const std::string& key, bool required)
+{
+    auto v = lookup(*this, map, key, required);
+    if (!v)
+        return std::nullopt;
+    if (!v->IsScalar()) {
+        error(*v, "'" + key + "' must be a string");
+        return std::nullopt;
+    }
+    return v->Scalar();
+}
+
+std::optional<bool> YamlReader::getBool(const YAML::Node& map, const std::string& key, bool required)
+{
+    auto v = lookup(*this, map, key, required);
+    if (!v)
+        return std::nullopt;
+    const std::string s = v->IsScalar() ? v->Scalar() : std::string();
+    if (s == "true" || s == "True" || s == "yes" || s == "on")
+        return true;
+    if (s == "false" || s == "False" || s == "no" || s == "off")
+        return false;
+    error(*v, "'" + key + "' must be true or false");
+    return std::nullopt;
+}
+
+std::optional<int> YamlReader::getChoice(const YAML::Node& map, const std::string& key, bool required,
+                                         const std::vector<std::string>& choices)
+{
+    auto v = lookup(*this, map, key, required);
+    if (!v)
+        return std::nullopt;
+    if (v->IsScalar()) {
+        for (std::size_t i = 0; i < choices.size(); ++i)
+            if (choices[i] == v->Scalar())
+                return static_cast<int>(i);
+    }
+    std::string list;
+    for (const auto& c : choices)
+        list += (list.empty() ? "" : ", ") + c;
+    std::string msg = "'" + key + "' must be one of: " + list;
+    if (v->IsScalar()) {
+        msg += " (got '" + v->Scalar() + "')";
+        const std::string hint = didYouMean(v->Scalar(), choices);
+        if (!hint.empty())
+            msg += "; did you mean '" + hint + "'?";
+    }
+    error(*v, msg);
+    return std::nullopt;
+}
+
+std::optional<std::vector<std::int64_t>> YamlReader::getIntList(const YAML::Node& map, const std::string& key,
+                                                                bool required, std::int64_t min, std::int64_t max)
+{
+    auto v = lookup(*this, map, key, required);
+    if (!v)
+        return std::nullopt;
+    if (!v->IsSequence()) {
+        error(*v, "'" + key + "' must be a list of integers");
+        return std::nullopt;
+    }
+    std::vector<std::int64_t> out;
+    out.reserve(v->size());
+    bool ok = true;
+    for (const auto& item : *v) {
+        auto x = asInt(item, key + " item", min, max);
+        ok = ok && x.has_value();
+        if (x)
+            out.push_back(*x);
+    }
+    if (!ok)
+        return std::nullopt;
+    return out;
+}
+
+}  // namespace moex

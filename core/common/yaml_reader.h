@@ -1,0 +1,61 @@
+// Reading YAML against a schema while collecting located diagnostics.
+// Every getter reports what is wrong and where (FILE:LINE:COL), then lets the caller continue so
+// that one pass finds every problem of a file.
+#pragma once
+
+#include "common/diagnostics.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moex {
+
+// Parses text into a node; syntax errors (and too-deep nesting) become diagnostics.
+std::optional<YAML::Node> parseYaml(const std::string& text, const std::string& file, Diagnostics& diags);
+
+class YamlReader {
+public:
+    YamlReader(std::string file, Diagnostics& diags) : m_file(std::move(file)), m_diags(diags) {}
+
+    [[nodiscard]] const std::string& file() const { return m_file; }
+    [[nodiscard]] Diagnostics& diagnostics() { return m_diags; }
+    [[nodiscard]] Location at(const YAML::Node& node) const;
+    void error(const YAML::Node& node, std::string message);
+    [[nodiscard]] std::size_t errorCount() const { return m_diags.size(); }
+
+    // True when `node` is a mapping; reports every key not in `allowed` (with a did-you-mean).
+    bool expectMap(const YAML::Node& node, std::string_view what, const std::vector<std::string>& allowed);
+
+    [[nodiscard]] static bool has(const YAML::Node& map, const std::string& key);
+
+    // Scalar getters. A missing required key is an error at the mapping; a present key of the
+    // wrong type or outside [min, max] is an error at the value. Return nullopt on any error.
+    std::optional<std::int64_t> getInt(const YAML::Node& map, const std::string& key, bool required,
+                                       std::int64_t min, std::int64_t max);
+    std::optional<double> getDouble(const YAML::Node& map, const std::string& key, bool required, double min,
+                                    double max);
+    std::optional<std::string> getString(const YAML::Node& map, const std::string& key, bool required);
+    std::optional<bool> getBool(const YAML::Node& map, const std::string& key, bool required);
+    // One of `choices`; returns its index.
+    std::optional<int> getChoice(const YAML::Node& map, const std::string& key, bool required,
+                                 const std::vector<std::string>& choices);
+    std::optional<std::vector<std::int64_t>> getIntList(const YAML::Node& map, const std::string& key,
+                                                        bool required, std::int64_t min, std::int64_t max);
+
+    // Conversions of a node that is already in hand.
+    std::optional<std::int64_t> asInt(const YAML::Node& node, const std::string& what, std::int64_t min,
+                                      std::int64_t max);
+    std::optional<double> asDouble(const YAML::Node& node, const std::string& what, double min, double max);
+
+private:
+    std::string m_file;
+    Diagnostics& m_diags;
+};
+
+}  // namespace moex

@@ -1,0 +1,74 @@
+// Scenario = model + topology + workload + placement + precision + engine (DESIGN.md section 3).
+#pragma once
+
+#include "model/model_spec.h"
+#include "placement/placement.h"
+#include "topology/builtin_topologies.h"
+#include "topology/topology.h"
+#include "workload/workload.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace moex {
+
+// Where a part of the scenario came from, so that saving writes it back the same way.
+struct SourceRef {
+    enum class Kind { inline_, path, builtin, hf_config } kind = Kind::inline_;
+    std::string path;  // as written in the file (relative paths kept relative)
+};
+
+struct PlacementSpec {
+    std::string strategy = "contiguous";  // contiguous | round-robin | eplb | gem | search | explicit
+    int redundant_slots = 0;
+    double budget_ms = 1000;              // for search
+    std::optional<Placement> explicit_slots;
+};
+
+struct GpuSpeeds {
+    double default_speed = 1.0;
+    std::map<int, double> per_gpu;  // gpu index -> speed factor (slower < 1)
+    [[nodiscard]] double of(int gpu) const;
+};
+
+struct Precision {
+    DType weights = DType::fp8;
+    DType dispatch = DType::fp8;
+    DType combine = DType::bf16;
+};
+
+enum class Overlap { none, two_batch };
+enum class Backend { sim, cpu, cuda, remote };
+
+struct EngineSpec {
+    Backend backend = Backend::sim;
+    std::string host;  // remote: HOST:PORT
+    int ranks = 1;
+};
+
+struct Scenario {
+    std::string name;
+    std::string file;      // where it was loaded from (absolute); empty for new scenarios
+    ModelSpec model;
+    SourceRef model_source;
+    Topology topology;
+    SourceRef topology_source;
+    TopologyParams topology_params;  // for builtin sources
+    Workload workload;
+    PlacementSpec placement;
+    GpuSpeeds speeds;
+    Precision precision;
+    bool precision_weights_set = false;  // false: weights follow the model's weight_dtype
+    Overlap overlap = Overlap::none;
+    EngineSpec engine;
+    std::string calibration;  // optional calibration file
+
+    [[nodiscard]] int slotsPerGpu() const;  // ceil((E + redundant) / G)
+};
+
+std::string_view toString(Overlap o);
+std::string_view toString(Backend b);
+
+}  // namespace moex

@@ -1,0 +1,32 @@
+// Workload: what the GPUs are asked to do in one step, and where routing decisions come from.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace moex {
+
+enum class Phase { decode, prefill };
+enum class RoutingKind { synthetic, trace, counts };
+
+struct RoutingSpec {
+    RoutingKind kind = RoutingKind::synthetic;
+    double skew = 1.0;               // Zipf exponent of expert popularity; 0 = uniform
+    double hot_experts = 0.05;       // fraction of experts that are "consistent" (hot in almost every batch)
+    int coactivation_groups = 0;     // temporal co-activation groups; 0 = none
+    double drift = 0.0;              // per-step drift of popularity (0 = stationary)
+    std::uint64_t seed = 1;
+    std::string file;                // trace/counts file, resolved against the scenario's folder
+};
+
+struct Workload {
+    Phase phase = Phase::decode;
+    int tokens_per_gpu = 128;        // per step per attention-DP rank
+    int context_tokens = 4096;       // KV-cache length per sequence
+    RoutingSpec routing;
+};
+
+std::string_view toString(Phase p);
+std::string_view toString(RoutingKind k);
+
+}  // namespace moex
