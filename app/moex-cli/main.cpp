@@ -1,3 +1,71 @@
-// moex-cli entry point; commands are being filled in.
+// moex-cli: the moex engine headless, scriptable, for CI and batch studies.
+//   moex-cli validate samples/scenarios/*.yaml
+//   moex-cli show samples/scenarios/deepseek-r1-decode-nvl72.yaml
+#include "commands.h"
+#include "common/diagnostics.h"
+
 #include <cstdio>
-int main() { std::puts("moex-cli"); return 0; }
+#include <exception>
+#include <iostream>
+#include <string>
+
+namespace {
+
+struct Command {
+    const char* name;
+    int (*run)(const moex::cli::Argv&);
+    const char* usage;
+};
+
+const Command kCommands[] = {
+    {"validate", moex::cli::cmdValidate, "validate FILE... [--set KEY=VALUE]...   check scenario/model/topology files"},
+    {"show", moex::cli::cmdShow, "show FILE [--set KEY=VALUE]...           summary of a scenario, model or config.json"},
+    {"import-hf", moex::cli::cmdImportHf, "import-hf CONFIG.json [-o MODEL.yaml]     model YAML from a Hugging Face config"},
+    {"topology", moex::cli::cmdTopology,
+     "topology NAME [--racks N] [--nodes N] [--gpus-per-node N] [--nics-per-gpu N] [-o OUT]   write a built-in as YAML"},
+    {"devices", moex::cli::cmdDevices, "devices                                   CUDA/NCCL in this build and on this machine"},
+};
+
+void printHelp(std::FILE* to)
+{
+    std::fprintf(to, "moex-cli — explore Mixture-of-Experts deployments from the command line\n\nCommands:\n");
+    for (const auto& c : kCommands)
+        std::fprintf(to, "  moex-cli %s\n", c.usage);
+    std::fprintf(to, "\nExit codes: 0 success, 2 bad input (errors say FILE:LINE:COL), 1 internal failure.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    if (argc < 2) {
+        printHelp(stderr);
+        return 2;
+    }
+    const std::string name = argv[1];
+    if (name == "help" || name == "--help" || name == "-h") {
+        printHelp(stdout);
+        return 0;
+    }
+    moex::cli::Argv rest(argv + 2, argv + argc);
+    for (const auto& c : kCommands) {
+        if (name != c.name)
+            continue;
+        try {
+            return c.run(rest);
+        } catch (const moex::InputError& e) {
+            std::cerr << e.diagnostics().format();
+            return 2;
+        } catch (const std::exception& e) {
+            std::cerr << "moex-cli " << name << ": internal error: " << e.what() << '\n';
+            return 1;
+        }
+    }
+    std::vector<std::string> names;
+    for (const auto& c : kCommands)
+        names.emplace_back(c.name);
+    std::string hint = moex::didYouMean(name, names);
+    std::cerr << "moex-cli: error: unknown command '" << name << "'"
+              << (hint.empty() ? std::string() : "; did you mean '" + hint + "'?") << " (moex-cli help lists them)\n";
+    return 2;
+}

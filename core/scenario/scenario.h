@@ -17,7 +17,7 @@ namespace moex {
 // Where a part of the scenario came from, so that saving writes it back the same way.
 struct SourceRef {
     enum class Kind { inline_, path, builtin, hf_config } kind = Kind::inline_;
-    std::string path;  // as written in the file (relative paths kept relative)
+    std::string path;  // absolute (resolved against the scenario file); written back relative on save
 };
 
 struct PlacementSpec {
@@ -63,7 +63,7 @@ struct Scenario {
     bool precision_weights_set = false;  // false: weights follow the model's weight_dtype
     Overlap overlap = Overlap::none;
     EngineSpec engine;
-    std::string calibration;  // optional calibration file
+    std::string calibration;  // optional calibration file (absolute path)
 
     [[nodiscard]] int slotsPerGpu() const;  // ceil((E + redundant) / G)
 };

@@ -19,6 +19,8 @@ Scenario loadScenarioText(const std::string& text, const std::string& file, cons
 
 // YAML text that loads back into an equal scenario (paths relative to the file kept as written).
 std::string scenarioToYaml(const Scenario& s);
+// Same, with relative paths computed against `dir` (where the text will be written).
+std::string scenarioToYaml(const Scenario& s, const std::string& dir);
 void saveScenarioFile(const Scenario& s, const std::string& path);  // atomic
 
 // Parses "KEY=VALUE"; throws InputError when malformed.

@@ -1,0 +1,141 @@
+#include "cli_args.h"
+
+#include "common/diagnostics.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace moex::cli {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& command, const std::string& msg)
+{
+    throw InputError(Location{"moex-cli " + command, 0, 0}, msg);
+}
+
+}  // namespace
+
+Args::Args(const std::string& command, const std::vector<std::string>& argv, const std::vector<OptionSpec>& specs)
+    : m_command(command)
+{
+    std::vector<std::string> names;
+    for (const auto& s : specs)
+        names.push_back("--" + s.name);
+    bool onlyPositionals = false;
+    for (std::size_t i = 0; i < argv.size(); ++i) {
+        const std::string& a = argv[i];
+        if (onlyPositionals || a.size() < 2 || a[0] != '-' || a == "-") {
+            m_positionals.push_back(a);
+            continue;
+        }
+        if (a == "--") {
+            onlyPositionals = true;
+            continue;
+        }
+        const OptionSpec* spec = nullptr;
+        std::string name;
+        std::optional<std::string> inlineValue;
+        if (a[1] == '-') {
+            name = a.substr(2);
+            if (const auto eq = name.find('='); eq != std::string::npos) {
+                inlineValue = name.substr(eq + 1);
+                name = name.substr(0, eq);
+            }
+            for (const auto& s : specs)
+                if (s.name == name)
+                    spec = &s;
+        } else if (a.size() == 2) {
+            for (const auto& s : specs)
+                if (s.short_name == a[1])
+                    spec = &s;
+            if (spec)
+                name = spec->name;
+        }
+        if (!spec) {
+            std::string msg = "unknown option '" + a + "'";
+            const std::string hint = didYouMean(a.substr(0, a.find('=')), names);
+            if (!hint.empty())
+                msg += "; did you mean '" + hint + "'?";
+            fail(command, msg + " (see moex-cli help)");
+        }
+        std::string value;
+        if (spec->takes_value) {
+            if (inlineValue) {
+                value = *inlineValue;
+            } else if (i + 1 < argv.size()) {
+                value = argv[++i];
+            } else {
+                fail(command, "option '--" + name + "' needs a value");
+            }
+        } else if (inlineValue) {
+            fail(command, "option '--" + name + "' takes no value");
+        }
+        auto& slot = m_values[name];
+        if (!slot.empty() && !spec->repeatable)
+            fail(command, "option '--" + name + "' given more than once");
+        slot.push_back(value);
+    }
+}
+
+std::optional<std::string> Args::value(const std::string& name) const
+{
+    const auto it = m_values.find(name);
+    if (it == m_values.end() || it->second.empty())
+        return std::nullopt;
+    return it->second.back();
+}
+
+std::vector<std::string> Args::values(const std::string& name) const
+{
+    const auto it = m_values.find(name);
+    return it == m_values.end() ? std::vector<std::string>{} : it->second;
+}
+
+int Args::intValue(const std::string& name, int fallback, int min, int max) const
+{
+    const auto v = value(name);
+    if (!v)
+        return fallback;
+    errno = 0;
+    char* end = nullptr;
+    const long long x = std::strtoll(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0' || errno == ERANGE)
+        fail(m_command, "option '--" + name + "' needs an integer, got '" + *v + "'");
+    if (x < min || x > max)
+        fail(m_command, "option '--" + name + "' = " + *v + " is out of range [" + std::to_string(min) + ", "
+                            + std::to_string(max) + "]");
+    return static_cast<int>(x);
+}
+
+double Args::doubleValue(const std::string& name, double fallback, double min, double max) const
+{
+    const auto v = value(name);
+    if (!v)
+        return fallback;
+    char* end = nullptr;
+    const double x = std::strtod(v->c_str(), &end);
+    if (v->empty() || *end != '\0' || !std::isfinite(x))
+        fail(m_command, "option '--" + name + "' needs a number, got '" + *v + "'");
+    if (x < min || x > max)
+        fail(m_command, "option '--" + name + "' = " + *v + " is out of range");
+    return x;
+}
+
+Overrides Args::overrides() const
+{
+    Overrides out;
+    for (const auto& v : values("set"))
+        out.push_back(parseOverride(v));
+    return out;
+}
+
+void Args::requirePositionals(std::size_t min, std::size_t max, const std::string& usage) const
+{
+    if (m_positionals.size() < min || m_positionals.size() > max)
+        fail(m_command, (m_positionals.size() < min ? "missing argument" : "too many arguments") + std::string("; usage: ")
+                            + usage);
+}
+
+}  // namespace moex::cli

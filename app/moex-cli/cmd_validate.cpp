@@ -1,0 +1,67 @@
+// moex-cli validate FILE... : every problem of every file, located; exit 2 when any is invalid.
+#include "cli_args.h"
+#include "commands.h"
+#include "file_kind.h"
+#include "format.h"
+
+#include "model/hf_import.h"
+#include "model/model_yaml.h"
+#include "scenario/scenario_checks.h"
+#include "scenario/scenario_yaml.h"
+#include "topology/topology_yaml.h"
+
+#include <iostream>
+
+namespace moex::cli {
+
+int cmdValidate(const Argv& argv)
+{
+    Args args("validate", argv, {{"set", true, true}, {"quiet", false, false, 'q'}});
+    args.requirePositionals(1, 100000, "moex-cli validate FILE... [--set KEY=VALUE]...");
+    const Overrides overrides = args.overrides();
+    int invalid = 0;
+    for (const auto& path : args.positionals()) {
+        const FileKind kind = detectFileKind(path);
+        try {
+            std::string what;
+            switch (kind) {
+            case FileKind::scenario: {
+                const Scenario s = loadScenarioFile(path, overrides);
+                what = s.model.name + " on " + (s.topology.builtin.empty() ? s.topology.name : s.topology.builtin) + ", "
+                    + std::to_string(s.topology.numGpus()) + " GPUs, " + std::to_string(s.slotsPerGpu())
+                    + " expert slots per GPU, weights " + humanBytes(weightBytesPerGpu(s, s.slotsPerGpu()))
+                    + " per GPU";
+                break;
+            }
+            case FileKind::model: {
+                const ModelSpec m = loadModelFile(path);
+                what = m.name + ", " + humanCount(static_cast<double>(m.totalParams())) + " parameters";
+                break;
+            }
+            case FileKind::topology: {
+                const Topology t = loadTopologyFile(path);
+                what = t.name + ", " + std::to_string(t.numGpus()) + " GPUs, " + std::to_string(t.numDomains())
+                    + " NVLink domain(s)";
+                break;
+            }
+            case FileKind::hf_config: {
+                const ModelSpec m = importHfConfigFile(path);
+                what = m.name + " (Hugging Face config)";
+                break;
+            }
+            }
+            if (!args.has("quiet"))
+                std::cout << path << ": ok (" << toString(kind) << ": " << what << ")\n";
+        } catch (const InputError& e) {
+            std::cerr << e.diagnostics().format();
+            ++invalid;
+        }
+    }
+    if (invalid > 0) {
+        std::cerr << invalid << " of " << args.positionals().size() << " file(s) invalid\n";
+        return 2;
+    }
+    return 0;
+}
+
+}  // namespace moex::cli

@@ -1,0 +1,18 @@
+// The moex-cli commands (DESIGN.md section 4). Each returns the process exit code:
+// 0 success, 2 bad input (InputError, printed by main with its locations), 1 internal failure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace moex::cli {
+
+using Argv = std::vector<std::string>;
+
+int cmdValidate(const Argv& argv);
+int cmdShow(const Argv& argv);
+int cmdImportHf(const Argv& argv);
+int cmdTopology(const Argv& argv);
+int cmdDevices(const Argv& argv);
+
+}  // namespace moex::cli

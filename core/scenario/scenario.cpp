@@ -1,0 +1,38 @@
+#include "scenario/scenario.h"
+
+namespace moex {
+
+double GpuSpeeds::of(int gpu) const
+{
+    const auto it = per_gpu.find(gpu);
+    return it == per_gpu.end() ? default_speed : it->second;
+}
+
+int Scenario::slotsPerGpu() const
+{
+    const int g = topology.numGpus();
+    if (g <= 0)
+        return 0;
+    if (placement.explicit_slots)
+        return placement.explicit_slots->maxSlotsPerGpu();
+    const int total = model.routed_experts + placement.redundant_slots;
+    return (total + g - 1) / g;
+}
+
+std::string_view toString(Overlap o)
+{
+    return o == Overlap::none ? "none" : "two-batch";
+}
+
+std::string_view toString(Backend b)
+{
+    switch (b) {
+    case Backend::sim: return "sim";
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
+    case Backend::remote: return "remote";
+    }
+    return "sim";
+}
+
+}  // namespace moex

@@ -1,0 +1,334 @@
+#include "scenario/scenario_checks.h"
+
+#include <cmath>
+#include <filesystem>
+
+namespace moex {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kStrategies = {"contiguous", "round-robin", "eplb", "gem", "search", "explicit"};
+
+std::string gb(double bytes)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+    return buf;
+}
+
+// One layer's slots: a list (per GPU) of lists of expert ids, each checked against the model.
+std::optional<LayerPlacement> readLayerSlots(const YAML::Node& node, ScenarioChecks& c, const Scenario& s)
+{
+    if (!node.IsSequence()) {
+        c.r.error(node, "slots must be a list with one list of expert ids per GPU");
+        return std::nullopt;
+    }
+    LayerPlacement layer;
+    bool ok = true;
+    for (const auto& gpuNode : node) {
+        if (!gpuNode.IsSequence()) {
+            c.r.error(gpuNode, "each GPU's slots must be a list of expert ids");
+            ok = false;
+            continue;
+        }
+        std::vector<ExpertId> slots;
+        for (const auto& e : gpuNode) {
+            const std::int64_t maxId = c.modelOk ? s.model.routed_experts - 1 : (1 << 20);
+            auto id = c.r.asInt(e, "expert id", 0, 1 << 20);
+            if (!id) {
+                ok = false;
+                continue;
+            }
+            if (*id > maxId) {
+                c.r.error(e, "placement names expert " + std::to_string(*id) + ", but the model has "
+                                 + std::to_string(s.model.routed_experts) + " experts (0.." + std::to_string(maxId) + ")");
+                ok = false;
+                continue;
+            }
+            slots.emplace_back(static_cast<std::int32_t>(*id));
+        }
+        layer.gpu_slots.push_back(std::move(slots));
+    }
+    if (!ok)
+        return std::nullopt;
+    if (c.topoOk && layer.numGpus() != s.topology.numGpus()) {
+        c.r.error(node, "slots list " + std::to_string(layer.numGpus()) + " GPUs, but the topology has "
+                            + std::to_string(s.topology.numGpus()));
+        return std::nullopt;
+    }
+    if (c.modelOk) {
+        const auto counts = layer.replicaCounts(s.model.routed_experts);
+        std::string missing;
+        int n = 0;
+        for (int e = 0; e < s.model.routed_experts; ++e)
+            if (counts[static_cast<std::size_t>(e)] == 0) {
+                if (n < 8)
+                    missing += (missing.empty() ? "" : ", ") + std::to_string(e);
+                ++n;
+            }
+        if (n > 0) {
+            c.r.error(node, "placement leaves out " + std::to_string(n) + " expert(s): " + missing
+                                + (n > 8 ? ", ..." : "") + " (every expert needs at least one slot)");
+            return std::nullopt;
+        }
+    }
+    return layer;
+}
+
+}  // namespace
+
+void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
+{
+    if (!YamlReader::has(root, "workload"))
+        return;  // defaults: decode, 128 tokens per GPU, synthetic routing
+    const YAML::Node node = root["workload"];
+    if (!c.r.expectMap(node, "workload", {"phase", "tokens_per_gpu", "context_tokens", "routing"}))
+        return;
+    if (auto p = c.r.getChoice(node, "phase", false, {"decode", "prefill"}))
+        s.workload.phase = *p == 0 ? Phase::decode : Phase::prefill;
+    if (s.workload.phase == Phase::prefill)
+        s.workload.tokens_per_gpu = 4096;
+    if (auto t = c.r.getInt(node, "tokens_per_gpu", false, 1, 1 << 20))
+        s.workload.tokens_per_gpu = static_cast<int>(*t);
+    if (auto t = c.r.getInt(node, "context_tokens", false, 1, 16 << 20))
+        s.workload.context_tokens = static_cast<int>(*t);
+    if (!YamlReader::has(node, "routing"))
+        return;
+    const YAML::Node routing = node["routing"];
+    if (!c.r.expectMap(routing, "routing",
+                       {"kind", "skew", "hot_experts", "coactivation_groups", "drift", "seed", "file"}))
+        return;
+    RoutingSpec& rs = s.workload.routing;
+    if (auto k = c.r.getChoice(routing, "kind", false, {"synthetic", "trace", "counts"}))
+        rs.kind = static_cast<RoutingKind>(*k);
+    if (auto v = c.r.getDouble(routing, "skew", false, 0.0, 5.0))
+        rs.skew = *v;
+    if (auto v = c.r.getDouble(routing, "hot_experts", false, 0.0, 1.0))
+        rs.hot_experts = *v;
+    const std::int64_t maxGroups = c.modelOk ? s.model.routed_experts : (1 << 20);
+    if (auto v = c.r.getInt(routing, "coactivation_groups", false, 0, maxGroups))
+        rs.coactivation_groups = static_cast<int>(*v);
+    if (auto v = c.r.getDouble(routing, "drift", false, 0.0, 1.0))
+        rs.drift = *v;
+    if (auto v = c.r.getInt(routing, "seed", false, 0, std::numeric_limits<std::int64_t>::max()))
+        rs.seed = static_cast<std::uint64_t>(*v);
+    const bool needsFile = rs.kind != RoutingKind::synthetic;
+    if (YamlReader::has(routing, "file")) {
+        const YAML::Node f = routing["file"];
+        if (!f.IsScalar() || f.Scalar().empty()) {
+            c.r.error(f, "'file' must be a path");
+        } else {
+            fs::path p(f.Scalar());
+            if (p.is_relative())
+                p = fs::path(c.baseDir) / p;
+            std::error_code ec;
+            if (!fs::is_regular_file(p, ec))
+                c.r.error(f, "routing file '" + f.Scalar() + "' does not exist (looked for "
+                                 + p.lexically_normal().string() + ")");
+            rs.file = p.lexically_normal().string();
+        }
+    } else if (needsFile) {
+        c.r.error(routing, "routing kind '" + std::string(toString(rs.kind)) + "' needs a 'file'");
+    }
+}
+
+void readPlacementPart(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
+{
+    if (!YamlReader::has(root, "placement"))
+        return;
+    const YAML::Node node = root["placement"];
+    if (!c.r.expectMap(node, "placement", {"strategy", "redundant_slots", "budget_ms", "slots", "layers", "shares"}))
+        return;
+    PlacementSpec& p = s.placement;
+    if (auto st = c.r.getChoice(node, "strategy", false, kStrategies))
+        p.strategy = kStrategies[static_cast<std::size_t>(*st)];
+    const std::int64_t maxRedundant = c.modelOk ? 16LL * s.model.routed_experts : (1 << 20);
+    if (auto v = c.r.getInt(node, "redundant_slots", false, 0, maxRedundant))
+        p.redundant_slots = static_cast<int>(*v);
+    if (auto v = c.r.getDouble(node, "budget_ms", false, 1.0, 3.6e6))
+        p.budget_ms = *v;
+
+    const bool hasSlots = YamlReader::has(node, "slots");
+    const bool hasLayers = YamlReader::has(node, "layers");
+    if (hasSlots && hasLayers) {
+        c.r.error(node, "give either 'slots' (one layout for every MoE layer) or 'layers' (one per MoE layer), not both");
+        return;
+    }
+    if (!hasSlots && !hasLayers) {
+        if (p.strategy == "explicit")
+            c.r.error(node, "strategy 'explicit' needs 'slots' or 'layers'");
+        return;
+    }
+    if (YamlReader::has(node, "strategy") && p.strategy != "explicit")
+        c.r.error(node["strategy"], "explicit slots are given, so 'strategy' must be 'explicit' (or left out)");
+    p.strategy = "explicit";
+    if (!c.modelOk || !c.topoOk)
+        return;  // cannot check slots without both
+    Placement placement;
+    placement.num_experts = s.model.routed_experts;
+    if (hasSlots) {
+        auto layer = readLayerSlots(node["slots"], c, s);
+        if (!layer)
+            return;
+        placement.layers.assign(static_cast<std::size_t>(s.model.numMoeLayers()), *layer);
+    } else {
+        const YAML::Node layers = node["layers"];
+        if (!layers.IsSequence()) {
+            c.r.error(layers, "'layers' must be a list with one slot layout per MoE layer");
+            return;
+        }
+        if (static_cast<int>(layers.size()) != s.model.numMoeLayers()) {
+            c.r.error(layers, "'layers' has " + std::to_string(layers.size()) + " entries, but the model has "
+                                  + std::to_string(s.model.numMoeLayers()) + " MoE layers");
+            return;
+        }
+        bool ok = true;
+        for (const auto& l : layers) {
+            auto layer = readLayerSlots(l, c, s);
+            ok = ok && layer.has_value();
+            if (layer)
+                placement.layers.push_back(std::move(*layer));
+        }
+        if (!ok)
+            return;
+    }
+    if (YamlReader::has(node, "shares")) {
+        const YAML::Node sh = node["shares"];
+        LayerPlacement& first = placement.layers.front();
+        bool ok = sh.IsSequence() && sh.size() == first.gpu_slots.size();
+        std::vector<std::vector<double>> shares;
+        for (std::size_t g = 0; ok && g < sh.size(); ++g) {
+            ok = sh[g].IsSequence() && sh[g].size() == first.gpu_slots[g].size();
+            std::vector<double> row;
+            for (std::size_t k = 0; ok && k < sh[g].size(); ++k) {
+                auto v = c.r.asDouble(sh[g][k], "share", 0.0, 1.0);
+                ok = v.has_value();
+                row.push_back(v.value_or(0));
+            }
+            shares.push_back(std::move(row));
+        }
+        if (!ok) {
+            c.r.error(sh, "'shares' must have the same shape as the slots, each share in [0, 1]");
+            return;
+        }
+        for (auto& l : placement.layers)
+            l.shares = shares;
+        for (const auto& problem : checkPlacement(placement, s.model.routed_experts, s.topology.numGpus()))
+            c.r.error(sh, problem);
+    }
+    p.explicit_slots = std::move(placement);
+}
+
+void readGpus(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
+{
+    if (!YamlReader::has(root, "gpus"))
+        return;
+    const YAML::Node node = root["gpus"];
+    if (!c.r.expectMap(node, "gpus", {"speed"}) || !YamlReader::has(node, "speed"))
+        return;
+    const YAML::Node speed = node["speed"];
+    if (!speed.IsMap()) {
+        c.r.error(speed, "'speed' must be a mapping such as {default: 1.0, gpu17: 0.85}");
+        return;
+    }
+    const int numGpus = c.topoOk ? s.topology.numGpus() : (1 << 20);
+    for (auto it = speed.begin(); it != speed.end(); ++it) {
+        const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
+        auto v = c.r.asDouble(it->second, "speed of " + key, 0.01, 10.0);
+        if (key == "default") {
+            if (v)
+                s.speeds.default_speed = *v;
+            continue;
+        }
+        std::string digits = key.rfind("gpu", 0) == 0 ? key.substr(3) : key;
+        int gpu = -1;
+        if (!digits.empty() && digits.size() < 8 && digits.find_first_not_of("0123456789") == std::string::npos)
+            gpu = std::stoi(digits);
+        if (gpu < 0) {
+            c.r.error(it->first, "speed keys are 'default' or a GPU such as 'gpu17', got '" + key + "'");
+            continue;
+        }
+        if (gpu >= numGpus) {
+            c.r.error(it->first, "GPU " + std::to_string(gpu) + " does not exist: the topology has "
+                                     + std::to_string(numGpus) + " GPUs (0.." + std::to_string(numGpus - 1) + ")");
+            continue;
+        }
+        if (v)
+            s.speeds.per_gpu[gpu] = *v;
+    }
+}
+
+void readPrecisionAndEngine(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
+{
+    if (c.modelOk)
+        s.precision.weights = s.model.weight_dtype;
+    if (YamlReader::has(root, "precision")) {
+        const YAML::Node node = root["precision"];
+        if (c.r.expectMap(node, "precision", {"weights", "dispatch", "combine"})) {
+            const std::vector<std::string> all = {"bf16", "fp16", "fp8", "nvfp4", "mxfp4", "int4"};
+            if (auto w = c.r.getChoice(node, "weights", false, all)) {
+                s.precision.weights = *parseDType(all[static_cast<std::size_t>(*w)]);
+                s.precision_weights_set = true;
+            }
+            const std::vector<std::string> comm = {"bf16", "fp8", "nvfp4"};
+            if (auto d = c.r.getChoice(node, "dispatch", false, comm))
+                s.precision.dispatch = *parseDType(comm[static_cast<std::size_t>(*d)]);
+            if (auto d = c.r.getChoice(node, "combine", false, {"bf16", "fp8"}))
+                s.precision.combine = *d == 0 ? DType::bf16 : DType::fp8;
+        }
+    }
+    if (YamlReader::has(root, "overlap")) {
+        if (auto o = c.r.getChoice(root, "overlap", false, {"none", "two-batch"}))
+            s.overlap = *o == 0 ? Overlap::none : Overlap::two_batch;
+    }
+    if (YamlReader::has(root, "engine")) {
+        const YAML::Node node = root["engine"];
+        if (c.r.expectMap(node, "engine", {"backend", "host", "ranks"})) {
+            if (auto b = c.r.getChoice(node, "backend", false, {"sim", "cpu", "cuda", "remote"}))
+                s.engine.backend = static_cast<Backend>(*b);
+            if (auto h = c.r.getString(node, "host", s.engine.backend == Backend::remote))
+                s.engine.host = *h;
+            if (auto n = c.r.getInt(node, "ranks", false, 1, 1024))
+                s.engine.ranks = static_cast<int>(*n);
+        }
+    }
+    if (YamlReader::has(root, "calibration")) {
+        const YAML::Node f = root["calibration"];
+        if (!f.IsScalar() || f.Scalar().empty()) {
+            c.r.error(f, "'calibration' must be a file path");
+            return;
+        }
+        fs::path p(f.Scalar());
+        if (p.is_relative())
+            p = fs::path(c.baseDir) / p;
+        std::error_code ec;
+        if (!fs::is_regular_file(p, ec))
+            c.r.error(f, "calibration file '" + f.Scalar() + "' does not exist (looked for "
+                             + p.lexically_normal().string() + ")");
+        s.calibration = p.lexically_normal().string();
+    }
+}
+
+double weightBytesPerGpu(const Scenario& s, int slotsPerGpu)
+{
+    const double expertBytes = static_cast<double>(s.model.expertParams()) * bytesPerElement(s.precision.weights);
+    return expertBytes * slotsPerGpu * s.model.numMoeLayers() + s.model.nonExpertBytes();
+}
+
+void checkCapacity(const YAML::Node& root, const Scenario& s, ScenarioChecks& c)
+{
+    const int slots = s.slotsPerGpu();
+    const double need = weightBytesPerGpu(s, slots);
+    const double have = s.topology.gpu.hbm_usable_gb * 1e9;
+    if (have > 0 && need > have) {
+        const YAML::Node at = YamlReader::has(root, "placement") ? root["placement"] : root["topology"];
+        c.r.error(at, "weights do not fit: " + std::to_string(slots) + " expert slots per GPU × "
+                          + std::to_string(s.model.numMoeLayers()) + " MoE layers plus the non-expert weights need "
+                          + gb(need) + " per GPU, but a " + s.topology.gpu.name + " has " + gb(have)
+                          + " usable (use more GPUs, fewer redundant slots or a smaller weight format)");
+    }
+}
+
+}  // namespace moex

@@ -1,0 +1,188 @@
+// Scenario saving: YAML that loads back into an equal scenario; paths written relative to the file.
+#include "common/atomic_file.h"
+#include "model/model_yaml.h"
+#include "scenario/scenario_yaml.h"
+#include "topology/topology_yaml.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+namespace moex {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string relativeTo(const std::string& path, const std::string& dir)
+{
+    if (dir.empty())
+        return path;
+    std::error_code ec;
+    const fs::path rel = fs::path(path).lexically_relative(fs::path(dir));
+    return (ec || rel.empty()) ? path : rel.string();
+}
+
+std::string num(double v)
+{
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    // Shortest form that reads back identically.
+    for (int prec = 1; prec <= 17; ++prec) {
+        char trial[40];
+        std::snprintf(trial, sizeof trial, "%.*g", prec, v);
+        if (std::strtod(trial, nullptr) == v)
+            return trial;
+    }
+    return buf;
+}
+
+void emitSlots(YAML::Emitter& out, const LayerPlacement& layer)
+{
+    out << YAML::BeginSeq;
+    for (const auto& g : layer.gpu_slots) {
+        out << YAML::Flow << YAML::BeginSeq;
+        for (ExpertId e : g)
+            out << e.value;
+        out << YAML::EndSeq;
+    }
+    out << YAML::EndSeq;
+}
+
+bool sameLayout(const Placement& p)
+{
+    for (const auto& l : p.layers)
+        if (l.gpu_slots != p.layers.front().gpu_slots || l.shares != p.layers.front().shares)
+            return false;
+    return true;
+}
+
+}  // namespace
+
+std::string scenarioToYaml(const Scenario& s, const std::string& dir)
+{
+    YAML::Emitter out;
+    out << YAML::BeginMap;
+    out << YAML::Key << "name" << YAML::Value << s.name;
+
+    out << YAML::Key << "model" << YAML::Value;
+    switch (s.model_source.kind) {
+    case SourceRef::Kind::path:
+        out << relativeTo(s.model_source.path, dir);
+        break;
+    case SourceRef::Kind::hf_config:
+        out << YAML::Flow << YAML::BeginMap << YAML::Key << "hf_config" << YAML::Value
+            << relativeTo(s.model_source.path, dir) << YAML::EndMap;
+        break;
+    default:
+        out << YAML::Load(modelToYaml(s.model));
+        break;
+    }
+
+    out << YAML::Key << "topology" << YAML::Value;
+    switch (s.topology_source.kind) {
+    case SourceRef::Kind::path:
+        out << relativeTo(s.topology_source.path, dir);
+        break;
+    case SourceRef::Kind::builtin:
+        out << YAML::Flow << YAML::Load(topologyParamsToYaml(s.topology_params));
+        break;
+    default:
+        out << YAML::Load(topologyToYaml(s.topology));
+        break;
+    }
+
+    const Workload& w = s.workload;
+    out << YAML::Key << "workload" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "phase" << YAML::Value << std::string(toString(w.phase));
+    out << YAML::Key << "tokens_per_gpu" << YAML::Value << w.tokens_per_gpu;
+    out << YAML::Key << "context_tokens" << YAML::Value << w.context_tokens;
+    out << YAML::Key << "routing" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "kind" << YAML::Value << std::string(toString(w.routing.kind));
+    if (w.routing.kind == RoutingKind::synthetic) {
+        out << YAML::Key << "skew" << YAML::Value << num(w.routing.skew);
+        out << YAML::Key << "hot_experts" << YAML::Value << num(w.routing.hot_experts);
+        out << YAML::Key << "coactivation_groups" << YAML::Value << w.routing.coactivation_groups;
+        out << YAML::Key << "drift" << YAML::Value << num(w.routing.drift);
+    } else {
+        out << YAML::Key << "file" << YAML::Value << relativeTo(w.routing.file, dir);
+    }
+    out << YAML::Key << "seed" << YAML::Value << w.routing.seed;
+    out << YAML::EndMap << YAML::EndMap;
+
+    const PlacementSpec& p = s.placement;
+    out << YAML::Key << "placement" << YAML::Value << YAML::BeginMap;
+    if (p.explicit_slots) {
+        out << YAML::Key << "strategy" << YAML::Value << "explicit";
+        if (sameLayout(*p.explicit_slots)) {
+            out << YAML::Key << "slots" << YAML::Value;
+            emitSlots(out, p.explicit_slots->layers.front());
+        } else {
+            out << YAML::Key << "layers" << YAML::Value << YAML::BeginSeq;
+            for (const auto& l : p.explicit_slots->layers)
+                emitSlots(out, l);
+            out << YAML::EndSeq;
+        }
+        const auto& shares = p.explicit_slots->layers.front().shares;
+        if (!shares.empty()) {
+            out << YAML::Key << "shares" << YAML::Value << YAML::BeginSeq;
+            for (const auto& row : shares) {
+                out << YAML::Flow << YAML::BeginSeq;
+                for (double v : row)
+                    out << num(v);
+                out << YAML::EndSeq;
+            }
+            out << YAML::EndSeq;
+        }
+    } else {
+        out << YAML::Key << "strategy" << YAML::Value << p.strategy;
+        out << YAML::Key << "redundant_slots" << YAML::Value << p.redundant_slots;
+        if (p.strategy == "search")
+            out << YAML::Key << "budget_ms" << YAML::Value << num(p.budget_ms);
+    }
+    out << YAML::EndMap;
+
+    if (s.speeds.default_speed != 1.0 || !s.speeds.per_gpu.empty()) {
+        out << YAML::Key << "gpus" << YAML::Value << YAML::BeginMap << YAML::Key << "speed" << YAML::Value
+            << YAML::Flow << YAML::BeginMap;
+        out << YAML::Key << "default" << YAML::Value << num(s.speeds.default_speed);
+        for (const auto& [g, v] : s.speeds.per_gpu)
+            out << YAML::Key << ("gpu" + std::to_string(g)) << YAML::Value << num(v);
+        out << YAML::EndMap << YAML::EndMap;
+    }
+
+    out << YAML::Key << "precision" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    if (s.precision_weights_set)
+        out << YAML::Key << "weights" << YAML::Value << std::string(toString(s.precision.weights));
+    out << YAML::Key << "dispatch" << YAML::Value << std::string(toString(s.precision.dispatch));
+    out << YAML::Key << "combine" << YAML::Value << std::string(toString(s.precision.combine));
+    out << YAML::EndMap;
+    out << YAML::Key << "overlap" << YAML::Value << std::string(toString(s.overlap));
+    out << YAML::Key << "engine" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "backend" << YAML::Value << std::string(toString(s.engine.backend));
+    if (!s.engine.host.empty())
+        out << YAML::Key << "host" << YAML::Value << s.engine.host;
+    if (s.engine.ranks != 1)
+        out << YAML::Key << "ranks" << YAML::Value << s.engine.ranks;
+    out << YAML::EndMap;
+    if (!s.calibration.empty())
+        out << YAML::Key << "calibration" << YAML::Value << relativeTo(s.calibration, dir);
+    out << YAML::EndMap;
+    return std::string(out.c_str()) + "\n";
+}
+
+std::string scenarioToYaml(const Scenario& s)
+{
+    const std::string dir = s.file.empty() ? std::string() : fs::path(s.file).parent_path().string();
+    return scenarioToYaml(s, dir);
+}
+
+void saveScenarioFile(const Scenario& s, const std::string& path)
+{
+    const std::string dir = fs::absolute(fs::path(path)).parent_path().string();
+    writeFileAtomically(path, scenarioToYaml(s, dir));
+}
+
+}  // namespace moex

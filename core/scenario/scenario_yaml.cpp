@@ -1,0 +1,204 @@
+// Scenario loading: every problem of the file (and of the files it names) located and reported,
+// and nothing returned unless the whole scenario is valid.
+#include "scenario/scenario_yaml.h"
+
+#include "common/atomic_file.h"
+#include "common/yaml_reader.h"
+#include "model/hf_import.h"
+#include "model/model_yaml.h"
+#include "scenario/scenario_checks.h"
+#include "scenario/scenario_overrides.h"
+#include "topology/topology_yaml.h"
+
+#include <filesystem>
+
+namespace moex {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kTopKeys = {"name", "description", "model", "topology", "workload", "placement",
+                                           "gpus", "precision", "overlap", "engine", "calibration"};
+
+std::string resolvePath(const std::string& baseDir, const std::string& p)
+{
+    fs::path path(p);
+    if (path.is_relative())
+        path = fs::path(baseDir) / path;
+    return path.lexically_normal().string();
+}
+
+// Reads a path-valued scalar, resolves it and checks that the file exists.
+std::optional<std::string> readExistingPath(const YAML::Node& node, YamlReader& r, const std::string& baseDir,
+                                            const std::string& what)
+{
+    if (!node.IsScalar() || node.Scalar().empty()) {
+        r.error(node, what + " must be a file path");
+        return std::nullopt;
+    }
+    const std::string resolved = resolvePath(baseDir, node.Scalar());
+    std::error_code ec;
+    if (!fs::is_regular_file(resolved, ec)) {
+        r.error(node, what + " '" + node.Scalar() + "' does not exist (looked for " + resolved + ")");
+        return std::nullopt;
+    }
+    return resolved;
+}
+
+void readModelPart(const YAML::Node& node, YamlReader& r, const std::string& baseDir, Scenario& s, bool& ok)
+{
+    try {
+        if (node.IsScalar()) {
+            auto path = readExistingPath(node, r, baseDir, "model file");
+            if (!path) {
+                ok = false;
+                return;
+            }
+            s.model = loadModelFile(*path);
+            s.model_source = {SourceRef::Kind::path, *path};
+            return;
+        }
+        if (node.IsMap() && YamlReader::has(node, "hf_config")) {
+            if (!r.expectMap(node, "model", {"hf_config"})) {
+                ok = false;
+                return;
+            }
+            const YAML::Node& cnode = node;
+            auto path = readExistingPath(cnode["hf_config"], r, baseDir, "hf_config");
+            if (!path) {
+                ok = false;
+                return;
+            }
+            s.model = importHfConfigFile(*path);
+            s.model_source = {SourceRef::Kind::hf_config, *path};
+            return;
+        }
+        const std::size_t before = r.errorCount();
+        auto m = readModel(node, r);
+        if (m)
+            checkModel(*m, node, r);
+        if (!m || r.errorCount() != before) {
+            ok = false;
+            return;
+        }
+        s.model = *m;
+        s.model_source = {SourceRef::Kind::inline_, {}};
+    } catch (const InputError& e) {
+        // Errors inside the named file are located in that file; say which scenario key led there.
+        r.diagnostics().append(e.diagnostics());
+        r.error(node, "model could not be loaded (see the errors above)");
+        ok = false;
+    }
+}
+
+void readTopologyPart(const YAML::Node& node, YamlReader& r, const std::string& baseDir, Scenario& s, bool& ok)
+{
+    try {
+        if (node.IsScalar()) {
+            auto path = readExistingPath(node, r, baseDir, "topology file");
+            if (!path) {
+                ok = false;
+                return;
+            }
+            s.topology = loadTopologyFile(*path);
+            s.topology_source = {SourceRef::Kind::path, *path};
+            return;
+        }
+        const std::size_t before = r.errorCount();
+        if (node.IsMap() && YamlReader::has(node, "builtin")) {
+            auto params = readTopologyParams(node, r);
+            if (!params || r.errorCount() != before) {
+                ok = false;
+                return;
+            }
+            try {
+                s.topology = buildTopology(*params);
+            } catch (const std::invalid_argument& e) {
+                r.error(node, e.what());
+                ok = false;
+                return;
+            }
+            s.topology_params = *params;
+            s.topology_source = {SourceRef::Kind::builtin, {}};
+            return;
+        }
+        auto t = readCustomTopology(node, r);
+        if (!t || r.errorCount() != before) {
+            ok = false;
+            return;
+        }
+        s.topology = std::move(*t);
+        s.topology_source = {SourceRef::Kind::inline_, {}};
+    } catch (const InputError& e) {
+        r.diagnostics().append(e.diagnostics());
+        r.error(node, "topology could not be loaded (see the errors above)");
+        ok = false;
+    }
+}
+
+}  // namespace
+
+Scenario loadScenarioText(const std::string& text, const std::string& file, const Overrides& overrides)
+{
+    Diagnostics diags;
+    auto parsed = parseYaml(text, file, diags);
+    if (!parsed)
+        throw InputError(diags);
+    YAML::Node root = *parsed;
+    if (!overrides.empty()) {
+        applyOverrides(root, overrides, diags);
+        if (!diags.empty())
+            throw InputError(diags);
+    }
+    YamlReader r(file, diags);
+    if (root.IsNull() || !root.IsDefined()) {
+        r.error(root, "the file is empty; a scenario needs at least 'model' and 'topology'");
+        throw InputError(diags);
+    }
+    if (!r.expectMap(root, "scenario", kTopKeys))
+        throw InputError(diags);
+
+    const std::string baseDir = fs::path(file).has_parent_path() ? fs::absolute(fs::path(file)).parent_path().string()
+                                                                 : fs::current_path().string();
+    Scenario s;
+    s.file = file.empty() ? std::string() : fs::absolute(fs::path(file)).lexically_normal().string();
+    const YAML::Node& croot = root;
+
+    if (auto name = r.getString(croot, "name", false))
+        s.name = *name;
+    else if (!file.empty())
+        s.name = fs::path(file).stem().string();
+
+    bool modelOk = YamlReader::has(croot, "model");
+    if (!modelOk)
+        r.error(root, "missing required key 'model'");
+    else
+        readModelPart(croot["model"], r, baseDir, s, modelOk);
+
+    bool topoOk = YamlReader::has(croot, "topology");
+    if (!topoOk)
+        r.error(root, "missing required key 'topology'");
+    else
+        readTopologyPart(croot["topology"], r, baseDir, s, topoOk);
+
+    ScenarioChecks checks{r, baseDir, modelOk, topoOk};
+    readWorkload(croot, s, checks);
+    readPlacementPart(croot, s, checks);
+    readGpus(croot, s, checks);
+    readPrecisionAndEngine(croot, s, checks);
+    if (modelOk && topoOk)
+        checkCapacity(croot, s, checks);
+
+    if (!diags.empty())
+        throw InputError(diags);
+    return s;
+}
+
+Scenario loadScenarioFile(const std::string& path, const Overrides& overrides)
+{
+    const std::string text = readFile(path, 64u << 20);
+    return loadScenarioText(text, path, overrides);
+}
+
+}  // namespace moex

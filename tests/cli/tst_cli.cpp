@@ -1,0 +1,209 @@
+// The moex-cli contract (DESIGN.md section 4): commands, exit codes 0/2/1, located errors.
+#include <QtTest>
+
+namespace {
+
+struct Result {
+    int exitCode = -1;
+    QString out;
+    QString err;
+};
+
+Result runCli(const QStringList& args, const QString& workdir = QString())
+{
+    QProcess p;
+    if (!workdir.isEmpty())
+        p.setWorkingDirectory(workdir);
+    p.start(QStringLiteral(MOEX_CLI_PATH), args);
+    if (!p.waitForFinished(120000)) {
+        p.kill();
+        return {};
+    }
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
+            QString::fromUtf8(p.readAllStandardError())};
+}
+
+QString src(const QString& rel)
+{
+    return QStringLiteral(MOEX_SOURCE_DIR) + QLatin1Char('/') + rel;
+}
+
+QString shared(const QString& rel)
+{
+    return QStringLiteral(MOEX_SHARED_DATA_DIR) + QLatin1Char('/') + rel;
+}
+
+QStringList samples(const QString& folder)
+{
+    QStringList out;
+    const QDir dir(src(QStringLiteral("samples/")) + folder);
+    for (const auto& f : dir.entryList({QStringLiteral("*.yaml")}, QDir::Files, QDir::Name))
+        out << dir.filePath(f);
+    return out;
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+private slots:
+    void everySampleValidates();
+    void brokenFilesGiveLocatedErrorsAndExit2();
+    void unknownCommandAndOptions();
+    void showReportsParameters();
+    void importHfRealConfigs_data();
+    void importHfRealConfigs();
+    void importHfErrors();
+    void topologyWritesLoadableYaml();
+    void setOverrides();
+};
+
+void TestCli::everySampleValidates()
+{
+    QStringList files = samples(QStringLiteral("scenarios")) + samples(QStringLiteral("models"))
+        + samples(QStringLiteral("topologies"));
+    QVERIFY(files.size() >= 10 + 8 + 6);
+    const Result r = runCli(QStringList{QStringLiteral("validate")} + files);
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QCOMPARE(r.out.count(QStringLiteral(": ok (")), files.size());
+}
+
+void TestCli::brokenFilesGiveLocatedErrorsAndExit2()
+{
+    QTemporaryDir dir;
+    const QString bad = dir.filePath(QStringLiteral("bad.yaml"));
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("name: bad\n"
+            "model: " + src(QStringLiteral("samples/models/mixtral-8x7b.yaml")).toUtf8() + "\n"
+            "topology: {builtin: hgx-h100}\n"
+            "workload: {tokens_per_gpu: -4}\n"
+            "overlpa: none\n");
+    f.close();
+    const QString good = src(QStringLiteral("samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml"));
+    const Result r = runCli({QStringLiteral("validate"), good, bad});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(bad + QStringLiteral(":4:")), qPrintable(r.err));
+    QVERIFY(r.err.contains(bad + QStringLiteral(":5:1: error: unknown key 'overlpa'")));
+    QVERIFY(r.err.contains(QStringLiteral("did you mean 'overlap'")));
+    QVERIFY(r.out.contains(good + QStringLiteral(": ok")));  // the valid file is still reported
+    QVERIFY(r.err.contains(QStringLiteral("1 of 2 file(s) invalid")));
+
+    const Result missing = runCli({QStringLiteral("validate"), dir.filePath(QStringLiteral("nope.yaml"))});
+    QCOMPARE(missing.exitCode, 2);
+    QVERIFY(missing.err.contains(QStringLiteral("cannot open file")));
+}
+
+void TestCli::unknownCommandAndOptions()
+{
+    Result r = runCli({QStringLiteral("valdiate")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY(r.err.contains(QStringLiteral("did you mean 'validate'")));
+    r = runCli({QStringLiteral("validate"), QStringLiteral("--sett"), QStringLiteral("a=b"), QStringLiteral("x.yaml")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("did you mean '--set'")), qPrintable(r.err));
+    r = runCli({QStringLiteral("validate")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY(r.err.contains(QStringLiteral("usage")));
+    r = runCli({QStringLiteral("topology"), QStringLiteral("hgx-h200"), QStringLiteral("--nodes"), QStringLiteral("zero")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY(r.err.contains(QStringLiteral("needs an integer")));
+    r = runCli({});
+    QCOMPARE(r.exitCode, 2);
+    r = runCli({QStringLiteral("help")});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY(r.out.contains(QStringLiteral("moex-cli validate")));
+}
+
+void TestCli::showReportsParameters()
+{
+    const Result r = runCli({QStringLiteral("show"), src(QStringLiteral("samples/scenarios/deepseek-r1-decode-nvl72.yaml"))});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QVERIFY(r.out.contains(QStringLiteral("total")));
+    QVERIFY(r.out.contains(QStringLiteral("active per token")));
+    // One DeepSeek-R1 expert: 3 x 7168 x 2048 parameters in fp8 with 128x128 block scales.
+    const qint64 expertBytes = qint64(3) * 7168 * 2048 + (qint64(3) * 7168 * 2048) / (128 * 128) * 4;
+    QVERIFY2(r.out.contains(QString::number(expertBytes) + QStringLiteral(" bytes")), qPrintable(r.out));
+    QVERIFY(r.out.contains(QStringLiteral("72 × ")));
+    QVERIFY(r.out.contains(QStringLiteral("4 expert slots per GPU")));
+}
+
+void TestCli::importHfRealConfigs_data()
+{
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<int>("experts");
+    QTest::addColumn<int>("topk");
+    for (auto [f, e, k] : {std::tuple{"deepseek-ai--DeepSeek-R1.json", 256, 8},
+                           std::tuple{"moonshotai--Kimi-K2-Instruct.json", 384, 8},
+                           std::tuple{"mistralai--Mixtral-8x7B-v0.1.json", 8, 2},
+                           std::tuple{"openai--gpt-oss-120b.json", 128, 4},
+                           std::tuple{"Qwen--Qwen3-235B-A22B.json", 128, 8}})
+        QTest::addRow("%s", f) << QString::fromUtf8(f) << e << k;
+}
+
+void TestCli::importHfRealConfigs()
+{
+    QFETCH(QString, file);
+    QFETCH(int, experts);
+    QFETCH(int, topk);
+    const QString config = shared(QStringLiteral("hf-configs/") + file);
+    if (!QFile::exists(config))
+        QSKIP("../shared/data is not present");
+    QTemporaryDir dir;
+    const QString out = dir.filePath(QStringLiteral("model.yaml"));
+    Result r = runCli({QStringLiteral("import-hf"), config, QStringLiteral("-o"), out});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QFile f(out);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString yaml = QString::fromUtf8(f.readAll());
+    QVERIFY(yaml.contains(QStringLiteral("routed_experts: %1\n").arg(experts)));
+    QVERIFY(yaml.contains(QStringLiteral("experts_per_token: %1\n").arg(topk)));
+    r = runCli({QStringLiteral("validate"), out});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+}
+
+void TestCli::importHfErrors()
+{
+    QTemporaryDir dir;
+    const QString dense = dir.filePath(QStringLiteral("dense.json"));
+    QFile f(dense);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "intermediate_size": 14336})");
+    f.close();
+    Result r = runCli({QStringLiteral("import-hf"), dense});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(dense) && r.err.contains(QStringLiteral("num_local_experts")), qPrintable(r.err));
+    // The output file is never half-written: a failed import leaves no file.
+    const QString out = dir.filePath(QStringLiteral("out.yaml"));
+    r = runCli({QStringLiteral("import-hf"), dense, QStringLiteral("-o"), out});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY(!QFile::exists(out));
+}
+
+void TestCli::topologyWritesLoadableYaml()
+{
+    QTemporaryDir dir;
+    const QString out = dir.filePath(QStringLiteral("t.yaml"));
+    Result r = runCli({QStringLiteral("topology"), QStringLiteral("hgx-h200"), QStringLiteral("--nodes"),
+                       QStringLiteral("2"), QStringLiteral("-o"), out});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    r = runCli({QStringLiteral("validate"), out});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QVERIFY(r.out.contains(QStringLiteral("16 GPUs, 2 NVLink domain(s)")));
+    r = runCli({QStringLiteral("topology"), QStringLiteral("dgx-a100")});
+    QCOMPARE(r.exitCode, 2);
+}
+
+void TestCli::setOverrides()
+{
+    const QString s = src(QStringLiteral("samples/scenarios/deepseek-r1-decode-nvl72.yaml"));
+    Result r = runCli({QStringLiteral("show"), s, QStringLiteral("--set"), QStringLiteral("placement.redundant_slots=64")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QVERIFY(r.out.contains(QStringLiteral("5 expert slots per GPU")));
+    r = runCli({QStringLiteral("validate"), s, QStringLiteral("--set"), QStringLiteral("workload.tokens_per_gpu=-1")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY(r.err.contains(QStringLiteral("out of range")));
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"

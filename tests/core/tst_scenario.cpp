@@ -1,0 +1,208 @@
+// Scenario files: every sample loads, save/load round-trips, --set overrides, relative paths.
+#ifndef Q_MOC_RUN  // moc of Qt 6.4 cannot parse C++20 standard headers; it needs none of these
+#include "common/atomic_file.h"
+#include "common/diagnostics.h"
+#include "scenario/scenario_yaml.h"
+#endif
+
+#include <QtTest>
+
+#include <filesystem>
+
+using namespace moex;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSamples = std::string(MOEX_SOURCE_DIR) + "/samples/scenarios/";
+
+std::vector<std::string> sampleScenarios()
+{
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(kSamples))
+        if (e.path().extension() == ".yaml")
+            out.push_back(e.path().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+void compareScenarios(const Scenario& a, const Scenario& b)
+{
+    QCOMPARE(b.name, a.name);
+    QCOMPARE(b.model.name, a.model.name);
+    QCOMPARE(b.model.totalParams(), a.model.totalParams());
+    QCOMPARE(b.model.moe_layers, a.model.moe_layers);
+    QCOMPARE(b.topology.numGpus(), a.topology.numGpus());
+    QCOMPARE(b.topology.links().size(), a.topology.links().size());
+    QCOMPARE(b.topology.builtin, a.topology.builtin);
+    QCOMPARE(b.workload.phase, a.workload.phase);
+    QCOMPARE(b.workload.tokens_per_gpu, a.workload.tokens_per_gpu);
+    QCOMPARE(b.workload.context_tokens, a.workload.context_tokens);
+    QCOMPARE(b.workload.routing.kind, a.workload.routing.kind);
+    QCOMPARE(b.workload.routing.skew, a.workload.routing.skew);
+    QCOMPARE(b.workload.routing.hot_experts, a.workload.routing.hot_experts);
+    QCOMPARE(b.workload.routing.coactivation_groups, a.workload.routing.coactivation_groups);
+    QCOMPARE(b.workload.routing.drift, a.workload.routing.drift);
+    QCOMPARE(b.workload.routing.seed, a.workload.routing.seed);
+    QCOMPARE(b.placement.strategy, a.placement.strategy);
+    QCOMPARE(b.placement.redundant_slots, a.placement.redundant_slots);
+    QCOMPARE(b.placement.explicit_slots.has_value(), a.placement.explicit_slots.has_value());
+    if (a.placement.explicit_slots)
+        for (int l = 0; l < a.placement.explicit_slots->numLayers(); ++l)
+            QCOMPARE(b.placement.explicit_slots->layers[l].phy2log(), a.placement.explicit_slots->layers[l].phy2log());
+    QCOMPARE(b.speeds.default_speed, a.speeds.default_speed);
+    QCOMPARE(b.speeds.per_gpu, a.speeds.per_gpu);
+    QCOMPARE(b.precision.weights, a.precision.weights);
+    QCOMPARE(b.precision.dispatch, a.precision.dispatch);
+    QCOMPARE(b.precision.combine, a.precision.combine);
+    QCOMPARE(b.overlap, a.overlap);
+    QCOMPARE(b.engine.backend, a.engine.backend);
+}
+
+}  // namespace
+
+class TestScenario : public QObject {
+    Q_OBJECT
+private slots:
+    void samplesLoad_data();
+    void samplesLoad();
+    void roundTripToAnotherFolder();
+    void explicitPlacementRoundTrip();
+    void overrides();
+    void overrideErrors();
+    void relativePathsResolveAgainstFile();
+    void atomicSaveKeepsOldFileOnFailure();
+};
+
+void TestScenario::samplesLoad_data()
+{
+    QTest::addColumn<QString>("path");
+    const auto files = sampleScenarios();
+    QVERIFY(files.size() >= 10);
+    for (const auto& f : files)
+        QTest::addRow("%s", fs::path(f).filename().c_str()) << QString::fromStdString(f);
+}
+
+void TestScenario::samplesLoad()
+{
+    QFETCH(QString, path);
+    const Scenario s = loadScenarioFile(path.toStdString());
+    QVERIFY(!s.name.empty());
+    QVERIFY(s.topology.numGpus() >= 8);
+    QVERIFY(s.model.routed_experts >= 8);
+    QVERIFY(s.slotsPerGpu() >= 1);
+    // Saved and loaded again, next to the original, gives the same scenario.
+    const std::string text = scenarioToYaml(s);
+    const Scenario again = loadScenarioText(text, s.file);
+    compareScenarios(s, again);
+}
+
+void TestScenario::roundTripToAnotherFolder()
+{
+    const Scenario s = loadScenarioFile(kSamples + "deepseek-r1-decode-nvl72-slow-gpus.yaml");
+    QTemporaryDir dir;
+    const std::string out = dir.filePath(QStringLiteral("sub/copy.yaml")).toStdString();
+    fs::create_directories(fs::path(out).parent_path());
+    saveScenarioFile(s, out);
+    const Scenario again = loadScenarioFile(out);  // the model path was rewritten relative to the new folder
+    compareScenarios(s, again);
+    QCOMPARE(again.speeds.per_gpu.size(), std::size_t(6));
+    QCOMPARE(again.speeds.of(17), 0.80);
+}
+
+void TestScenario::explicitPlacementRoundTrip()
+{
+    const std::string text = "name: explicit\n"
+                             "model: ../models/mixtral-8x7b.yaml\n"
+                             "topology: {builtin: hgx-h100}\n"
+                             "placement:\n"
+                             "  slots: [[7, 0], [1], [2], [3], [4], [5], [6], [0]]\n"
+                             "  shares: [[1, 0.25], [1], [1], [1], [1], [1], [1], [0.75]]\n";
+    const Scenario s = loadScenarioText(text, kSamples + "explicit.yaml");
+    QVERIFY(s.placement.explicit_slots);
+    QCOMPARE(s.placement.strategy, std::string("explicit"));
+    QCOMPARE(s.placement.explicit_slots->numLayers(), s.model.numMoeLayers());
+    QCOMPARE(s.placement.explicit_slots->layers[0].phy2log(), (std::vector<int>{7, 0, 1, 2, 3, 4, 5, 6, 0}));
+    QCOMPARE(s.placement.explicit_slots->layers[3].shares[7][0], 0.75);
+    const Scenario again = loadScenarioText(scenarioToYaml(s), s.file);
+    compareScenarios(s, again);
+    QCOMPARE(again.placement.explicit_slots->layers[0].shares, s.placement.explicit_slots->layers[0].shares);
+
+    // Shares that do not sum to one are located errors.
+    std::string bad = text;
+    bad.replace(bad.find("0.75"), 4, "0.5");
+    QVERIFY_THROWS_EXCEPTION(InputError, loadScenarioText(bad, kSamples + "explicit.yaml"));
+}
+
+void TestScenario::overrides()
+{
+    const std::string path = kSamples + "deepseek-r1-decode-nvl72.yaml";
+    const Scenario s = loadScenarioFile(path, {{"workload.tokens_per_gpu", "256"},
+                                                {"workload.routing.skew", "0"},
+                                                {"gpus.speed.gpu17", "0.85"},
+                                                {"topology.builtin", "gb300-nvl72"},
+                                                {"overlap", "none"}});
+    QCOMPARE(s.workload.tokens_per_gpu, 256);
+    QCOMPARE(s.workload.routing.skew, 0.0);
+    QCOMPARE(s.speeds.of(17), 0.85);
+    QCOMPARE(s.speeds.of(16), 1.0);
+    QCOMPARE(s.topology.builtin, std::string("gb300-nvl72"));
+    QCOMPARE(s.overlap, Overlap::none);
+    const Scenario base = loadScenarioFile(path);
+    QCOMPARE(base.workload.tokens_per_gpu, 128);
+}
+
+void TestScenario::overrideErrors()
+{
+    const std::string path = kSamples + "deepseek-r1-decode-nvl72.yaml";
+    // A bad value is caught by the same checks as a bad file.
+    QVERIFY_THROWS_EXCEPTION(InputError, loadScenarioFile(path, {{"workload.tokens_per_gpu", "-3"}}));
+    // An unknown key is caught too (did-you-mean).
+    try {
+        (void)loadScenarioFile(path, {{"workload.tokens", "3"}});
+        QFAIL("expected an InputError");
+    } catch (const InputError& e) {
+        QVERIFY(QString::fromStdString(e.diagnostics().format()).contains(QStringLiteral("unknown key 'tokens'")));
+    }
+    // Descending into a scalar is refused with a message that says why.
+    try {
+        (void)loadScenarioFile(path, {{"model.hidden_size", "3"}});
+        QFAIL("expected an InputError");
+    } catch (const InputError& e) {
+        QVERIFY(QString::fromStdString(e.diagnostics().format()).contains(QStringLiteral("'model' is not a mapping")));
+    }
+    QVERIFY_THROWS_EXCEPTION(InputError, parseOverride("noequals"));
+    QVERIFY_THROWS_EXCEPTION(InputError, parseOverride("=3"));
+    QCOMPARE(parseOverride("a.b=c=d").second, std::string("c=d"));
+}
+
+void TestScenario::relativePathsResolveAgainstFile()
+{
+    // Loaded from another working directory, paths still resolve against the file.
+    const auto cwd = fs::current_path();
+    fs::current_path(fs::temp_directory_path());
+    const Scenario s = loadScenarioFile(kSamples + "mixtral-8x7b-decode-hgx-h100.yaml");
+    fs::current_path(cwd);
+    QCOMPARE(s.model.routed_experts, 8);
+    QVERIFY(fs::path(s.model_source.path).is_absolute());
+    QVERIFY(fs::exists(s.model_source.path));
+}
+
+void TestScenario::atomicSaveKeepsOldFileOnFailure()
+{
+    QTemporaryDir dir;
+    const std::string path = dir.filePath(QStringLiteral("s.yaml")).toStdString();
+    writeFileAtomically(path, "old contents\n");
+    QCOMPARE(readFile(path), std::string("old contents\n"));
+    writeFileAtomically(path, "new contents\n");
+    QCOMPARE(readFile(path), std::string("new contents\n"));
+    // A folder that does not exist: the write fails and nothing is left behind.
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, writeFileAtomically(dir.filePath(QStringLiteral("no/such.yaml")).toStdString(), "x"));
+    int files = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path().toStdString()))
+        ++files;
+    QCOMPARE(files, 1);
+}
+
+QTEST_APPLESS_MAIN(TestScenario)
+#include "tst_scenario.moc"

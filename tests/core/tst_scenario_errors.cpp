@@ -1,0 +1,240 @@
+// Malformed scenarios: every one yields located errors (line and message), never a crash or a
+// half-loaded scenario. The text is loaded as if it lived in samples/scenarios/ so relative paths
+// resolve against the shipped samples.
+#ifndef Q_MOC_RUN  // moc of Qt 6.4 cannot parse C++20 standard headers; it needs none of these
+#include "common/diagnostics.h"
+#include "scenario/scenario_yaml.h"
+#endif
+
+#include <QtTest>
+
+#include <string>
+
+using namespace moex;
+
+namespace {
+
+const std::string kDir = std::string(MOEX_SOURCE_DIR) + "/samples/scenarios/";
+const std::string kFile = kDir + "malformed.yaml";
+
+// A valid scenario the rows below break one way each. Line numbers matter: keep it stable.
+const char* kInlineModel = R"(name: inline
+model:
+  name: tiny
+  hidden_size: 1024
+  num_layers: 4
+  routed_experts: 16
+  experts_per_token: 2
+  moe_intermediate_size: 512
+topology: {builtin: hgx-h100}
+)";
+
+}  // namespace
+
+class TestScenarioErrors : public QObject {
+    Q_OBJECT
+private slots:
+    void malformed_data();
+    void malformed();
+    void reportsEveryError();
+    void validInlineLoads();
+    void deepNestingIsAnErrorNotACrash();
+    void aliasBombDoesNotExplode();
+    void hugeFileRefused();
+};
+
+void TestScenarioErrors::malformed_data()
+{
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<int>("line");
+    QTest::addColumn<QString>("fragment");
+
+    const QString base = QStringLiteral(
+        "name: t\n"
+        "model: ../models/mixtral-8x7b.yaml\n"
+        "topology: {builtin: hgx-h100}\n");
+    auto row = [](const char* name, const QString& text, int line, const char* fragment) {
+        QTest::addRow("%s", name) << text << line << QString::fromUtf8(fragment);
+    };
+
+    // Syntax
+    row("unclosed flow sequence", QStringLiteral("name: t\nmodel: [a, b\ntopology: x\n"), 3, "YAML syntax");
+    row("bad indentation", QStringLiteral("name: t\n  model: x\n"), 2, "YAML syntax");
+    row("tab indentation", base + QStringLiteral("workload:\n\tphase: decode\n"), 5, "YAML syntax");
+    row("duplicate colon", base + QStringLiteral("workload: {phase: : decode}\n"), 4, "");
+    row("not a mapping", QStringLiteral("- a\n- b\n"), 1, "scenario must be a mapping");
+    row("empty file", QString(), 0, "the file is empty");
+    // Unknown keys with did-you-mean
+    row("unknown top key", base + QStringLiteral("worklaod: {phase: decode}\n"), 4, "did you mean 'workload'");
+    row("unknown workload key", base + QStringLiteral("workload:\n  tokens_per_gp: 12\n"), 5,
+        "did you mean 'tokens_per_gpu'");
+    row("unknown routing key", base + QStringLiteral("workload:\n  routing: {kind: synthetic, skwe: 1}\n"), 5,
+        "did you mean 'skew'");
+    row("unknown placement key", base + QStringLiteral("placement: {strategy: eplb, redundant: 8}\n"), 4,
+        "did you mean 'redundant_slots'");
+    row("unknown topology param", QStringLiteral("name: t\nmodel: ../models/mixtral-8x7b.yaml\ntopology: {builtin: hgx-h100, node: 2}\n"),
+        3, "did you mean 'nodes'");
+    row("unknown strategy", base + QStringLiteral("placement: {strategy: eplbb}\n"), 4, "did you mean 'eplb'");
+    row("unknown builtin", QStringLiteral("name: t\nmodel: ../models/mixtral-8x7b.yaml\ntopology: {builtin: hgx-h900}\n"), 3,
+        "hgx-h900");
+    // Wrong types
+    row("tokens not a number", base + QStringLiteral("workload: {tokens_per_gpu: lots}\n"), 4, "must be an integer");
+    row("tokens a list", base + QStringLiteral("workload: {tokens_per_gpu: [1, 2]}\n"), 4, "must be an integer");
+    row("phase wrong", base + QStringLiteral("workload: {phase: training}\n"), 4, "must be one of: decode, prefill");
+    row("skew a string", base + QStringLiteral("workload:\n  routing: {skew: high}\n"), 5, "must be a number");
+    row("workload a list", base + QStringLiteral("workload: [decode]\n"), 4, "workload must be a mapping");
+    row("overlap wrong", base + QStringLiteral("overlap: three-batch\n"), 4, "must be one of: none, two-batch");
+    row("dispatch dtype wrong", base + QStringLiteral("precision: {dispatch: int4}\n"), 4, "must be one of");
+    // Out of range
+    row("negative tokens", base + QStringLiteral("workload: {tokens_per_gpu: -5}\n"), 4, "out of range");
+    row("zero tokens", base + QStringLiteral("workload: {tokens_per_gpu: 0}\n"), 4, "out of range");
+    row("absurd tokens", base + QStringLiteral("workload: {tokens_per_gpu: 99999999999}\n"), 4, "out of range");
+    row("NaN skew", base + QStringLiteral("workload:\n  routing: {skew: .nan}\n"), 5, "NaN");
+    row("infinite drift", base + QStringLiteral("workload:\n  routing: {drift: .inf}\n"), 5, "infinity");
+    row("negative speed", base + QStringLiteral("gpus: {speed: {gpu3: -0.5}}\n"), 4, "out of range");
+    row("speed of missing gpu", base + QStringLiteral("gpus: {speed: {gpu8: 0.9}}\n"), 4, "GPU 8 does not exist");
+    row("absurd nodes", QStringLiteral("name: t\nmodel: ../models/mixtral-8x7b.yaml\ntopology: {builtin: hgx-h100, nodes: 100000}\n"),
+        3, "nodes");
+    // Placement
+    row("placement names missing expert",
+        base + QStringLiteral("placement:\n  slots: [[0], [1], [2], [3], [4], [5], [6], [9]]\n"), 5,
+        "names expert 9, but the model has 8 experts");
+    row("placement leaves expert out",
+        base + QStringLiteral("placement:\n  slots: [[0], [1], [2], [3], [4], [5], [6], [6]]\n"), 5,
+        "leaves out 1 expert(s): 7");
+    row("placement wrong gpu count", base + QStringLiteral("placement:\n  slots: [[0, 1, 2, 3], [4, 5, 6, 7]]\n"), 5,
+        "slots list 2 GPUs, but the topology has 8");
+    row("negative expert id", base + QStringLiteral("placement:\n  slots: [[-1], [1], [2], [3], [4], [5], [6], [7]]\n"),
+        5, "out of range");
+    row("slots and layers", base + QStringLiteral("placement: {slots: [], layers: []}\n"), 4, "not both");
+    row("explicit without slots", base + QStringLiteral("placement: {strategy: explicit}\n"), 4, "needs 'slots'");
+    // Model problems
+    row("top-k larger than experts",
+        QString::fromUtf8(kInlineModel).replace(QStringLiteral("experts_per_token: 2"), QStringLiteral("experts_per_token: 17")),
+        2, "top-k");
+    row("groups do not divide",
+        QString::fromUtf8(kInlineModel)
+            .replace(QStringLiteral("  moe_intermediate_size: 512\n"),
+                     QStringLiteral("  moe_intermediate_size: 512\n  expert_groups: 3\n")),
+        2, "expert_groups = 3 does not divide");
+    row("model file missing", QStringLiteral("name: t\nmodel: ../models/nope.yaml\ntopology: {builtin: hgx-h100}\n"), 2,
+        "does not exist");
+    row("missing model", QStringLiteral("name: t\ntopology: {builtin: hgx-h100}\n"), 1, "missing required key 'model'");
+    row("routing trace without file", base + QStringLiteral("workload:\n  routing: {kind: trace}\n"), 5, "needs a 'file'");
+    row("routing file missing", base + QStringLiteral("workload:\n  routing: {kind: trace, file: nope.jsonl}\n"), 5,
+        "does not exist");
+    row("calibration missing", base + QStringLiteral("calibration: nope.yaml\n"), 4, "does not exist");
+    // Capacity
+    row("experts do not fit",
+        QStringLiteral("name: t\nmodel: ../models/deepseek-r1.yaml\ntopology: {builtin: hgx-h100}\n"
+                       "placement: {strategy: contiguous}\n"),
+        4, "weights do not fit");
+}
+
+void TestScenarioErrors::malformed()
+{
+    QFETCH(QString, text);
+    QFETCH(int, line);
+    QFETCH(QString, fragment);
+    try {
+        (void)loadScenarioText(text.toStdString(), kFile);
+        QFAIL("expected an InputError");
+    } catch (const InputError& e) {
+        const auto& items = e.diagnostics().items();
+        QVERIFY(!items.empty());
+        bool found = false;
+        for (const auto& d : items) {
+            const bool lineOk = line == 0 || d.where.line == line;
+            const bool textOk = QString::fromStdString(d.message).contains(fragment);
+            found = found || (lineOk && textOk);
+        }
+        if (!found)
+            qWarning().noquote() << QString::fromStdString(e.diagnostics().format());
+        QVERIFY2(found, qPrintable(QStringLiteral("no error at line %1 containing '%2'").arg(line).arg(fragment)));
+        // Every diagnostic formats as FILE:LINE:COL: error: MESSAGE (or FILE: error: when unlocated).
+        for (const auto& d : items)
+            QVERIFY(QString::fromStdString(d.format()).contains(QStringLiteral(": error: ")));
+    }
+}
+
+void TestScenarioErrors::reportsEveryError()
+{
+    const std::string text = "name: t\n"
+                             "model: ../models/mixtral-8x7b.yaml\n"
+                             "topology: {builtin: hgx-h100}\n"
+                             "workload: {tokens_per_gpu: -1, phase: train}\n"
+                             "overlap: sometimes\n"
+                             "colour: blue\n";
+    try {
+        (void)loadScenarioText(text, kFile);
+        QFAIL("expected an InputError");
+    } catch (const InputError& e) {
+        const auto& items = e.diagnostics().items();
+        QCOMPARE(items.size(), std::size_t(4));
+        QCOMPARE(items[0].where.file, kFile);
+        QVERIFY(std::any_of(items.begin(), items.end(), [](const Diagnostic& d) { return d.where.line == 5; }));
+        QVERIFY(std::any_of(items.begin(), items.end(), [](const Diagnostic& d) { return d.where.line == 6; }));
+        QCOMPARE(std::count_if(items.begin(), items.end(), [](const Diagnostic& d) { return d.where.line == 4; }), 2);
+    }
+}
+
+void TestScenarioErrors::validInlineLoads()
+{
+    const Scenario s = loadScenarioText(kInlineModel, kFile);
+    QCOMPARE(s.model.routed_experts, 16);
+    QCOMPARE(s.topology.numGpus(), 8);
+    QCOMPARE(s.slotsPerGpu(), 2);
+}
+
+void TestScenarioErrors::deepNestingIsAnErrorNotACrash()
+{
+    std::string text = "name: t\nmodel: ";
+    for (int i = 0; i < 100000; ++i)
+        text += '[';
+    QVERIFY_THROWS_EXCEPTION(InputError, loadScenarioText(text, kFile));
+    std::string block = "name: t\nworkload:\n";
+    std::string indent = "  ";
+    for (int i = 0; i < 5000; ++i) {
+        block += indent + "k:\n";
+        indent += ' ';
+    }
+    QVERIFY_THROWS_EXCEPTION(InputError, loadScenarioText(block, kFile));
+}
+
+void TestScenarioErrors::aliasBombDoesNotExplode()
+{
+    // Each level refers to the previous one ten times: expanded, this is 10^9 nodes.
+    std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+    for (int i = 1; i < 10; ++i) {
+        text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+        for (int j = 0; j < 10; ++j)
+            text += std::string(j ? ", " : "") + "*a" + std::to_string(i - 1);
+        text += "]\n";
+    }
+    text += "name: t\nmodel: ../models/mixtral-8x7b.yaml\ntopology: {builtin: hgx-h100}\nplacement: {slots: *a9}\n";
+    QElapsedTimer timer;
+    timer.start();
+    QVERIFY_THROWS_EXCEPTION(InputError, loadScenarioText(text, kFile));
+    QVERIFY(timer.elapsed() < 20000);  // a guard against exponential expansion, not a timing target
+}
+
+void TestScenarioErrors::hugeFileRefused()
+{
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("huge.yaml"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    const QByteArray chunk(1 << 20, 'x');
+    for (int i = 0; i < 65; ++i)
+        f.write(chunk);
+    f.close();
+    try {
+        (void)loadScenarioFile(path.toStdString());
+        QFAIL("expected an InputError");
+    } catch (const InputError& e) {
+        QVERIFY(QString::fromStdString(e.diagnostics().format()).contains(QStringLiteral("more than the limit")));
+    }
+}
+
+QTEST_APPLESS_MAIN(TestScenarioErrors)
+#include "tst_scenario_errors.moc"
