@@ -82,6 +82,18 @@ static std::size_t editDistance(const std::string& a, const std::string& b)
 
 std::string didYouMean(const std::string& word, const std::vector<std::string>& candidates)
 {
+    // A word that is the start of exactly one candidate ("redundant" -> "redundant_slots").
+    if (word.size() >= 4) {
+        std::string prefixed;
+        int matches = 0;
+        for (const auto& c : candidates)
+            if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) {
+                prefixed = c;
+                ++matches;
+            }
+        if (matches == 1)
+            return prefixed;
+    }
     std::string best;
     std::size_t bestDist = std::max<std::size_t>(2, word.size() / 3) + 1;
     for (const auto& c : candidates) {

@@ -39,7 +39,7 @@ bool YamlReader::expectMap(const YAML::Node& node, std::string_view what, const 
         return false;
     }
     for (auto it = node.begin(); it != node.end(); ++it) {
-        const YAML::Node& key = it->first;
+        const YAML::Node key = it->first;
         if (!key.IsScalar()) {
             error(key, std::string("keys of ") + std::string(what) + " must be plain names");
             continue;

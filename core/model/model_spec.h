@@ -23,14 +23,31 @@ struct AttentionShape {
     int qk_rope_head_dim = 0;
     int qk_nope_head_dim = 0;
     int v_head_dim = 0;
-    int sliding_window = 0;  // 0 = full attention on every layer
+    // 0 = full attention on every layer; > 0 = window in tokens on alternate layers (gpt-oss: even
+    // layers slide, odd layers see everything), the one pattern among the supported models.
+    int sliding_window = 0;
 
-    // Elements of K and V stored per token per layer in the KV cache.
+    // Elements of K and V stored per token per layer in the KV cache:
+    // GQA 2 * kv_heads * head_dim; MLA kv_lora_rank + qk_rope_head_dim (the compressed latent).
     [[nodiscard]] std::int64_t kvElementsPerTokenPerLayer() const;
-    // Parameters of one attention block (projections) at hidden size h.
+    // Parameters of one attention block (projections only, biases ignored) at hidden size h:
+    //   GQA  h*heads*head_dim (q) + 2*h*kv_heads*head_dim (k, v) + heads*head_dim*h (o)
+    //   MLA  q: q_lora_rank > 0 ? h*q_lora_rank + q_lora_rank*heads*(nope+rope) : h*heads*(nope+rope)
+    //        + h*(kv_lora_rank+rope) (kv down) + kv_lora_rank*heads*(nope+v_head_dim) (kv up)
+    //        + heads*v_head_dim*h (o)
     [[nodiscard]] std::int64_t params(int hidden) const;
+
+    friend bool operator==(const AttentionShape&, const AttentionShape&) = default;
 };
 
+// Parameter counting (all in elements, not bytes):
+//   expertParams              = 3 * hidden * moe_intermediate          (SwiGLU gate, up, down)
+//   routedExpertParams        = expertParams * routed_experts * numMoeLayers
+//   sharedExpertParamsPerLayer = shared_experts * 3 * hidden * shared_intermediate_size
+//   totalParams               = routed + shared per layer * numMoeLayers + non_expert_params
+//   activeParams              = non_expert_params + numMoeLayers * (experts_per_token * expertParams + shared per layer)
+// non_expert_params is whatever the model's makers count besides the experts; the sample files say
+// where they had to set it explicitly because the shape estimate misses the published totals.
 struct ModelSpec {
     std::string name;
     int hidden_size = 0;
@@ -64,8 +81,12 @@ struct ModelSpec {
     [[nodiscard]] std::int64_t activeParams() const;  // per token
     [[nodiscard]] double nonExpertBytes() const;  // non-expert + shared experts at non_expert_dtype
 
-    // Estimate of non_expert_params from the shapes (attention, dense FFN, embeddings, router, norms).
+    // Estimate of non_expert_params from the shapes: attention.params(hidden) * num_layers
+    // + 3 * hidden * dense_intermediate_size per dense layer + hidden * routed_experts (router) per MoE layer
+    // + 2 * vocab_size * hidden (embedding and output head, untied) + 2 * hidden per layer (norms).
     [[nodiscard]] std::int64_t estimateNonExpertParams() const;
+
+    friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
 
 std::string_view toString(Scoring s);

@@ -111,12 +111,12 @@ void TestScenarioErrors::malformed_data()
     // Model problems
     row("top-k larger than experts",
         QString::fromUtf8(kInlineModel).replace(QStringLiteral("experts_per_token: 2"), QStringLiteral("experts_per_token: 17")),
-        2, "top-k");
+        7, "top-k");
     row("groups do not divide",
         QString::fromUtf8(kInlineModel)
             .replace(QStringLiteral("  moe_intermediate_size: 512\n"),
                      QStringLiteral("  moe_intermediate_size: 512\n  expert_groups: 3\n")),
-        2, "expert_groups = 3 does not divide");
+        9, "expert_groups = 3 does not divide");
     row("model file missing", QStringLiteral("name: t\nmodel: ../models/nope.yaml\ntopology: {builtin: hgx-h100}\n"), 2,
         "does not exist");
     row("missing model", QStringLiteral("name: t\ntopology: {builtin: hgx-h100}\n"), 1, "missing required key 'model'");

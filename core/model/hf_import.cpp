@@ -1,0 +1,336 @@
+#include "model/hf_import.h"
+
+#include "common/atomic_file.h"
+#include "model/hf_json.h"
+#include "model/model_yaml.h"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace moex {
+
+namespace {
+
+using hf::ConfigReader;
+using hf::Json;
+
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 22;
+constexpr std::int64_t kMaxCount = 1 << 16;
+
+// The families differ mostly in key names; these flags carry what the keys alone do not say.
+struct Family {
+    bool intermediateIsExpert = false;  // mixtral, gpt_oss, llama4: intermediate_size is the expert FFN
+    bool llama4 = false;                // shared expert of the expert size; dense FFN in intermediate_size_mlp
+    bool sigmoidByDefault = false;      // deepseek_v3, kimi_k2, glm4_moe, llama4 score with a sigmoid
+};
+
+bool contains(const std::string& s, const char* part)
+{
+    return s.find(part) != std::string::npos;
+}
+
+Family familyOf(ConfigReader& c)
+{
+    // text_config's model_type ("qwen3_5_moe_text", "llama4_text") says as much as the top level's.
+    std::string type;
+    if (const Json* t = c.find("model_type"); t && t->is_string())
+        type = t->get<std::string>();
+    Family f;
+    f.llama4 = contains(type, "llama4") || c.has("interleave_moe_layer_step");
+    f.intermediateIsExpert = f.llama4 || contains(type, "mixtral") || contains(type, "gpt_oss")
+        || (c.has("num_local_experts") && !c.has("moe_intermediate_size"));
+    f.sigmoidByDefault = f.llama4 || contains(type, "deepseek_v3") || contains(type, "kimi_k2")
+        || contains(type, "glm4_moe");
+    return f;
+}
+
+std::optional<std::int64_t> firstInteger(ConfigReader& c, std::initializer_list<const char*> keys, std::int64_t min,
+                                         std::int64_t max)
+{
+    for (const char* key : keys)
+        if (c.has(key))
+            return c.integer(key, min, max);
+    return std::nullopt;
+}
+
+bool anyOf(ConfigReader& c, std::initializer_list<const char*> keys)
+{
+    return std::any_of(keys.begin(), keys.end(), [&](const char* k) { return c.has(k); });
+}
+
+std::vector<int> moeLayers(ConfigReader& c, const Family& f, int layers)
+{
+    std::vector<int> out;
+    if (c.has("moe_layers")) {  // llama4 in newer transformers lists them
+        if (auto list = c.integerList("moe_layers", 0, layers - 1))
+            for (auto v : *list)
+                out.push_back(static_cast<int>(v));
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+        return out;
+    }
+    if (f.llama4) {  // transformers: range(step - 1, layers, step)
+        const auto step = c.integer("interleave_moe_layer_step", 1, kMaxCount).value_or(1);
+        for (std::int64_t i = step - 1; i < layers; i += step)
+            out.push_back(static_cast<int>(i));
+        return out;
+    }
+    std::vector<std::int64_t> mlpOnly = c.integerList("mlp_only_layers", 0, kMaxCount).value_or(std::vector<std::int64_t>{});
+    auto dense = [&](int i) { return std::find(mlpOnly.begin(), mlpOnly.end(), i) != mlpOnly.end(); };
+    if (anyOf(c, {"first_k_dense_replace", "moe_layer_freq"})) {  // deepseek_v3, kimi_k2, glm4_moe
+        const auto firstK = c.integer("first_k_dense_replace", 0, kMaxCount).value_or(0);
+        const auto freq = c.integer("moe_layer_freq", 1, kMaxCount).value_or(1);
+        for (int i = 0; i < layers; ++i)
+            if (i >= firstK && i % freq == 0 && !dense(i))
+                out.push_back(i);
+        return out;
+    }
+    const auto step = c.integer("decoder_sparse_step", 1, kMaxCount).value_or(1);  // qwen*_moe
+    for (int i = 0; i < layers; ++i)
+        if ((i + 1) % step == 0 && !dense(i))
+            out.push_back(i);
+    return out;
+}
+
+DType torchDType(ConfigReader& c)
+{
+    for (const char* key : {"torch_dtype", "dtype"}) {
+        if (auto s = c.find(key); s && s->is_string()) {
+            const std::string v = s->get<std::string>();
+            if (v == "float16")
+                return DType::fp16;
+            if (v == "float32")
+                return DType::fp32;
+            return DType::bf16;
+        }
+    }
+    return DType::bf16;
+}
+
+// Does a list of module patterns (ignore, modules_to_not_convert, exclude_modules) keep attention unquantized?
+bool keepsAttention(const Json& q)
+{
+    for (const char* key : {"ignore", "modules_to_not_convert", "exclude_modules"}) {
+        auto it = q.find(key);
+        if (it == q.end() || !it->is_array())
+            continue;
+        for (const Json& p : *it)
+            if (p.is_string() && (contains(p.get<std::string>(), "attn") || contains(p.get<std::string>(), "attention")))
+                return true;
+    }
+    return false;
+}
+
+// Weight formats of the routed experts and of everything else from quantization_config.
+void readDTypes(ConfigReader& c, ModelSpec& m)
+{
+    const DType base = torchDType(c);
+    m.weight_dtype = base;
+    m.non_expert_dtype = base;
+    const Json* q = c.object("quantization_config");
+    if (!q)
+        return;
+    std::string method;
+    if (auto it = q->find("quant_method"); it != q->end() && it->is_string())
+        method = it->get<std::string>();
+    std::optional<DType> experts;
+    if (method == "fp8") {
+        experts = DType::fp8;
+    } else if (method == "mxfp4") {
+        experts = DType::mxfp4;
+    } else if (method == "compressed-tensors" || method == "compressed_tensors") {
+        // The first config group's weights say the format: 4-bit int (Kimi K2 Thinking), 4-bit float (NVFP4), fp8.
+        auto groups = q->find("config_groups");
+        if (groups != q->end() && groups->is_object()) {
+            for (const auto& [name, group] : groups->items()) {
+                auto w = group.find("weights");
+                if (w == group.end() || !w->is_object())
+                    continue;
+                const int bits = w->value("num_bits", 0);
+                const std::string type = w->value("type", std::string("int"));
+                if (bits == 4)
+                    experts = type == "float" ? DType::nvfp4 : DType::int4;
+                else if (bits == 8)
+                    experts = DType::fp8;
+                if (experts)
+                    break;
+            }
+        }
+    } else if (method == "modelopt") {
+        const std::string algo = q->value("quant_algo", std::string());
+        if (algo == "NVFP4")
+            experts = DType::nvfp4;
+        else if (algo == "FP8")
+            experts = DType::fp8;
+    } else if (method == "awq" || method == "gptq") {
+        if (q->value("bits", 0) == 4)
+            experts = DType::int4;
+    }
+    if (!experts) {
+        c.error("quantization_config", "quantization_config with quant_method '" + method
+                                           + "' is not understood (known: fp8, mxfp4, compressed-tensors with 4 or 8 "
+                                             "bits, modelopt NVFP4/FP8, awq/gptq 4-bit); set weight_dtype by hand");
+        return;
+    }
+    m.weight_dtype = *experts;
+    // mxfp4 (gpt-oss) quantizes only the experts; the others quantize all linear layers unless told not to.
+    m.non_expert_dtype = method == "mxfp4" || keepsAttention(*q) ? base : *experts;
+    if (isFourBit(m.non_expert_dtype))
+        m.non_expert_dtype = base;  // attention and embeddings are never shipped in 4 bits by these formats
+}
+
+void readAttention(ConfigReader& c, ModelSpec& m)
+{
+    auto heads = c.integer("num_attention_heads", 1, kMaxCount);
+    if (!heads)
+        return;
+    AttentionShape& a = m.attention;
+    a.num_heads = static_cast<int>(*heads);
+    a.num_kv_heads = static_cast<int>(c.integer("num_key_value_heads", 1, kMaxCount).value_or(*heads));
+    const auto kvLora = c.integer("kv_lora_rank", 0, kMaxDim).value_or(0);
+    if (kvLora > 0) {
+        a.kind = AttentionKind::mla;
+        a.kv_lora_rank = static_cast<int>(kvLora);
+        a.q_lora_rank = static_cast<int>(c.integer("q_lora_rank", 0, kMaxDim).value_or(0));
+        a.qk_rope_head_dim = static_cast<int>(c.integer("qk_rope_head_dim", 0, kMaxDim).value_or(64));
+        a.qk_nope_head_dim = static_cast<int>(c.integer("qk_nope_head_dim", 0, kMaxDim).value_or(128));
+        a.v_head_dim = static_cast<int>(c.integer("v_head_dim", 0, kMaxDim).value_or(a.qk_nope_head_dim));
+        a.head_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    } else {
+        a.head_dim = static_cast<int>(c.integer("head_dim", 1, kMaxDim).value_or(m.hidden_size / a.num_heads));
+    }
+    // A window counts only where some layer uses it: Qwen3 ships sliding_window with use_sliding_window false.
+    const auto window = c.integer("sliding_window", 0, std::int64_t{1} << 30);
+    bool used = c.boolean("use_sliding_window").value_or(true);
+    if (const Json* types = c.find("layer_types"); types && types->is_array())
+        used = used && std::any_of(types->begin(), types->end(), [](const Json& t) {
+                   return t.is_string() && contains(t.get<std::string>(), "sliding");
+               });
+    if (window && used)
+        a.sliding_window = static_cast<int>(*window);
+}
+
+std::string modelName(ConfigReader& c, const std::string& file)
+{
+    if (auto n = c.find("_name_or_path"); n && n->is_string()) {
+        std::string s = n->get<std::string>();
+        while (!s.empty() && s.back() == '/')
+            s.pop_back();
+        if (const auto slash = s.rfind('/'); slash != std::string::npos)
+            s = s.substr(slash + 1);
+        if (!s.empty())
+            return s;
+    }
+    // Hub mirrors save configs as "org--name.json"; the stem then names the model.
+    std::string stem = std::filesystem::path(file).stem().string();
+    if (const auto sep = stem.rfind("--"); sep != std::string::npos)
+        stem = stem.substr(sep + 2);
+    if (!stem.empty() && stem != "config" && stem.find_first_of("<>") == std::string::npos)
+        return stem;
+    if (auto t = c.find("model_type"); t && t->is_string())
+        return t->get<std::string>();
+    return "hf-model";
+}
+
+}  // namespace
+
+ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
+{
+    Json root;
+    try {
+        root = Json::parse(jsonText);
+    } catch (const Json::parse_error& e) {
+        // e.byte is the 1-based index of the last character read: the one that broke the syntax.
+        std::string what = e.what();
+        if (const auto p = what.find("parse error"); p != std::string::npos)
+            if (const auto colon = what.find(": ", p); colon != std::string::npos)
+                what = what.substr(colon + 2);
+        const std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+        throw InputError(hf::locationOfOffset(jsonText, offset, file), "invalid JSON: " + what);
+    }
+    if (!root.is_object())
+        throw InputError(Location{file, 1, 1}, "a Hugging Face config.json must hold a JSON object");
+
+    Diagnostics diags;
+    ConfigReader c(root, jsonText, file, diags);
+    const Family family = familyOf(c);
+
+    // Every missing key is named at once, so one edit fixes the file.
+    std::vector<std::string> missing;
+    const bool isMoe = anyOf(c, {"num_local_experts", "num_experts", "n_routed_experts"});
+    if (!isMoe)
+        c.errorAtFile("not an MoE model: missing num_local_experts/num_experts/n_routed_experts");
+    const char* interKey = c.has("moe_intermediate_size") || !family.intermediateIsExpert ? "moe_intermediate_size"
+                                                                                          : "intermediate_size";
+    for (const char* key : {"hidden_size", "num_hidden_layers"})
+        if (!c.has(key))
+            missing.emplace_back(key);
+    if (isMoe && !anyOf(c, {"num_experts_per_tok", "experts_per_token", "moe_topk"}))
+        missing.emplace_back("num_experts_per_tok");
+    if (isMoe && !c.has(interKey))
+        missing.emplace_back(interKey);
+    if (!missing.empty()) {
+        std::string list;
+        for (const auto& k : missing)
+            list += (list.empty() ? "" : ", ") + k;
+        c.errorAtFile("missing keys: " + list);
+    }
+
+    ModelSpec m;
+    m.name = modelName(c, file);
+    m.hidden_size = static_cast<int>(c.integer("hidden_size", 1, kMaxDim).value_or(0));
+    m.num_layers = static_cast<int>(c.integer("num_hidden_layers", 1, kMaxCount).value_or(0));
+    m.routed_experts = static_cast<int>(
+        firstInteger(c, {"n_routed_experts", "num_local_experts", "num_experts"}, 1, kMaxCount).value_or(0));
+    m.experts_per_token = static_cast<int>(
+        firstInteger(c, {"num_experts_per_tok", "experts_per_token", "moe_topk"}, 1, kMaxCount).value_or(0));
+    m.moe_intermediate_size = static_cast<int>(c.integer(interKey, 1, kMaxDim).value_or(0));
+    if (!diags.empty())
+        throw InputError(std::move(diags));
+
+    if (c.has("n_shared_experts")) {  // deepseek_v3, kimi_k2, glm4_moe: each shared expert has the expert size
+        m.shared_experts = static_cast<int>(c.integer("n_shared_experts", 0, kMaxCount).value_or(0));
+        m.shared_intermediate_size = m.shared_experts > 0 ? m.moe_intermediate_size : 0;
+    } else if (auto size = c.integer("shared_expert_intermediate_size", 0, kMaxDim); size && *size > 0) {
+        m.shared_experts = 1;  // qwen2_moe, qwen3_next, qwen3_5_moe: one shared expert of its own size
+        m.shared_intermediate_size = static_cast<int>(*size);
+    } else if (family.llama4) {
+        m.shared_experts = 1;
+        m.shared_intermediate_size = m.moe_intermediate_size;
+    }
+    if (family.llama4)
+        m.dense_intermediate_size = static_cast<int>(c.integer("intermediate_size_mlp", 0, kMaxDim).value_or(0));
+    else if (!family.intermediateIsExpert)
+        m.dense_intermediate_size = static_cast<int>(c.integer("intermediate_size", 0, kMaxDim).value_or(0));
+
+    m.moe_layers = moeLayers(c, family, m.num_layers);
+    m.expert_groups = static_cast<int>(c.integer("n_group", 1, kMaxCount).value_or(1));
+    m.groups_per_token = static_cast<int>(c.integer("topk_group", 1, kMaxCount).value_or(1));
+    m.scoring = family.sigmoidByDefault ? Scoring::sigmoid : Scoring::softmax;
+    if (auto s = c.string("scoring_func")) {
+        if (*s == "sigmoid")
+            m.scoring = Scoring::sigmoid;
+        else if (*s == "softmax")
+            m.scoring = Scoring::softmax;
+        else
+            c.error("scoring_func", "scoring_func '" + *s + "' is not one of: softmax, sigmoid");
+    }
+    m.routed_scaling_factor = c.number("routed_scaling_factor", 1e-6, 1e6).value_or(1.0);
+    readDTypes(c, m);
+    readAttention(c, m);
+    m.vocab_size = static_cast<int>(c.integer("vocab_size", 0, std::int64_t{1} << 24).value_or(0));
+    m.non_expert_params = m.estimateNonExpertParams();
+
+    YamlReader checks(file, diags);  // semantic checks shared with model YAML, located at the file
+    checkModel(m, YAML::Node(), checks);
+    if (!diags.empty())
+        throw InputError(std::move(diags));
+    return m;
+}
+
+ModelSpec importHfConfigFile(const std::string& path)
+{
+    return importHfConfig(readFile(path), path);
+}
+
+}  // namespace moex

@@ -1,0 +1,468 @@
+// Hugging Face config.json import: the real configs against FACTS.md section 3 and the sample files, one
+// small config per family, and errors that name every missing key and locate bad JSON.
+#include "common/diagnostics.h"
+#include "common/yaml_reader.h"
+#include "model/hf_import.h"
+#include "model/model_yaml.h"
+
+#include <QtTest>
+
+#include <filesystem>
+
+using namespace moex;
+
+namespace {
+
+std::string configPath(const QString& file)
+{
+    return std::string(MOEX_SHARED_DATA_DIR) + "/hf-configs/" + file.toStdString();
+}
+
+std::string samplePath(const QString& file)
+{
+    return std::string(MOEX_SOURCE_DIR) + "/samples/models/" + file.toStdString();
+}
+
+QString layerList(const std::vector<int>& layers)
+{
+    QStringList out;
+    for (int l : layers)
+        out << QString::number(l);
+    return out.join(QLatin1Char(','));
+}
+
+ModelSpec importOrFail(const QByteArray& json, const std::string& file = "config.json")
+{
+    try {
+        return importHfConfig(json.toStdString(), file);
+    } catch (const InputError& e) {
+        qWarning("%s", e.what());
+    }
+    return {};
+}
+
+}  // namespace
+
+class TestHfImport : public QObject {
+    Q_OBJECT
+private slots:
+    void realConfigs_data();
+    void realConfigs();
+    void realConfigsMatchSamples_data();
+    void realConfigsMatchSamples();
+    void families_data();
+    void families();
+    void attentionFromConfig();
+    void names_data();
+    void names();
+    void errors_data();
+    void errors();
+    void importRoundTripsThroughYaml();
+};
+
+void TestHfImport::realConfigs_data()
+{
+    // FACTS.md section 3, from each model's own config.json.
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<int>("hidden");
+    QTest::addColumn<int>("inter");
+    QTest::addColumn<int>("routed");
+    QTest::addColumn<int>("topk");
+    QTest::addColumn<int>("shared");
+    QTest::addColumn<int>("layers");
+    QTest::addColumn<int>("moeLayers");
+    QTest::addColumn<int>("firstMoe");
+    QTest::addColumn<int>("groups");
+    QTest::addColumn<int>("groupsPerToken");
+    QTest::addColumn<QString>("scoring");
+    QTest::addColumn<QString>("weights");
+    QTest::addColumn<double>("scale");
+    const QString sig = QStringLiteral("sigmoid");
+    const QString soft = QStringLiteral("softmax");
+    QTest::addRow("DeepSeek-R1") << QStringLiteral("deepseek-ai--DeepSeek-R1.json") << QStringLiteral("DeepSeek-R1")
+                                 << 7168 << 2048 << 256 << 8 << 1 << 61 << 58 << 3 << 8 << 4 << sig
+                                 << QStringLiteral("fp8") << 2.5;
+    QTest::addRow("Kimi-K2-Instruct") << QStringLiteral("moonshotai--Kimi-K2-Instruct.json")
+                                      << QStringLiteral("Kimi-K2-Instruct") << 7168 << 2048 << 384 << 8 << 1 << 61
+                                      << 60 << 1 << 1 << 1 << sig << QStringLiteral("fp8") << 2.827;
+    QTest::addRow("Mixtral-8x7B") << QStringLiteral("mistralai--Mixtral-8x7B-v0.1.json")
+                                  << QStringLiteral("Mixtral-8x7B-v0.1") << 4096 << 14336 << 8 << 2 << 0 << 32 << 32
+                                  << 0 << 1 << 1 << soft << QStringLiteral("bf16") << 1.0;
+    QTest::addRow("gpt-oss-120b") << QStringLiteral("openai--gpt-oss-120b.json") << QStringLiteral("gpt-oss-120b")
+                                  << 2880 << 2880 << 128 << 4 << 0 << 36 << 36 << 0 << 1 << 1 << soft
+                                  << QStringLiteral("mxfp4") << 1.0;
+    QTest::addRow("Qwen3-235B-A22B") << QStringLiteral("Qwen--Qwen3-235B-A22B.json")
+                                     << QStringLiteral("Qwen3-235B-A22B") << 4096 << 1536 << 128 << 8 << 0 << 94 << 94
+                                     << 0 << 1 << 1 << soft << QStringLiteral("bf16") << 1.0;
+}
+
+void TestHfImport::realConfigs()
+{
+    QFETCH(QString, file);
+    QFETCH(QString, name);
+    QFETCH(int, hidden);
+    QFETCH(int, inter);
+    QFETCH(int, routed);
+    QFETCH(int, topk);
+    QFETCH(int, shared);
+    QFETCH(int, layers);
+    QFETCH(int, moeLayers);
+    QFETCH(int, firstMoe);
+    QFETCH(int, groups);
+    QFETCH(int, groupsPerToken);
+    QFETCH(QString, scoring);
+    QFETCH(QString, weights);
+    QFETCH(double, scale);
+    const std::string path = configPath(file);
+    if (!std::filesystem::exists(path))
+        QSKIP("shared/data/hf-configs is not available here");
+    ModelSpec m;
+    try {
+        m = importHfConfigFile(path);
+    } catch (const InputError& e) {
+        QFAIL(e.what());
+    }
+    QCOMPARE(QString::fromStdString(m.name), name);
+    QCOMPARE(m.hidden_size, hidden);
+    QCOMPARE(m.moe_intermediate_size, inter);
+    QCOMPARE(m.routed_experts, routed);
+    QCOMPARE(m.experts_per_token, topk);
+    QCOMPARE(m.shared_experts, shared);
+    QCOMPARE(m.shared_intermediate_size, shared > 0 ? inter : 0);
+    QCOMPARE(m.num_layers, layers);
+    QCOMPARE(m.numMoeLayers(), moeLayers);
+    QCOMPARE(m.moe_layers.front(), firstMoe);
+    QCOMPARE(m.moe_layers.back(), layers - 1);
+    QCOMPARE(m.expert_groups, groups);
+    QCOMPARE(m.groups_per_token, groupsPerToken);
+    QCOMPARE(QString::fromUtf8(toString(m.scoring)), scoring);
+    QCOMPARE(QString::fromUtf8(toString(m.weight_dtype)), weights);
+    QCOMPARE(m.routed_scaling_factor, scale);
+    QCOMPARE(m.non_expert_params, m.estimateNonExpertParams());
+}
+
+void TestHfImport::realConfigsMatchSamples_data()
+{
+    QTest::addColumn<QString>("config");
+    QTest::addColumn<QString>("sample");
+    QTest::addColumn<bool>("sameDTypes");
+    QTest::addRow("deepseek-r1") << QStringLiteral("deepseek-ai--DeepSeek-R1.json") << QStringLiteral("deepseek-r1.yaml")
+                                 << true;
+    // The sample is K2 Thinking (INT4 experts); the shared config is K2 Instruct (FP8), same shapes.
+    QTest::addRow("kimi-k2") << QStringLiteral("moonshotai--Kimi-K2-Instruct.json")
+                             << QStringLiteral("kimi-k2-thinking.yaml") << false;
+    QTest::addRow("mixtral") << QStringLiteral("mistralai--Mixtral-8x7B-v0.1.json")
+                             << QStringLiteral("mixtral-8x7b.yaml") << true;
+    QTest::addRow("gpt-oss-120b") << QStringLiteral("openai--gpt-oss-120b.json") << QStringLiteral("gpt-oss-120b.yaml")
+                                  << true;
+    QTest::addRow("qwen3-235b") << QStringLiteral("Qwen--Qwen3-235B-A22B.json")
+                                << QStringLiteral("qwen3-235b-a22b.yaml") << true;
+}
+
+void TestHfImport::realConfigsMatchSamples()
+{
+    QFETCH(QString, config);
+    QFETCH(QString, sample);
+    QFETCH(bool, sameDTypes);
+    const std::string path = configPath(config);
+    if (!std::filesystem::exists(path))
+        QSKIP("shared/data/hf-configs is not available here");
+    const ModelSpec imported = importHfConfigFile(path);
+    const ModelSpec s = loadModelFile(samplePath(sample));
+    QCOMPARE(s.hidden_size, imported.hidden_size);
+    QCOMPARE(s.num_layers, imported.num_layers);
+    QCOMPARE(s.moe_layers, imported.moe_layers);
+    QCOMPARE(s.routed_experts, imported.routed_experts);
+    QCOMPARE(s.experts_per_token, imported.experts_per_token);
+    QCOMPARE(s.shared_experts, imported.shared_experts);
+    QCOMPARE(s.moe_intermediate_size, imported.moe_intermediate_size);
+    QCOMPARE(s.shared_intermediate_size, imported.shared_intermediate_size);
+    QCOMPARE(s.dense_intermediate_size, imported.dense_intermediate_size);
+    QCOMPARE(s.expert_groups, imported.expert_groups);
+    QCOMPARE(s.groups_per_token, imported.groups_per_token);
+    QVERIFY(s.scoring == imported.scoring);
+    QCOMPARE(s.routed_scaling_factor, imported.routed_scaling_factor);
+    QCOMPARE(s.vocab_size, imported.vocab_size);
+    QVERIFY(s.attention == imported.attention);
+    // Shapes agree, so the estimate does too; samples that set non_expert_params say why in their comment.
+    QCOMPARE(s.estimateNonExpertParams(), imported.estimateNonExpertParams());
+    if (sameDTypes) {
+        QVERIFY(s.weight_dtype == imported.weight_dtype);
+        QVERIFY(s.non_expert_dtype == imported.non_expert_dtype);
+    }
+}
+
+void TestHfImport::families_data()
+{
+    QTest::addColumn<QByteArray>("json");
+    QTest::addColumn<int>("routed");
+    QTest::addColumn<int>("topk");
+    QTest::addColumn<int>("inter");
+    QTest::addColumn<int>("shared");
+    QTest::addColumn<int>("sharedInter");
+    QTest::addColumn<int>("denseInter");
+    QTest::addColumn<QString>("moeLayers");
+    QTest::addColumn<QString>("scoring");
+    QTest::addColumn<QString>("weights");
+    QTest::addColumn<QString>("nonExpert");
+
+    QTest::addRow("qwen3_5_moe: nested text_config")
+        << QByteArray(R"({"model_type": "qwen3_5_moe", "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+            "vision_config": {"hidden_size": 1152, "depth": 27},
+            "text_config": {"model_type": "qwen3_5_moe_text", "hidden_size": 4096, "num_hidden_layers": 6,
+              "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 256, "num_experts": 512,
+              "num_experts_per_tok": 10, "moe_intermediate_size": 1024, "shared_expert_intermediate_size": 1024,
+              "vocab_size": 248320, "dtype": "bfloat16"}})")
+        << 512 << 10 << 1024 << 1 << 1024 << 0 << QStringLiteral("0,1,2,3,4,5") << QStringLiteral("softmax")
+        << QStringLiteral("bf16") << QStringLiteral("bf16");
+    QTest::addRow("llama4: interleave_moe_layer_step")
+        << QByteArray(R"({"model_type": "llama4", "text_config": {"model_type": "llama4_text", "hidden_size": 5120,
+              "num_hidden_layers": 8, "num_local_experts": 128, "num_experts_per_tok": 1,
+              "interleave_moe_layer_step": 2, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+              "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128}, "torch_dtype": "bfloat16"})")
+        << 128 << 1 << 8192 << 1 << 8192 << 16384 << QStringLiteral("1,3,5,7") << QStringLiteral("sigmoid")
+        << QStringLiteral("bf16") << QStringLiteral("bf16");
+    QTest::addRow("qwen2_moe: decoder_sparse_step and mlp_only_layers")
+        << QByteArray(R"({"model_type": "qwen2_moe", "hidden_size": 2048, "num_hidden_layers": 8,
+              "num_experts": 60, "num_experts_per_tok": 4, "moe_intermediate_size": 1408,
+              "shared_expert_intermediate_size": 5632, "intermediate_size": 5632, "decoder_sparse_step": 2,
+              "mlp_only_layers": [3], "num_attention_heads": 16, "torch_dtype": "float16"})")
+        << 60 << 4 << 1408 << 1 << 5632 << 5632 << QStringLiteral("1,5,7") << QStringLiteral("softmax")
+        << QStringLiteral("fp16") << QStringLiteral("fp16");
+    QTest::addRow("glm4_moe: sigmoid by default")
+        << QByteArray(R"({"model_type": "glm4_moe", "hidden_size": 5120, "num_hidden_layers": 6,
+              "n_routed_experts": 160, "num_experts_per_tok": 8, "n_shared_experts": 1, "moe_intermediate_size": 1536,
+              "intermediate_size": 12288, "first_k_dense_replace": 3, "n_group": 1, "topk_group": 1,
+              "routed_scaling_factor": 2.5, "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128,
+              "torch_dtype": "bfloat16"})")
+        << 160 << 8 << 1536 << 1 << 1536 << 12288 << QStringLiteral("3,4,5") << QStringLiteral("sigmoid")
+        << QStringLiteral("bf16") << QStringLiteral("bf16");
+    QTest::addRow("deepseek_v3: moe_layer_freq 2")
+        << QByteArray(R"({"model_type": "deepseek_v3", "hidden_size": 1024, "num_hidden_layers": 8,
+              "n_routed_experts": 64, "num_experts_per_tok": 6, "n_shared_experts": 2, "moe_intermediate_size": 256,
+              "intermediate_size": 4096, "first_k_dense_replace": 1, "moe_layer_freq": 2, "n_group": 8,
+              "topk_group": 3, "scoring_func": "softmax", "quantization_config": {"quant_method": "fp8",
+              "weight_block_size": [128, 128]}})")
+        << 64 << 6 << 256 << 2 << 256 << 4096 << QStringLiteral("2,4,6") << QStringLiteral("softmax")
+        << QStringLiteral("fp8") << QStringLiteral("fp8");
+    QTest::addRow("kimi_k2 thinking: compressed-tensors int4")
+        << QByteArray(R"({"model_type": "kimi_k2", "hidden_size": 7168, "num_hidden_layers": 4,
+              "n_routed_experts": 384, "num_experts_per_tok": 8, "n_shared_experts": 1, "moe_intermediate_size": 2048,
+              "first_k_dense_replace": 1, "torch_dtype": "bfloat16",
+              "quantization_config": {"quant_method": "compressed-tensors", "format": "pack-quantized",
+                "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int",
+                  "group_size": 32, "strategy": "group", "symmetric": true}}},
+                "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*"]}})")
+        << 384 << 8 << 2048 << 1 << 2048 << 0 << QStringLiteral("1,2,3") << QStringLiteral("sigmoid")
+        << QStringLiteral("int4") << QStringLiteral("bf16");
+    QTest::addRow("compressed-tensors fp8 blocks on everything")
+        << QByteArray(R"({"model_type": "deepseek_v3", "hidden_size": 7168, "num_hidden_layers": 4,
+              "n_routed_experts": 128, "num_experts_per_tok": 4, "n_shared_experts": 1, "moe_intermediate_size": 4096,
+              "first_k_dense_replace": 3, "quantization_config": {"quant_method": "compressed-tensors",
+                "config_groups": {"FP8_BLOCK": {"weights": {"num_bits": 8, "type": "float"}}}, "ignore": ["lm_head"]}})")
+        << 128 << 4 << 4096 << 1 << 4096 << 0 << QStringLiteral("3") << QStringLiteral("sigmoid")
+        << QStringLiteral("fp8") << QStringLiteral("fp8");
+    QTest::addRow("gpt_oss: experts_per_token and mxfp4")
+        << QByteArray(R"({"model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 4,
+              "num_local_experts": 32, "experts_per_token": 4, "intermediate_size": 2880,
+              "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]}})")
+        << 32 << 4 << 2880 << 0 << 0 << 0 << QStringLiteral("0,1,2,3") << QStringLiteral("softmax")
+        << QStringLiteral("mxfp4") << QStringLiteral("bf16");
+    QTest::addRow("mixtral: intermediate_size is the expert")
+        << QByteArray(R"({"model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 2,
+              "num_local_experts": 8, "num_experts_per_tok": 2, "intermediate_size": 14336})")
+        << 8 << 2 << 14336 << 0 << 0 << 0 << QStringLiteral("0,1") << QStringLiteral("softmax")
+        << QStringLiteral("bf16") << QStringLiteral("bf16");
+    QTest::addRow("modelopt nvfp4: attention stays at the base type")
+        << QByteArray(R"({"model_type": "qwen3_moe", "hidden_size": 2048, "num_hidden_layers": 2, "num_experts": 128,
+              "num_experts_per_tok": 8, "moe_intermediate_size": 768, "torch_dtype": "bfloat16",
+              "quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4"}})")
+        << 128 << 8 << 768 << 0 << 0 << 0 << QStringLiteral("0,1") << QStringLiteral("softmax")
+        << QStringLiteral("nvfp4") << QStringLiteral("bf16");
+}
+
+void TestHfImport::families()
+{
+    QFETCH(QByteArray, json);
+    QFETCH(int, routed);
+    QFETCH(int, topk);
+    QFETCH(int, inter);
+    QFETCH(int, shared);
+    QFETCH(int, sharedInter);
+    QFETCH(int, denseInter);
+    QFETCH(QString, moeLayers);
+    QFETCH(QString, scoring);
+    QFETCH(QString, weights);
+    QFETCH(QString, nonExpert);
+    ModelSpec m;
+    try {
+        m = importHfConfig(json.toStdString(), "config.json");
+    } catch (const InputError& e) {
+        QFAIL(e.what());
+    }
+    QCOMPARE(m.routed_experts, routed);
+    QCOMPARE(m.experts_per_token, topk);
+    QCOMPARE(m.moe_intermediate_size, inter);
+    QCOMPARE(m.shared_experts, shared);
+    QCOMPARE(m.shared_intermediate_size, sharedInter);
+    QCOMPARE(m.dense_intermediate_size, denseInter);
+    QCOMPARE(layerList(m.moe_layers), moeLayers);
+    QCOMPARE(QString::fromUtf8(toString(m.scoring)), scoring);
+    QCOMPARE(QString::fromUtf8(toString(m.weight_dtype)), weights);
+    QCOMPARE(QString::fromUtf8(toString(m.non_expert_dtype)), nonExpert);
+}
+
+void TestHfImport::attentionFromConfig()
+{
+    // GQA: head_dim defaults to hidden / heads; Qwen3 ships a window it does not use.
+    ModelSpec q = importOrFail(R"({"hidden_size": 4096, "num_hidden_layers": 2, "num_experts": 8,
+        "num_experts_per_tok": 2, "moe_intermediate_size": 512, "num_attention_heads": 32,
+        "num_key_value_heads": 4, "sliding_window": 4096, "use_sliding_window": false})");
+    QVERIFY(q.attention.kind == AttentionKind::gqa);
+    QCOMPARE(q.attention.num_kv_heads, 4);
+    QCOMPARE(q.attention.head_dim, 128);
+    QCOMPARE(q.attention.sliding_window, 0);
+
+    // gpt-oss: a window used by the layers marked sliding_attention.
+    ModelSpec g = importOrFail(R"({"model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 2,
+        "num_local_experts": 8, "experts_per_token": 2, "intermediate_size": 2880, "num_attention_heads": 64,
+        "num_key_value_heads": 8, "head_dim": 64, "sliding_window": 128,
+        "layer_types": ["sliding_attention", "full_attention"]})");
+    QCOMPARE(g.attention.sliding_window, 128);
+    QCOMPARE(g.attention.head_dim, 64);
+
+    // MLA from kv_lora_rank; q_lora_rank null (V2-Lite style) reads as 0.
+    ModelSpec d = importOrFail(R"({"model_type": "deepseek_v2", "hidden_size": 2048, "num_hidden_layers": 2,
+        "n_routed_experts": 64, "num_experts_per_tok": 6, "moe_intermediate_size": 1408, "num_attention_heads": 16,
+        "kv_lora_rank": 512, "q_lora_rank": null, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+        "v_head_dim": 128})");
+    QVERIFY(d.attention.kind == AttentionKind::mla);
+    QCOMPARE(d.attention.q_lora_rank, 0);
+    QCOMPARE(d.attention.kv_lora_rank, 512);
+    QCOMPARE(d.attention.kvElementsPerTokenPerLayer(), std::int64_t(576));
+    QCOMPARE(d.attention.head_dim, 192);
+}
+
+void TestHfImport::names_data()
+{
+    QTest::addColumn<QByteArray>("extra");
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("name");
+    QTest::addRow("_name_or_path wins") << QByteArray(R"("_name_or_path": "deepseek-ai/DeepSeek-V3/",)")
+                                        << QStringLiteral("/x/org--Other.json") << QStringLiteral("DeepSeek-V3");
+    QTest::addRow("org--name stem") << QByteArray() << QStringLiteral("/x/deepseek-ai--DeepSeek-R1.json")
+                                    << QStringLiteral("DeepSeek-R1");
+    QTest::addRow("plain stem") << QByteArray() << QStringLiteral("my-moe.json") << QStringLiteral("my-moe");
+    QTest::addRow("config.json: model_type") << QByteArray() << QStringLiteral("/models/x/config.json")
+                                             << QStringLiteral("qwen3_moe");
+}
+
+void TestHfImport::names()
+{
+    QFETCH(QByteArray, extra);
+    QFETCH(QString, file);
+    QFETCH(QString, name);
+    const QByteArray json = "{" + extra + R"("model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 2,
+        "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32})";
+    QCOMPARE(QString::fromStdString(importOrFail(json, file.toStdString()).name), name);
+}
+
+void TestHfImport::errors_data()
+{
+    QTest::addColumn<QByteArray>("json");
+    QTest::addColumn<QStringList>("fragments");
+    QTest::addColumn<int>("line");    // of the first fragment; 0 = at the file
+    QTest::addColumn<int>("column");  // 0 = not checked
+
+    QTest::addRow("dense model")
+        << QByteArray(R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+            "intermediate_size": 14336, "num_attention_heads": 32})")
+        << QStringList{QStringLiteral("not an MoE model: missing num_local_experts/num_experts/n_routed_experts")} << 0
+        << 0;
+    QTest::addRow("missing hidden_size and layers")
+        << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64})")
+        << QStringList{QStringLiteral("missing keys: hidden_size, num_hidden_layers")} << 0 << 0;
+    QTest::addRow("empty object names everything")
+        << QByteArray("{}")
+        << QStringList{QStringLiteral("not an MoE model"), QStringLiteral("missing keys: hidden_size, num_hidden_layers")}
+        << 0 << 0;
+    QTest::addRow("MoE without top-k and expert size")
+        << QByteArray(R"({"hidden_size": 64, "num_hidden_layers": 2, "n_routed_experts": 8})")
+        << QStringList{QStringLiteral("missing keys: num_experts_per_tok, moe_intermediate_size")} << 0 << 0;
+    QTest::addRow("trailing comma") << QByteArray("{\n  \"hidden_size\": 4096,\n  \"num_experts\": 8,\n}")
+                                    << QStringList{QStringLiteral("invalid JSON"), QStringLiteral("unexpected '}'")}
+                                    << 4 << 1;
+    QTest::addRow("bad literal") << QByteArray("{\n  \"hidden_size\": 4096,\n  \"num_experts\": eight\n}")
+                                 << QStringList{QStringLiteral("invalid JSON")} << 3 << 18;
+    QTest::addRow("not an object") << QByteArray("[1, 2]") << QStringList{QStringLiteral("must hold a JSON object")}
+                                   << 1 << 1;
+    QTest::addRow("string for a number")
+        << QByteArray("{\"num_experts\": 8, \"num_experts_per_tok\": 2,\n\"moe_intermediate_size\": 64,\n"
+                      "\"num_hidden_layers\": 2,\n  \"hidden_size\": \"4096\"}")
+        << QStringList{QStringLiteral("'hidden_size' must be an integer, got string \"4096\"")} << 4 << 3;
+    QTest::addRow("negative expert count")
+        << QByteArray(R"({"num_experts": -8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+            "num_hidden_layers": 2, "hidden_size": 64})")
+        << QStringList{QStringLiteral("'num_experts' = -8 is out of range")} << 1 << 2;
+    QTest::addRow("top-k above experts")
+        << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 9, "moe_intermediate_size": 64,
+            "num_hidden_layers": 2, "hidden_size": 64})")
+        << QStringList{QStringLiteral("top-k (experts_per_token = 9) is larger than the expert count")} << 0 << 0;
+    QTest::addRow("unknown quantization")
+        << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+            "num_hidden_layers": 2, "hidden_size": 64, "quantization_config": {"quant_method": "bitsandbytes"}})")
+        << QStringList{QStringLiteral("quant_method 'bitsandbytes' is not understood")} << 2 << 56;
+    QTest::addRow("unknown scoring")
+        << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+            "num_hidden_layers": 2, "hidden_size": 64, "scoring_func": "relu"})")
+        << QStringList{QStringLiteral("scoring_func 'relu' is not one of: softmax, sigmoid")} << 2 << 56;
+}
+
+void TestHfImport::errors()
+{
+    QFETCH(QByteArray, json);
+    QFETCH(QStringList, fragments);
+    QFETCH(int, line);
+    QFETCH(int, column);
+    try {
+        importHfConfig(json.toStdString(), "bad.json");
+        QFAIL("expected InputError");
+    } catch (const InputError& e) {
+        const QString all = QString::fromUtf8(e.what());
+        for (const QString& f : fragments)
+            QVERIFY2(all.contains(f), qPrintable(QStringLiteral("missing '%1' in:\n%2").arg(f, all)));
+        bool located = false;
+        for (const Diagnostic& d : e.diagnostics().items()) {
+            QCOMPARE(d.where.file, std::string("bad.json"));
+            if (QString::fromStdString(d.message).contains(fragments.front()))
+                located = located || (d.where.line == line && (column == 0 || d.where.column == column));
+        }
+        QVERIFY2(located, qPrintable(QStringLiteral("wanted %1:%2 in:\n%3").arg(line).arg(column).arg(all)));
+    }
+}
+
+void TestHfImport::importRoundTripsThroughYaml()
+{
+    // import-hf -o writes modelToYaml; it must load back as the same model.
+    const std::string path = configPath(QStringLiteral("deepseek-ai--DeepSeek-R1.json"));
+    const QByteArray fallback = R"({"model_type": "deepseek_v3", "hidden_size": 7168, "num_hidden_layers": 61,
+        "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1, "moe_intermediate_size": 2048,
+        "intermediate_size": 18432, "first_k_dense_replace": 3, "n_group": 8, "topk_group": 4,
+        "routed_scaling_factor": 2.5, "num_attention_heads": 128, "kv_lora_rank": 512, "q_lora_rank": 1536,
+        "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "vocab_size": 129280,
+        "quantization_config": {"quant_method": "fp8"}})";
+    const ModelSpec m = std::filesystem::exists(path) ? importHfConfigFile(path) : importOrFail(fallback);
+    QCOMPARE(m.hidden_size, 7168);
+    Diagnostics diags;
+    auto root = parseYaml(modelToYaml(m), "out.yaml", diags);
+    QVERIFY(root);
+    YamlReader r("out.yaml", diags);
+    auto back = readModel(*root, r);
+    QVERIFY2(back && diags.empty(), diags.format().c_str());
+    QVERIFY(*back == m);
+    QVERIFY_THROWS_EXCEPTION(InputError, importHfConfigFile("/nonexistent/config.json"));
+}
+
+QTEST_APPLESS_MAIN(TestHfImport)
+#include "tst_hf_import.moc"
