@@ -14,5 +14,10 @@ int cmdShow(const Argv& argv);
 int cmdImportHf(const Argv& argv);
 int cmdTopology(const Argv& argv);
 int cmdDevices(const Argv& argv);
+int cmdSimulate(const Argv& argv);
+int cmdCompare(const Argv& argv);
+int cmdBench(const Argv& argv);
+int cmdLoadStats(const Argv& argv);
+int cmdPlace(const Argv& argv);
 
 }  // namespace moex::cli

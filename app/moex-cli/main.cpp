@@ -23,6 +23,11 @@ const Command kCommands[] = {
     {"import-hf", moex::cli::cmdImportHf, "import-hf CONFIG.json [-o MODEL.yaml]     model YAML from a Hugging Face config"},
     {"topology", moex::cli::cmdTopology,
      "topology NAME [--racks N] [--nodes N] [--gpus-per-node N] [--nics-per-gpu N] [-o OUT]   write a built-in as YAML"},
+    {"simulate", moex::cli::cmdSimulate,
+     "simulate SCENARIO [--steps N] [--seed S] [--json OUT|-] [--calibration F] [--set KEY=VALUE]..."},
+    {"compare", moex::cli::cmdCompare, "compare A B [--steps N] [--json OUT|-]   side by side, ratios B/A, term by term"},
+    {"load-stats", moex::cli::cmdLoadStats, "load-stats FILE [--json OUT|-]   any supported statistics/trace file, per-layer max/mean"},
+    {"bench", moex::cli::cmdBench, "bench sim|fidelity [--scenario S] [--steps N] [--json OUT|-]   benchmarks"},
     {"devices", moex::cli::cmdDevices, "devices                                   CUDA/NCCL in this build and on this machine"},
 };
 

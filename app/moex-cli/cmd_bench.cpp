@@ -1,0 +1,167 @@
+// moex-cli bench sim|fidelity [...]: benchmarks with their ratio to a ceiling measured in the same run.
+//   moex-cli bench sim [--scenario S] [--steps N] [--json OUT|-]
+//   moex-cli bench fidelity [--json OUT|-]
+#include "alloc_counter.h"
+#include "cli_args.h"
+#include "commands.h"
+#include "format.h"
+#include "sim_run.h"
+
+#include "common/diagnostics.h"
+#include "scenario/scenario_yaml.h"
+#include "sim/fidelity.h"
+#include "sim/scenario_run.h"
+#include "sim/simulator.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <iomanip>
+#include <iostream>
+
+#include <sys/resource.h>
+
+namespace moex::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double peakRssMb()
+{
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+std::string defaultBenchScenario()
+{
+    const char* env = std::getenv("MOEX_SAMPLES");
+    const std::string dir = env ? env : MOEX_SAMPLES_DIR;
+    return dir + "/scenarios/deepseek-r1-decode-nvl72.yaml";
+}
+
+int benchSim(const Args& args)
+{
+    const std::string path = args.value("scenario").value_or(defaultBenchScenario());
+    const int steps = args.intValue("steps", 200, 10, 1000000);
+    const Scenario s = loadScenarioFile(path, args.overrides());
+    const Calibration cal = resolveCalibration(s);
+    auto routing = makeRoutingSource(s);
+    const Placement placement = resolvePlacement(s);
+    Simulator sim(s, placement, cal);
+
+    // Routing samples are generated up front (timed separately): the figure is the model's own cost.
+    constexpr int kSamples = 8;
+    std::vector<RoutingSample> samples(kSamples);
+    std::vector<double> genMs;
+    for (auto& sample : samples) {
+        const auto t0 = Clock::now();
+        routing->next(sample);
+        genMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    }
+    StepMetrics m;
+    sim.step(samples[0], m);  // warm-up: buffers reach their size
+    std::vector<double> us;
+    us.reserve(static_cast<std::size_t>(steps));
+    const long long allocBefore = allocationCount();
+    for (int i = 0; i < steps; ++i) {
+        const auto t0 = Clock::now();
+        sim.step(samples[static_cast<std::size_t>(i % kSamples)], m);
+        us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    const double allocsPerStep = static_cast<double>(allocationCount() - allocBefore) / steps;
+
+    // Ceiling: one streaming pass over the same routing counts (every model must read them once).
+    std::vector<double> ceilingUs;
+    long long checksum = 0;
+    for (int i = 0; i < steps; ++i) {
+        const auto& sample = samples[static_cast<std::size_t>(i % kSamples)];
+        const auto t0 = Clock::now();
+        long long sum = 0;
+        for (const auto& layer : sample.counts)
+            for (std::int32_t c : layer)
+                sum += c;
+        checksum += sum;
+        ceilingUs.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    const double med = median(us);
+    std::vector<double> sorted = us;
+    std::sort(sorted.begin(), sorted.end());
+    const double p90 = sorted[static_cast<std::size_t>(0.9 * (sorted.size() - 1))];
+    const double ceiling = median(ceilingUs);
+    const double rss = peakRssMb();
+    if (auto json = args.value("json")) {
+        nlohmann::json j = {{"scenario", s.name},
+                            {"gpus", s.topology.numGpus()},
+                            {"moe_layers", s.model.numMoeLayers()},
+                            {"experts", s.model.routed_experts},
+                            {"slots_per_layer", placement.layers.front().numSlots()},
+                            {"steps", steps},
+                            {"us_per_step_median", med},
+                            {"us_per_step_p90", p90},
+                            {"allocations_per_step", allocsPerStep},
+                            {"peak_rss_mb", rss},
+                            {"routing_ms_per_step_median", median(genMs)},
+                            {"ceiling_stream_counts_us", ceiling},
+                            {"ratio_to_ceiling", ceiling > 0 ? med / ceiling : 0.0},
+                            {"checksum", checksum}};
+        writeJson(*json, j.dump(1));
+        if (*json == "-")
+            return 0;
+    }
+    std::cout << "bench sim: " << s.name << " (" << s.model.numMoeLayers() << " MoE layers, " << s.model.routed_experts
+              << " experts, " << placement.layers.front().numSlots() << " slots, " << s.topology.numGpus()
+              << " GPUs, " << s.workload.tokens_per_gpu << " tokens/GPU), " << steps << " steps, one core\n";
+    std::cout << "  simulator          " << fixed(med, 1) << " us/step median, " << fixed(p90, 1) << " us p90\n";
+    std::cout << "  allocations        " << fixed(allocsPerStep, 2) << " per step after warm-up\n";
+    std::cout << "  peak memory        " << fixed(rss, 1) << " MB (whole process)\n";
+    std::cout << "  routing generator  " << fixed(median(genMs), 2) << " ms/step median (not in the figure above)\n";
+    std::cout << "  ceiling            " << fixed(ceiling, 1)
+              << " us/step to stream the step's routing counts once; simulator = " << fixed(med / std::max(ceiling, 1e-9), 1)
+              << "x ceiling\n";
+    return 0;
+}
+
+int benchFidelity(const Args& args)
+{
+    const auto points = runFidelity();
+    double worst = 0;
+    for (const auto& p : points)
+        worst = std::max(worst, std::abs(p.error()));
+    if (auto json = args.value("json")) {
+        nlohmann::json j = nlohmann::json::array();
+        for (const auto& p : points)
+            j.push_back({{"name", p.name}, {"measured", p.measured}, {"predicted", p.predicted}, {"unit", p.unit},
+                         {"error", p.error()}, {"source", p.source}});
+        writeJson(*json, j.dump(1));
+        if (*json == "-")
+            return worst <= 0.25 ? 0 : 1;
+    }
+    std::cout << std::left << std::setw(36) << "measurement" << std::right << std::setw(11) << "measured" << std::setw(11)
+              << "predicted" << std::setw(7) << "unit" << std::setw(9) << "error" << "\n";
+    for (const auto& p : points)
+        std::cout << std::left << std::setw(36) << p.name << std::right << std::setw(11) << fixed(p.measured, 1)
+                  << std::setw(11) << fixed(p.predicted, 1) << std::setw(7) << p.unit << std::setw(8)
+                  << fixed(100 * p.error(), 1) << "%\n";
+    std::cout << "worst |error| " << fixed(100 * worst, 1) << "% (target 25%)\n";
+    return worst <= 0.25 ? 0 : 1;
+}
+
+}  // namespace
+
+int cmdBench(const Argv& argv)
+{
+    Args args("bench", argv, {{"scenario"}, {"steps"}, {"json"}, {"set", true, true}});
+    args.requirePositionals(1, 1, "moex-cli bench sim|fidelity [--scenario S] [--steps N] [--json OUT|-]");
+    const std::string what = args.positionals().front();
+    if (what == "sim")
+        return benchSim(args);
+    if (what == "fidelity")
+        return benchFidelity(args);
+    throw InputError(Location{"moex-cli bench", 0, 0}, "unknown benchmark '" + what + "'; expected sim or fidelity");
+}
+
+}  // namespace moex::cli

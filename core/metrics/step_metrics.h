@@ -1,0 +1,75 @@
+// StepMetrics: the one result type of the simulator, the engine and remote workers
+// (DESIGN.md section 2). Views and exports read only this.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moex {
+
+struct GpuMetrics {
+    double compute_us = 0;    // routed + shared expert GEMMs over all MoE layers (after the speed factor)
+    double attention_us = 0;  // attention, dense FFN layers, router, embedding/head
+    double dispatch_us = 0;   // this GPU's share of dispatch phases (its own port time)
+    double combine_us = 0;
+    double idle_us = 0;       // step time minus this GPU's busy time: waiting on the slowest GPU
+    std::int64_t tokens = 0;          // tokens this GPU serves per step (attention-DP rank)
+    std::int64_t expert_pairs = 0;    // token-expert pairs its experts computed this step
+    double hbm_used_gb = 0;
+    double power_w = 0;
+    double speed = 1.0;
+};
+
+struct LinkMetrics {
+    int from = 0;  // topology node index
+    int to = 0;
+    double bytes = 0;          // over the whole step
+    double capacity_gbs = 0;   // GB/s
+    double utilization = 0;    // busy fraction of the step's communication time, 0..1
+};
+
+struct LayerMetrics {
+    int layer = 0;                          // decoder-layer index
+    std::vector<std::int64_t> expert_load;  // token-expert pairs per expert
+    std::vector<std::int64_t> gpu_load;     // token-expert pairs computed per GPU
+    double time_us = 0;                     // the MoE layer (dispatch + slowest compute + combine, or overlapped)
+    double dispatch_us = 0;
+    double combine_us = 0;
+    double compute_us = 0;                  // slowest GPU's expert compute
+    int slowest_gpu = 0;
+    double imbalance = 1.0;                 // max / mean GPU load
+};
+
+struct StepTotals {
+    double step_time_us = 0;
+    double tokens_per_s = 0;
+    double tokens_per_s_per_gpu = 0;
+    double tokens_per_s_per_kw = 0;
+    double imbalance = 1.0;         // mean over layers of max/mean GPU load
+    double dispatch_us = 0;         // summed over MoE layers
+    double combine_us = 0;
+    double expert_compute_us = 0;   // slowest GPU per layer, summed
+    double attention_us = 0;        // attention, dense layers, embedding/head
+    double moe_time_us = 0;         // MoE layers only
+    double hbm_used_gb_max = 0;
+    std::int64_t max_concurrent_users = 0;  // whole system, at the context length
+    std::int64_t batch_per_gpu = 0;         // tokens per GPU actually run (memory may limit it)
+    bool memory_limited = false;
+    double power_kw = 0;
+    int straggler_gpu = 0;                  // slowest GPU most often
+};
+
+struct StepMetrics {
+    std::string source = "sim";  // sim | cpu | cuda | remote:HOST
+    int step = 0;
+    int num_gpus = 0;
+    StepTotals summary;
+    std::vector<GpuMetrics> gpus;
+    std::vector<LinkMetrics> links;   // links that carried traffic
+    std::vector<double> traffic;      // [src * G + dst] dispatch + combine bytes
+    std::vector<LayerMetrics> layers;
+    double sim_wall_us = 0;           // wall time the simulator took for this step
+};
+
+}  // namespace moex

@@ -1,0 +1,60 @@
+// Placement exports in the files serving systems load (../shared/FORMATS.md), and the parse-back
+// of each so tests (and later imports) can read them.
+//
+//   native       moex scenario `placement:` YAML ({strategy: explicit, layers: [...]}); loads back
+//                through the scenario reader (keys strategy, layers, shares).
+//   sglang       {"physical_to_logical_map": [num_layers][R]}, one row per decoder layer (dense
+//                rows hold the trivial layout slot s -> expert s % E, valid and never used); no
+//                other key, since SGLang passes the dict as keyword arguments.
+//   trtllm       TensorRT-LLM load-balancer YAML: num_slots, initial_global_assignments keyed by the
+//                absolute decoder-layer index of each MoE layer, layer_updates_per_iter: 0 (static).
+//   vllm-ascend  {"moe_layer_count", "layer_list": [{"layer_id" (MoE ordinal), "device_count",
+//                "device_list": [{"device_id", "device_expert"}]}]}.
+//   eplb         {"phy2log", "log2phy" (padded with -1), "logcnt"}, EPLB's tensors as JSON; replicas
+//                of an expert listed in slot order (a Placement carries no replica ranks).
+//
+// Every export is checked first: the placement has one layer per MoE layer of the model, every
+// expert has a slot in every layer, ids are in range, and (all but native) every GPU holds the
+// same number of slots in every layer, so R = G * slots-per-GPU as each system requires. Native is
+// moex's own format and allows uneven GPUs. Shares are not exported except by native: serving
+// systems split a replicated expert's tokens evenly.
+#pragma once
+
+#include "model/model_spec.h"
+#include "placement/eplb.h"
+#include "placement/placement.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moex {
+
+enum class ExportFormat { native, sglang, trtllm, vllm_ascend, eplb };
+
+std::string_view toString(ExportFormat f);  // "native", "sglang", "trtllm", "vllm-ascend", "eplb"
+// Throws std::invalid_argument naming the known formats when `name` is none of them.
+ExportFormat exportFormatFromString(std::string_view name);
+const std::vector<ExportFormat>& allExportFormats();
+
+// The problems that stop `p` from being exported in `fmt` for `model` (empty = exportable).
+std::vector<std::string> exportProblems(const Placement& p, const ModelSpec& model, ExportFormat fmt);
+
+// The file content. Throws InputError listing every problem exportProblems finds.
+std::string exportPlacement(const Placement& p, const ModelSpec& model, ExportFormat fmt);
+
+// Checks, renders and writes atomically (the old file survives any failure; nothing is created
+// when the placement is refused). Throws InputError for a refused placement, std::runtime_error
+// when the file cannot be written.
+void writePlacementExport(const std::string& path, const Placement& p, const ModelSpec& model, ExportFormat fmt);
+
+// EPLB's own tensors as JSON, keeping the reference's replica-rank order in log2phy.
+std::string eplbResultToJson(const EplbResult& r);
+
+// Reads an export back into a placement of the model's MoE layers, checking it against the
+// format's rules (keys, shapes, layer indices, ids, every expert placed, R divisible by numGpus).
+// Throws InputError naming `file` (or "<fmt export>") and what is wrong.
+Placement parsePlacementExport(const std::string& text, const ModelSpec& model, int numGpus, ExportFormat fmt,
+                               const std::string& file = {});
+
+}  // namespace moex

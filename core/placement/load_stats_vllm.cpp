@@ -1,0 +1,149 @@
+// vLLM EPLB load statistics as JSONL (the proposed dump; FORMATS.md "vLLM"):
+//   {"record_type": "eplb_load_stats", "version": 1, "step": 10, "num_ranks": 8,
+//    "expert_load": [[...] per MoE layer], "p2l_map": [[...] per MoE layer]}
+// expert_load is per physical slot when p2l_map is given (mapped to logical experts with that
+// record's own map, since EPLB may have moved experts between records), else per logical expert.
+#include "placement/load_stats_formats.h"
+
+#include "common/diagnostics.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace moex::detail {
+
+namespace {
+
+constexpr std::size_t kMaxLayers = 4096;
+constexpr std::size_t kMaxColumns = 1 << 16;
+
+class VllmParser {
+public:
+    VllmParser(std::string_view text, const std::string& file) : m_text(text), m_file(file) {}
+
+    LoadStats parse()
+    {
+        std::size_t pos = 0;
+        while (pos < m_text.size()) {
+            const std::size_t nl = std::min(m_text.find('\n', pos), m_text.size());
+            ++m_line;
+            const std::string_view line = m_text.substr(pos, nl - pos);
+            pos = nl + 1;
+            if (line.find_first_not_of(" \t\r") != std::string_view::npos)
+                record(line);
+        }
+        if (m_records == 0)
+            throw InputError(Location{m_file, 0, 0}, "no eplb_load_stats records");
+        LoadStats out;
+        out.format = "vllm";
+        out.indexing = LayerIndexing::moe_ordinal;
+        out.num_experts = static_cast<int>(m_sum.front().size());
+        out.load = std::move(m_sum);
+        out.detail = std::to_string(m_records) + " record(s) summed"
+            + (m_physical ? ", physical slots mapped to logical experts" : std::string());
+        return out;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& message) const
+    {
+        throw InputError(Location{m_file, m_line, 1}, message);
+    }
+
+    // A [layers][columns] array of numbers; counts must be >= 0, map entries integers >= 0.
+    std::vector<std::vector<double>> matrix(const nlohmann::json& j, const char* name, bool ids) const
+    {
+        if (!j.is_array() || j.empty() || j.size() > kMaxLayers)
+            fail(std::string("\"") + name + "\" must be a non-empty array of per-layer arrays");
+        std::vector<std::vector<double>> out;
+        for (std::size_t l = 0; l < j.size(); ++l) {
+            const auto& row = j[l];
+            if (!row.is_array() || row.empty() || row.size() > kMaxColumns)
+                fail(std::string("\"") + name + "\" row " + std::to_string(l) + " must be a non-empty array");
+            if (row.size() != j[0].size())
+                fail(std::string("\"") + name + "\" row " + std::to_string(l) + " has " + std::to_string(row.size())
+                     + " entries, row 0 has " + std::to_string(j[0].size()));
+            std::vector<double> r;
+            for (std::size_t c = 0; c < row.size(); ++c) {
+                const auto& v = row[c];
+                const double x = v.is_number() ? v.get<double>() : -1;
+                if (!v.is_number() || !(x >= 0) || std::isinf(x) || (ids && (!v.is_number_integer() || x >= kMaxColumns)))
+                    fail(std::string("\"") + name + "\" row " + std::to_string(l) + ", entry " + std::to_string(c)
+                         + (ids ? " must be an expert id >= 0" : " must be a count >= 0") + ", found " + v.dump());
+                r.push_back(x);
+            }
+            out.push_back(std::move(r));
+        }
+        return out;
+    }
+
+    void record(std::string_view line)
+    {
+        nlohmann::json j;
+        try {
+            j = nlohmann::json::parse(line);
+        } catch (const nlohmann::json::parse_error& e) {
+            throw InputError(Location{m_file, m_line, static_cast<int>(e.byte)}, std::string("bad JSON: ") + e.what());
+        }
+        if (!j.is_object() || j.value("record_type", std::string()) != "eplb_load_stats")
+            fail("expected an object with \"record_type\": \"eplb_load_stats\"");
+        if (j.contains("version") && j["version"] != 1)
+            fail("unsupported version " + j["version"].dump() + " (version 1 is read)");
+        if (!j.contains("expert_load"))
+            fail("missing \"expert_load\"");
+        std::vector<std::vector<double>> load = matrix(j["expert_load"], "expert_load", false);
+        const bool physical = j.contains("p2l_map");
+        if (m_records > 0 && physical != m_physical)
+            fail("some records have \"p2l_map\" and others do not");
+        m_physical = physical;
+        if (physical) {
+            const auto map = matrix(j["p2l_map"], "p2l_map", true);
+            if (map.size() != load.size() || map[0].size() != load[0].size())
+                fail("\"p2l_map\" is " + std::to_string(map.size()) + " x " + std::to_string(map[0].size())
+                     + ", \"expert_load\" " + std::to_string(load.size()) + " x " + std::to_string(load[0].size()));
+            std::size_t experts = 0;
+            for (const auto& row : map) {
+                for (const double id : row)
+                    experts = std::max(experts, static_cast<std::size_t>(id) + 1);
+            }
+            if (m_records > 0)  // an expert with no slot in this record still has its column
+                experts = std::max(experts, m_sum[0].size());
+            std::vector<std::vector<double>> logical(load.size(), std::vector<double>(experts, 0.0));
+            for (std::size_t l = 0; l < load.size(); ++l) {
+                for (std::size_t s = 0; s < load[l].size(); ++s)
+                    logical[l][static_cast<std::size_t>(map[l][s])] += load[l][s];
+            }
+            load = std::move(logical);
+        }
+        if (m_records == 0) {
+            m_sum = std::move(load);
+        } else {
+            if (load.size() != m_sum.size() || (!physical && load[0].size() != m_sum[0].size()))
+                fail("\"expert_load\" is " + std::to_string(load.size()) + " x " + std::to_string(load[0].size())
+                     + ", earlier records " + std::to_string(m_sum.size()) + " x " + std::to_string(m_sum[0].size()));
+            for (std::size_t l = 0; l < load.size(); ++l) {
+                m_sum[l].resize(std::max(m_sum[l].size(), load[l].size()), 0.0);
+                for (std::size_t e = 0; e < load[l].size(); ++e)
+                    m_sum[l][e] += load[l][e];
+            }
+        }
+        ++m_records;
+    }
+
+    std::string_view m_text;
+    const std::string& m_file;
+    int m_line = 0;
+    int m_records = 0;
+    bool m_physical = false;
+    std::vector<std::vector<double>> m_sum;
+};
+
+}  // namespace
+
+LoadStats parseVllmStats(std::string_view text, const std::string& file)
+{
+    return VllmParser(text, file).parse();
+}
+
+}  // namespace moex::detail

@@ -1,0 +1,164 @@
+#include "placement/strategies.h"
+
+#include "placement/eplb.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace moex {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& message) { throw std::invalid_argument("placement: " + message); }
+
+void checkLoadShape(const std::vector<std::vector<double>>& load, int numLayers, int numExperts)
+{
+    if (load.empty())
+        return;
+    if (static_cast<int>(load.size()) != numLayers)
+        fail("the load has " + std::to_string(load.size()) + " layers, but there are " + std::to_string(numLayers)
+             + " MoE layers");
+    for (std::size_t l = 0; l < load.size(); ++l) {
+        if (static_cast<int>(load[l].size()) != numExperts)
+            fail("layer " + std::to_string(l) + " of the load has " + std::to_string(load[l].size())
+                 + " experts, the model has " + std::to_string(numExperts));
+        for (double v : load[l])
+            if (!std::isfinite(v) || v < 0)
+                fail("layer " + std::to_string(l) + " of the load has a negative or non-finite value");
+    }
+}
+
+// Experts receiving the redundant copies, in the order they take slots.
+std::vector<int> copyOrder(int numExperts, int redundant, const std::vector<double>* load)
+{
+    std::vector<int> byHeat(static_cast<std::size_t>(numExperts));
+    std::iota(byHeat.begin(), byHeat.end(), 0);
+    if (load)
+        std::stable_sort(byHeat.begin(), byHeat.end(), [&](int a, int b) {
+            return (*load)[static_cast<std::size_t>(a)] > (*load)[static_cast<std::size_t>(b)];
+        });
+    std::vector<int> copies;
+    copies.reserve(static_cast<std::size_t>(redundant));
+    for (int k = 0; k < redundant; ++k)
+        copies.push_back(byHeat[static_cast<std::size_t>(k % numExperts)]);
+    return copies;
+}
+
+bool holds(const std::vector<ExpertId>& gpu, int expert)
+{
+    return std::count(gpu.begin(), gpu.end(), ExpertId(expert)) > 0;
+}
+
+LayerPlacement roundRobinLayer(int numExperts, int numGpus, int redundant, const std::vector<double>* load)
+{
+    LayerPlacement layer;
+    auto& gpus = layer.gpu_slots;
+    gpus.resize(static_cast<std::size_t>(numGpus));
+    for (int e = 0; e < numExperts; ++e)
+        gpus[static_cast<std::size_t>(e % numGpus)].emplace_back(e);
+    std::vector<int> pending = copyOrder(numExperts, redundant, load);
+    std::vector<std::pair<int, std::size_t>> copySlots;  // (gpu, local index) of each redundant slot
+    for (int s = numExperts; s < numExperts + redundant; ++s) {
+        const int g = s % numGpus;
+        auto& gpu = gpus[static_cast<std::size_t>(g)];
+        auto fits = std::find_if(pending.begin(), pending.end(), [&](int e) { return !holds(gpu, e); });
+        if (fits == pending.end()) {
+            // Every pending copy is already here: trade with an earlier copy that fits here and
+            // whose GPU does not hold this one (else keep the duplicate; balance.h reports it).
+            const int e = pending.front();
+            fits = pending.begin();
+            for (const auto& [og, k] : copySlots) {
+                auto& other = gpus[static_cast<std::size_t>(og)];
+                const int oe = other[k].value;
+                if (og != g && !holds(gpu, oe) && !holds(other, e)) {
+                    other[k] = ExpertId(e);
+                    *fits = oe;
+                    break;
+                }
+            }
+        }
+        copySlots.emplace_back(g, gpu.size());
+        gpu.emplace_back(*fits);
+        pending.erase(fits);
+    }
+    return layer;
+}
+
+}  // namespace
+
+Placement roundRobinPlacement(int numExperts, int numGpus, int numLayers, int redundantSlots,
+                              const std::vector<std::vector<double>>& load)
+{
+    if (numExperts <= 0 || numGpus <= 0 || numLayers < 0 || redundantSlots < 0)
+        fail("round-robin needs positive experts and GPUs and no negative counts");
+    checkLoadShape(load, numLayers, numExperts);
+    Placement p;
+    p.num_experts = numExperts;
+    if (load.empty()) {
+        p.layers.assign(static_cast<std::size_t>(numLayers),
+                        roundRobinLayer(numExperts, numGpus, redundantSlots, nullptr));
+        return p;
+    }
+    for (const auto& row : load)
+        p.layers.push_back(roundRobinLayer(numExperts, numGpus, redundantSlots, &row));
+    return p;
+}
+
+const std::vector<std::string>& placementStrategies()
+{
+    static const std::vector<std::string> names = {"contiguous", "round-robin", "eplb"};
+    return names;
+}
+
+Placement makePlacement(const PlacementRequest& rq)
+{
+    const auto& names = placementStrategies();
+    if (std::find(names.begin(), names.end(), rq.strategy) == names.end()) {
+        std::string known;
+        for (const auto& n : names)
+            known += (known.empty() ? "" : ", ") + n;
+        fail("unknown strategy '" + rq.strategy + "' (known: " + known + ")");
+    }
+    if (rq.num_experts <= 0)
+        fail("the number of experts must be positive");
+    if (rq.num_gpus <= 0)
+        fail("the number of GPUs must be positive");
+    const int layers = rq.num_layers > 0 ? rq.num_layers : static_cast<int>(rq.load.size());
+    if (layers <= 0)
+        fail("give the number of MoE layers or a load with one row per layer");
+    checkLoadShape(rq.load, layers, rq.num_experts);
+    const int slots = rq.num_slots > 0 ? rq.num_slots : rq.num_experts;
+    if (slots < rq.num_experts)
+        fail(std::to_string(slots) + " slots cannot hold " + std::to_string(rq.num_experts)
+             + " experts: every expert needs at least one slot (give at least " + std::to_string(rq.num_experts)
+             + ")");
+    const int redundant = slots - rq.num_experts;
+
+    if (rq.strategy == "contiguous")
+        return contiguousPlacement(rq.num_experts, rq.num_gpus, layers, redundant);
+    if (rq.strategy == "round-robin")
+        return roundRobinPlacement(rq.num_experts, rq.num_gpus, layers, redundant, rq.load);
+
+    // eplb
+    if (slots % rq.num_gpus != 0)
+        fail("eplb needs the slots to divide evenly over the GPUs: " + std::to_string(slots) + " slots on "
+             + std::to_string(rq.num_gpus) + " GPUs (try " + std::to_string((slots / rq.num_gpus + 1) * rq.num_gpus)
+             + ")");
+    const int nodes = std::max(1, rq.num_nodes);
+    const int groups = std::max(1, rq.num_groups);
+    if (rq.num_gpus % nodes != 0)
+        fail("eplb needs the GPUs to divide evenly over the nodes: " + std::to_string(rq.num_gpus) + " GPUs in "
+             + std::to_string(nodes) + " NVLink domains");
+    if (rq.num_experts % groups != 0)
+        fail(std::to_string(rq.num_experts) + " experts do not split into " + std::to_string(groups)
+             + " equal expert groups");
+    std::vector<std::vector<double>> uniform;
+    if (rq.load.empty())
+        uniform.assign(static_cast<std::size_t>(layers), std::vector<double>(static_cast<std::size_t>(rq.num_experts), 1.0));
+    const auto& weight = rq.load.empty() ? uniform : rq.load;
+    return eplbToPlacement(rebalanceExperts(weight, slots, groups, nodes, rq.num_gpus), rq.num_gpus);
+}
+
+}  // namespace moex

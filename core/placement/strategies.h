@@ -1,0 +1,43 @@
+// Placement strategies behind one entry point, so the CLI, the scenario and the benchmark choose a
+// strategy by name: contiguous (the serving systems' default), round-robin and eplb (DeepSeek's
+// balancer, eplb.h). gem and search join through the same entry.
+#pragma once
+
+#include "placement/placement.h"
+
+#include <string>
+#include <vector>
+
+namespace moex {
+
+struct PlacementRequest {
+    std::string strategy = "contiguous";
+    int num_experts = 0;  // E, routed experts per MoE layer
+    int num_gpus = 0;     // G, EP ranks
+    int num_layers = 0;   // MoE layers; 0 = one per row of `load`
+    int num_nodes = 1;    // NVLink domains (EPLB's "nodes")
+    int num_groups = 1;   // expert groups of the model (ModelSpec::expert_groups)
+    int num_slots = 0;    // R, physical slots per layer over all GPUs; 0 = E (no redundancy)
+    // [MoE layer][expert] load to balance; empty = uniform. Strategies that ignore load accept it.
+    std::vector<std::vector<double>> load;
+};
+
+// Expert e on GPU e % G. Redundant copies continue the cycle: physical slot s (s >= E) goes to GPU
+// s % G. Which experts get copies: without load, experts 0, 1, 2, ... in turn; with load, the
+// hottest of that layer first (ties by lower id), wrapping round when there are more copies than
+// experts. A copy is never put on a GPU that already holds that expert when another pending copy
+// fits there (the first such copy in hot-first order takes the slot), or, failing that, when an
+// earlier copy can trade places with it; copies beside their original add no balance.
+// GPUs get ceil or floor of (E + redundant) / G slots. `load`, if given, has numLayers rows of E.
+Placement roundRobinPlacement(int numExperts, int numGpus, int numLayers, int redundantSlots,
+                              const std::vector<std::vector<double>>& load = {});
+
+// Builds the placement a request names. Throws std::invalid_argument with a clear message for an
+// unknown strategy (listing the known ones), R < E, R not a multiple of G for eplb, a load whose
+// shape does not match, and the like.
+Placement makePlacement(const PlacementRequest& request);
+
+// The names makePlacement accepts.
+const std::vector<std::string>& placementStrategies();
+
+}  // namespace moex

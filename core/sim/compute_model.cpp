@@ -1,0 +1,130 @@
+#include "sim/compute_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace moex {
+
+double gemmPeakTflops(const GpuSpec& gpu, DType weights)
+{
+    switch (weights) {
+    case DType::fp8:
+        return gpu.fp8_tflops > 0 ? gpu.fp8_tflops : gpu.bf16_tflops;
+    case DType::nvfp4:
+    case DType::mxfp4:
+        return gpu.arch == GpuArch::blackwell && gpu.fp4_tflops > 0 ? gpu.fp4_tflops : gpu.bf16_tflops;
+    case DType::int4:
+    case DType::bf16:
+    case DType::fp16:
+    case DType::fp32:
+        return gpu.bf16_tflops;
+    }
+    return gpu.bf16_tflops;
+}
+
+ComputeModel::ComputeModel(const ModelSpec& m, const GpuSpec& gpu, const Calibration& cal, DType expertWeights,
+                           DType kvCache)
+    : m_model(m), m_gpu(gpu), m_cal(cal)
+{
+    m_expertPeak = gemmPeakTflops(gpu, expertWeights);
+    m_expertBytes = static_cast<double>(m.expertParams()) * bytesPerElement(expertWeights);
+    m_kvBytesPerElement = bytesPerElement(kvCache);
+    m_nonExpertBpe = bytesPerElement(m.non_expert_dtype);
+}
+
+double ComputeModel::roofline(double flops, double bytes, double peakTflops, double eff) const
+{
+    const double computeUs = peakTflops > 0 ? flops / (peakTflops * 1e12 * eff) * 1e6 : 0.0;
+    const double memoryUs = m_gpu.hbm_bw_gbs > 0 ? bytes / (m_gpu.hbm_bw_gbs * 1e9 * m_cal.hbm_efficiency) * 1e6 : 0.0;
+    return std::max(computeUs, memoryUs);
+}
+
+double ComputeModel::expertSlotUs(double tokens) const
+{
+    if (tokens <= 0)
+        return 0.0;
+    const double h = m_model.hidden_size;
+    const double inter = m_model.moe_intermediate_size;
+    // Tokens are padded to the GEMM M-tile: 3 tokens cost as much math as a full tile.
+    const double tile = std::max(1, m_cal.gemm_tile_tokens);
+    const double padded = std::ceil(tokens / tile) * tile;
+    const double flops = 6.0 * padded * h * inter;
+    const double activationBytes = tokens * (h * 2.0 + inter * 4.0 + h * 2.0);
+    return roofline(flops, m_expertBytes + activationBytes, m_expertPeak, m_cal.gemm_efficiency);
+}
+
+double ComputeModel::sharedAndRouterUs(double tokens) const
+{
+    if (tokens <= 0)
+        return 0.0;
+    const double h = m_model.hidden_size;
+    double us = 2.0 * m_cal.gemm_launch_us;  // grouped gate/up and down GEMMs of the routed experts
+    if (m_model.shared_experts > 0) {
+        const double inter = static_cast<double>(m_model.shared_intermediate_size) * m_model.shared_experts;
+        const double tile = std::max(1, m_cal.gemm_tile_tokens);
+        const double padded = std::ceil(tokens / tile) * tile;
+        us += roofline(6.0 * padded * h * inter, 3.0 * h * inter * m_nonExpertBpe + tokens * h * 4.0,
+                       gemmPeakTflops(m_gpu, m_model.non_expert_dtype), m_cal.gemm_efficiency);
+    }
+    const double e = m_model.routed_experts;
+    us += roofline(2.0 * tokens * h * e, h * e * 2.0 + tokens * h * 2.0, m_gpu.bf16_tflops, m_cal.gemm_efficiency);
+    return us;
+}
+
+double ComputeModel::kvBytesPerSequence(int context) const
+{
+    const AttentionShape& a = m_model.attention;
+    double perLayerTokens = static_cast<double>(context);
+    if (a.sliding_window > 0)  // alternate layers keep only the window (gpt-oss)
+        perLayerTokens = 0.5 * (context + std::min(context, a.sliding_window));
+    return static_cast<double>(a.kvElementsPerTokenPerLayer()) * m_kvBytesPerElement * perLayerTokens
+        * m_model.num_layers;
+}
+
+double ComputeModel::attentionUs(double tokens, int context, Phase phase) const
+{
+    if (tokens <= 0)
+        return 0.0;
+    const AttentionShape& a = m_model.attention;
+    const double h = m_model.hidden_size;
+    const double params = static_cast<double>(a.params(m_model.hidden_size));
+    double ctx = context;
+    if (a.sliding_window > 0)
+        ctx = 0.5 * (context + std::min(context, a.sliding_window));
+    // Decode: every token is its own sequence reading its whole cache. Prefill: a chunk of
+    // `tokens` tokens attends on average to half the context and reads its KV once.
+    const double attended = phase == Phase::decode ? ctx : std::max(1.0, ctx / 2.0);
+    double coreFlops = 0;
+    if (a.kind == AttentionKind::mla) {
+        // Weight-absorbed MLA: scores against the latent (kv_lora + rope) and values in the latent.
+        coreFlops = 2.0 * tokens * attended * a.num_heads * (2.0 * a.kv_lora_rank + a.qk_rope_head_dim);
+    } else {
+        coreFlops = 4.0 * tokens * attended * a.num_heads * a.head_dim;
+    }
+    const double kvElems = static_cast<double>(a.kvElementsPerTokenPerLayer());
+    const double kvBytes = (phase == Phase::decode ? tokens * ctx : ctx) * kvElems * m_kvBytesPerElement;
+    const double flops = 2.0 * tokens * params + coreFlops;
+    const double bytes = params * m_nonExpertBpe + kvBytes + tokens * h * 4.0;
+    return roofline(flops, bytes, m_gpu.bf16_tflops, m_cal.attention_efficiency);
+}
+
+double ComputeModel::denseFfnUs(double tokens) const
+{
+    if (tokens <= 0 || m_model.dense_intermediate_size <= 0)
+        return 0.0;
+    const double h = m_model.hidden_size;
+    const double inter = m_model.dense_intermediate_size;
+    return roofline(6.0 * tokens * h * inter, 3.0 * h * inter * m_nonExpertBpe + tokens * h * 4.0,
+                    gemmPeakTflops(m_gpu, m_model.non_expert_dtype), m_cal.gemm_efficiency);
+}
+
+double ComputeModel::headUs(double tokens) const
+{
+    if (tokens <= 0 || m_model.vocab_size <= 0)
+        return 0.0;
+    const double h = m_model.hidden_size;
+    const double v = m_model.vocab_size;
+    return roofline(2.0 * tokens * h * v, h * v * m_nonExpertBpe, m_gpu.bf16_tflops, m_cal.gemm_efficiency);
+}
+
+}  // namespace moex

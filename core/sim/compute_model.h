@@ -1,0 +1,52 @@
+// Roofline times of the work each GPU does: expert GEMMs (with GEMM tile quantisation), shared
+// experts and router, attention (MLA or GQA, KV cache read at the context length), dense FFN
+// layers and the LM head. Times are for speed factor 1; the simulator divides by a GPU's speed.
+#pragma once
+
+#include "model/model_spec.h"
+#include "scenario/scenario.h"
+#include "sim/calibration.h"
+#include "topology/gpu_spec.h"
+
+namespace moex {
+
+class ComputeModel {
+public:
+    ComputeModel(const ModelSpec& m, const GpuSpec& gpu, const Calibration& cal, DType expertWeights,
+                 DType kvCache = DType::bf16);
+
+    // One routed expert slot processing `tokens` tokens in one MoE layer (0 tokens: 0, the kernel skips it).
+    [[nodiscard]] double expertSlotUs(double tokens) const;
+    // Shared experts + router gate of one MoE layer for this GPU's own tokens, plus GEMM launches.
+    [[nodiscard]] double sharedAndRouterUs(double tokens) const;
+    // Attention of one decoder layer for `tokens` tokens (decode: one per sequence, each reading
+    // `context` cached tokens; prefill: a chunk attending on average to half the context).
+    [[nodiscard]] double attentionUs(double tokens, int context, Phase phase) const;
+    [[nodiscard]] double denseFfnUs(double tokens) const;
+    [[nodiscard]] double headUs(double tokens) const;
+
+    // KV-cache bytes of one sequence at `context` tokens, all layers.
+    [[nodiscard]] double kvBytesPerSequence(int context) const;
+    // The tensor rate expert GEMMs run at (TFLOP/s), by weight format and GPU generation.
+    [[nodiscard]] double expertPeakTflops() const { return m_expertPeak; }
+    // Bytes of one expert's weights as stored.
+    [[nodiscard]] double expertBytes() const { return m_expertBytes; }
+
+private:
+    [[nodiscard]] double roofline(double flops, double bytes, double peakTflops, double eff) const;
+
+    ModelSpec m_model;
+    GpuSpec m_gpu;
+    Calibration m_cal;
+    double m_expertPeak = 0;
+    double m_expertBytes = 0;
+    double m_kvBytesPerElement = 2;
+    double m_nonExpertBpe = 2;
+};
+
+// Dense tensor rate for GEMMs whose weights are stored in `weights` on this GPU. FP4 formats run
+// at the FP4 rate only on Blackwell; Hopper has no FP4 tensor cores, so 4-bit weights (and INT4
+// everywhere) are dequantised in the kernel and the math runs at the BF16 rate (W4A16).
+double gemmPeakTflops(const GpuSpec& gpu, DType weights);
+
+}  // namespace moex

@@ -1,0 +1,22 @@
+// Fidelity: every published communication measurement of FACTS.md section 2 set up as a scenario
+// and predicted by the step model with the default calibration of its hardware generation.
+//   moex-cli bench fidelity [--json OUT]
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace moex {
+
+struct FidelityPoint {
+    std::string name;
+    double measured = 0;
+    double predicted = 0;
+    std::string unit;     // "GB/s" or "us"
+    std::string source;   // where the measurement was published
+    [[nodiscard]] double error() const { return measured != 0 ? (predicted - measured) / measured : 0.0; }
+};
+
+std::vector<FidelityPoint> runFidelity();
+
+}  // namespace moex

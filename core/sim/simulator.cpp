@@ -1,0 +1,437 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace moex {
+
+namespace {
+
+// Bytes on the wire per element of a dispatched activation, block scales included:
+// fp8 with one scale byte per 32 elements (MXFP8 / DeepEP's per-128 fp32 scales cost the same),
+// nvfp4 with one fp8 scale per 16. Matches TensorRT-LLM's 14,336 / 7,392 / 4,032 bytes per
+// 7168-wide token.
+double wireBytesPerElement(DType t)
+{
+    switch (t) {
+    case DType::fp8: return 1.0 + 1.0 / 32.0;
+    case DType::nvfp4: return 0.5 + 1.0 / 16.0;
+    case DType::mxfp4: return 0.5 + 1.0 / 32.0;
+    case DType::fp32: return 4.0;
+    default: return 2.0;
+    }
+}
+
+}  // namespace
+
+Simulator::Simulator(const Scenario& scenario, const Placement& placement, const Calibration& calibration)
+    : m_scenario(scenario),
+      m_placement(placement),
+      m_cal(calibration),
+      m_fabric(scenario.topology),
+      m_compute(scenario.model, scenario.topology.gpu, calibration, scenario.precision.weights)
+{
+    m_mode = scenario.workload.phase == Phase::decode ? KernelMode::low_latency : KernelMode::high_throughput;
+    buildPlans();
+}
+
+void Simulator::setPlacement(const Placement& placement)
+{
+    m_placement = placement;
+    buildPlans();
+}
+
+double Simulator::dispatchBytesPerToken() const
+{
+    return m_scenario.model.hidden_size * wireBytesPerElement(m_scenario.precision.dispatch);
+}
+
+double Simulator::combineBytesPerToken() const
+{
+    return m_scenario.model.hidden_size * wireBytesPerElement(m_scenario.precision.combine);
+}
+
+void Simulator::buildPlans()
+{
+    const int G = m_fabric.numGpus();
+    const int E = m_scenario.model.routed_experts;
+    if (m_placement.numGpus() != G || m_placement.numLayers() != m_scenario.model.numMoeLayers())
+        throw std::invalid_argument("placement shape (" + std::to_string(m_placement.numLayers()) + " layers, "
+                                    + std::to_string(m_placement.numGpus()) + " GPUs) does not match the scenario ("
+                                    + std::to_string(m_scenario.model.numMoeLayers()) + " MoE layers, "
+                                    + std::to_string(G) + " GPUs)");
+    const auto problems = checkPlacement(m_placement, E, G);
+    if (!problems.empty())
+        throw std::invalid_argument("invalid placement: " + problems.front());
+    m_plans.assign(static_cast<std::size_t>(m_placement.numLayers()), {});
+    std::size_t maxSlots = 0;
+    for (int l = 0; l < m_placement.numLayers(); ++l) {
+        const LayerPlacement& lp = m_placement.layers[static_cast<std::size_t>(l)];
+        LayerPlan& plan = m_plans[static_cast<std::size_t>(l)];
+        plan.gpu_slot_begin.assign(static_cast<std::size_t>(G) + 1, 0);
+        for (int g = 0; g < G; ++g) {
+            plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1] =
+                plan.gpu_slot_begin[static_cast<std::size_t>(g)] + static_cast<int>(lp.gpu_slots[static_cast<std::size_t>(g)].size());
+            for (std::size_t k = 0; k < lp.gpu_slots[static_cast<std::size_t>(g)].size(); ++k) {
+                plan.slot_gpu.push_back(g);
+                plan.slot_expert.push_back(lp.gpu_slots[static_cast<std::size_t>(g)][k].value);
+                plan.slot_share.push_back(lp.shares.empty() ? -1.0f
+                                                            : static_cast<float>(lp.shares[static_cast<std::size_t>(g)][k]));
+            }
+        }
+        plan.expert_count.assign(static_cast<std::size_t>(E), 0);
+        for (int e : plan.slot_expert)
+            ++plan.expert_count[static_cast<std::size_t>(e)];
+        plan.expert_first.assign(static_cast<std::size_t>(E), 0);
+        for (int e = 1; e < E; ++e)
+            plan.expert_first[static_cast<std::size_t>(e)] =
+                plan.expert_first[static_cast<std::size_t>(e) - 1] + plan.expert_count[static_cast<std::size_t>(e) - 1];
+        plan.replica_slots.assign(plan.slot_expert.size(), 0);
+        std::vector<int> fill(static_cast<std::size_t>(E), 0);
+        for (std::size_t s = 0; s < plan.slot_expert.size(); ++s) {
+            const auto e = static_cast<std::size_t>(plan.slot_expert[s]);
+            plan.replica_slots[static_cast<std::size_t>(plan.expert_first[e] + fill[e]++)] = static_cast<int>(s);
+        }
+        plan.single_begin.assign(static_cast<std::size_t>(G) + 1, 0);
+        for (int g = 0; g < G; ++g) {
+            for (int s = plan.gpu_slot_begin[static_cast<std::size_t>(g)]; s < plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1]; ++s) {
+                const int e = plan.slot_expert[static_cast<std::size_t>(s)];
+                if (plan.expert_count[static_cast<std::size_t>(e)] == 1 && plan.slot_share[static_cast<std::size_t>(s)] < 0) {
+                    plan.single_expert.push_back(e);
+                    plan.single_slot.push_back(s);
+                }
+            }
+            plan.single_begin[static_cast<std::size_t>(g) + 1] = static_cast<int>(plan.single_expert.size());
+        }
+        for (int e = 0; e < E; ++e)
+            if (plan.expert_count[static_cast<std::size_t>(e)] > 1
+                || plan.slot_share[static_cast<std::size_t>(plan.replica_slots[static_cast<std::size_t>(plan.expert_first[static_cast<std::size_t>(e)])])] >= 0)
+                plan.multi_experts.push_back(e);
+        // Replica choice per source: explicit shares, else a replica on the same GPU, else in the
+        // same NVLink domain, else all evenly (DESIGN.md 5.1).
+        plan.target_begin.assign(1, 0);
+        for (int e : plan.multi_experts) {
+            const int n = plan.expert_count[static_cast<std::size_t>(e)];
+            const int* reps = plan.replica_slots.data() + plan.expert_first[static_cast<std::size_t>(e)];
+            for (int src = 0; src < G; ++src) {
+                const bool explicitShares = plan.slot_share[static_cast<std::size_t>(reps[0])] >= 0;
+                int local = 0, sameDomain = 0;
+                for (int j = 0; j < n; ++j) {
+                    const int g = plan.slot_gpu[static_cast<std::size_t>(reps[j])];
+                    local += g == src;
+                    sameDomain += m_fabric.domainOf(g) == m_fabric.domainOf(src);
+                }
+                const int chosen = local > 0 ? local : (sameDomain > 0 ? sameDomain : n);
+                for (int j = 0; j < n; ++j) {
+                    const int s = reps[j];
+                    const int g = plan.slot_gpu[static_cast<std::size_t>(s)];
+                    float fraction = 0;
+                    if (explicitShares)
+                        fraction = plan.slot_share[static_cast<std::size_t>(s)];
+                    else if (local > 0 ? g == src : (sameDomain > 0 ? m_fabric.domainOf(g) == m_fabric.domainOf(src) : true))
+                        fraction = 1.0f / static_cast<float>(chosen);
+                    if (fraction <= 0)
+                        continue;
+                    plan.target_slot.push_back(s);
+                    plan.target_fraction.push_back(fraction);
+                }
+                plan.target_begin.push_back(static_cast<int>(plan.target_slot.size()));
+            }
+        }
+        maxSlots = std::max(maxSlots, plan.slot_expert.size());
+    }
+    m_expertTotals.assign(static_cast<std::size_t>(E), 0);
+    m_sentSum.assign(static_cast<std::size_t>(G) * static_cast<std::size_t>(G), 0.0f);
+    const auto g2 = static_cast<std::size_t>(G) * static_cast<std::size_t>(G);
+    m_notSent.assign(g2, 1.0f);
+    m_notSentDom.assign(static_cast<std::size_t>(G) * static_cast<std::size_t>(m_fabric.numDomains()), 1.0f);
+    m_slotTokens.assign(maxSlots, 0.0);
+    const std::size_t ports = m_fabric.ports().size();
+    m_dispatchPort.assign(ports, 0.0);
+    m_combinePort.assign(ports, 0.0);
+    m_stepPortBytes.assign(ports, 0.0);
+    m_gpuDispatch.assign(static_cast<std::size_t>(G), 0.0);
+    m_gpuCombine.assign(static_cast<std::size_t>(G), 0.0);
+    m_gpuCompute.assign(static_cast<std::size_t>(G), 0.0);
+    m_gpuComputeHalf.assign(static_cast<std::size_t>(G), 0.0);
+    m_gpuBusy.assign(static_cast<std::size_t>(G), 0.0);
+    m_gpuPairs.assign(static_cast<std::size_t>(G), 0.0);
+    m_stragglerCount.assign(static_cast<std::size_t>(G), 0);
+    m_messages.assign(static_cast<std::size_t>(G), 0);
+    m_inTokens.assign(static_cast<std::size_t>(G), 0.0f);
+}
+
+// Route step 1 (DESIGN.md 5.1): token-expert pairs of each source go to the expert's replicas
+// (explicit shares, else a replica on the same GPU, else in the same NVLink domain, else all
+// evenly). m_notSent[src][dst] becomes the probability that a token of src has none of its
+// experts on dst: a token is sent once per destination GPU however many of its experts sit there.
+void Simulator::routeLayer(const RoutingSample& r, int layer, double tokensPerGpu)
+{
+    const LayerPlan& plan = m_plans[static_cast<std::size_t>(layer)];
+    const int G = m_fabric.numGpus();
+    const int E = r.num_experts;
+    const int T = r.tokens_per_gpu;
+    // Counts are scaled when memory limits the batch below the sample's tokens per GPU.
+    const double scale = T > 0 ? tokensPerGpu / T : 0.0;
+    // keep[c] = 1 - c/T: the chance a token of this source is not among the c an expert took.
+    m_keepFactor.resize(static_cast<std::size_t>(T) + 1);
+    for (int c = 0; c <= T; ++c)
+        m_keepFactor[static_cast<std::size_t>(c)] = static_cast<float>(1.0 - static_cast<double>(c) / T);
+    const float* keep = m_keepFactor.data();
+    std::fill(m_slotTokens.begin(), m_slotTokens.end(), 0.0);
+    std::fill(m_expertTotals.begin(), m_expertTotals.end(), 0);
+    const int* singleBegin = plan.single_begin.data();
+    const int* singleExpert = plan.single_expert.data();
+    const std::int32_t* counts = r.counts[static_cast<std::size_t>(layer)].data();
+    std::int32_t* totals = m_expertTotals.data();
+
+    for (int src = 0; src < G; ++src) {
+        const std::int32_t* row = counts + static_cast<std::size_t>(src) * E;
+#pragma omp simd
+        for (int e = 0; e < E; ++e)  // per-expert totals over sources
+            totals[e] += row[e];
+    }
+    // Hot loop: experts with one replica, walked GPU by GPU, four sources at a time so that the
+    // expert index and loop overhead are shared; no branches.
+    constexpr int kBlock = 4;
+    for (int src0 = 0; src0 < G; src0 += kBlock) {
+        const int nsrc = std::min(kBlock, G - src0);
+        const std::int32_t* rows[kBlock];
+        for (int b = 0; b < kBlock; ++b)
+            rows[b] = counts + static_cast<std::size_t>(src0 + std::min(b, nsrc - 1)) * E;
+        float* notSent = m_notSent.data() + static_cast<std::size_t>(src0) * G;
+        int k = singleBegin[0];
+        for (int g = 0; g < G; ++g) {
+            float p0 = 1.0f, p1 = 1.0f, p2 = 1.0f, p3 = 1.0f;
+            for (const int end = singleBegin[g + 1]; k < end; ++k) {
+                const int e = singleExpert[k];
+                p0 *= keep[rows[0][e]];
+                p1 *= keep[rows[1][e]];
+                p2 *= keep[rows[2][e]];
+                p3 *= keep[rows[3][e]];
+            }
+            const float p[kBlock] = {p0, p1, p2, p3};
+            for (int b = 0; b < nsrc; ++b)
+                notSent[static_cast<std::size_t>(b) * G + g] = p[b];
+        }
+    }
+    for (std::size_t k = 0; k < plan.single_slot.size(); ++k)
+        m_slotTokens[static_cast<std::size_t>(plan.single_slot[k])] =
+            static_cast<double>(totals[plan.single_expert[k]]) * scale;
+
+    // Replicated experts (a few), with the targets precomputed in buildPlans.
+    const double invT = tokensPerGpu > 0 ? 1.0 / tokensPerGpu : 0.0;
+    const int* slotGpu = plan.slot_gpu.data();
+    double* slotTokens = m_slotTokens.data();
+    const int* targetBegin = plan.target_begin.data();
+    for (std::size_t m = 0; m < plan.multi_experts.size(); ++m) {
+        const int e = plan.multi_experts[m];
+        for (int src = 0; src < G; ++src) {
+            const double c = counts[static_cast<std::size_t>(src) * E + e] * scale;
+            if (c <= 0)
+                continue;
+            float* notSent = m_notSent.data() + static_cast<std::size_t>(src) * G;
+            const std::size_t at = m * static_cast<std::size_t>(G) + static_cast<std::size_t>(src);
+            for (int k = targetBegin[at]; k < targetBegin[at + 1]; ++k) {
+                const int s = plan.target_slot[static_cast<std::size_t>(k)];
+                const double q = c * plan.target_fraction[static_cast<std::size_t>(k)];
+                notSent[slotGpu[s]] *= static_cast<float>(std::max(0.0, 1.0 - q * invT));
+                slotTokens[s] += q;
+            }
+        }
+    }
+}
+
+// Route step 2 (DESIGN.md 5.2): bytes of each GPU pair onto the fabric's ports, for dispatch
+// (src -> dst) and combine (dst -> src), with the kernel's path across NVLink domains.
+void Simulator::accumulatePorts(double tokensPerGpu)
+{
+    const int G = m_fabric.numGpus();
+    const int D = m_fabric.numDomains();
+    const double bd = dispatchBytesPerToken();
+    const double bc = combineBytesPerToken();
+    std::fill(m_dispatchPort.begin(), m_dispatchPort.end(), 0.0);
+    std::fill(m_combinePort.begin(), m_combinePort.end(), 0.0);
+    std::fill(m_messages.begin(), m_messages.end(), 0);
+    std::fill(m_inTokens.begin(), m_inTokens.end(), 0.0);
+    m_crossTraffic = false;
+    const bool ht = m_mode == KernelMode::high_throughput;
+    if (ht && D > 1)
+        std::fill(m_notSentDom.begin(), m_notSentDom.end(), 1.0f);
+    auto add = [](std::vector<double>& v, int port, double bytes) {
+        if (port >= 0)
+            v[static_cast<std::size_t>(port)] += bytes;
+    };
+    const float T = static_cast<float>(tokensPerGpu);
+    float* inTokens = m_inTokens.data();
+    for (int src = 0; src < G; ++src) {
+        float* notSent = m_notSent.data() + static_cast<std::size_t>(src) * G;
+        float* sent = m_sentSum.data() + static_cast<std::size_t>(src) * G;
+        notSent[src] = 1.0f;  // a GPU's tokens for its own experts never touch the network
+        const int srcDom = m_fabric.domainOf(src);
+        double outIntra = 0;
+        if (D == 1) {
+            // One NVLink domain (NVL72, one HGX node): every pair is one switch hop; vectorises.
+            float out = 0;
+#pragma omp simd reduction(+ : out)
+            for (int dst = 0; dst < G; ++dst) {
+                const float u = T * (1.0f - notSent[dst]);
+                sent[dst] += u;
+                inTokens[dst] += u;
+                out += u;
+            }
+            outIntra = out;
+            m_messages[static_cast<std::size_t>(src)] = static_cast<std::int64_t>(outIntra + 0.5);
+            add(m_dispatchPort, m_fabric.nvOut(src), outIntra * bd);
+            add(m_combinePort, m_fabric.nvIn(src), outIntra * bc);
+            continue;
+        }
+        double outTotal = 0;
+        for (int dst = 0; dst < G; ++dst) {
+            const float u = T * (1.0f - notSent[dst]);
+            if (u <= 0.0f)
+                continue;
+            sent[dst] += u;
+            outTotal += u;
+            const double tokens = u;
+            const int dstDom = m_fabric.domainOf(dst);
+            if (dstDom == srcDom) {
+                outIntra += tokens;
+                inTokens[dst] += tokens;
+                continue;
+            }
+            m_crossTraffic = true;
+            if (ht) {
+                // DeepEP normal kernels: one RDMA copy per destination domain to the GPU on the
+                // source's rail there, then NVLink forwarding to each destination GPU.
+                m_notSentDom[static_cast<std::size_t>(src) * D + dstDom] *= notSent[dst];
+                const int relay = m_fabric.gpuOnRail(dstDom, m_fabric.railOf(src));
+                if (relay != dst && relay >= 0) {
+                    add(m_dispatchPort, m_fabric.nvOut(relay), tokens * bd);
+                    add(m_dispatchPort, m_fabric.nvIn(dst), tokens * bd);
+                    add(m_combinePort, m_fabric.nvOut(dst), tokens * bc);
+                    add(m_combinePort, m_fabric.nvIn(relay), tokens * bc);
+                }
+            } else {
+                // Low-latency kernels: direct RDMA from the source's NIC to the destination's.
+                add(m_dispatchPort, m_fabric.nicOut(src), tokens * bd);
+                add(m_dispatchPort, m_fabric.nicIn(dst), tokens * bd);
+                add(m_combinePort, m_fabric.nicOut(dst), tokens * bc);
+                add(m_combinePort, m_fabric.nicIn(src), tokens * bc);
+                if (m_fabric.leafOf(src) != m_fabric.leafOf(dst)) {
+                    add(m_dispatchPort, m_fabric.leafUp(src), tokens * bd);
+                    add(m_dispatchPort, m_fabric.leafDown(dst), tokens * bd);
+                    add(m_combinePort, m_fabric.leafUp(dst), tokens * bc);
+                    add(m_combinePort, m_fabric.leafDown(src), tokens * bc);
+                }
+            }
+        }
+        m_messages[static_cast<std::size_t>(src)] = static_cast<std::int64_t>(outTotal + 0.5);
+        add(m_dispatchPort, m_fabric.nvOut(src), outIntra * bd);
+        add(m_combinePort, m_fabric.nvIn(src), outIntra * bc);
+    }
+    // Intra-domain arrivals: dispatch lands on the destination's NVLink ports in; combine leaves
+    // from them.
+    for (int dst = 0; dst < G; ++dst) {
+        add(m_dispatchPort, m_fabric.nvIn(dst), inTokens[dst] * bd);
+        add(m_combinePort, m_fabric.nvOut(dst), inTokens[dst] * bc);
+    }
+    if (ht && D > 1) {
+        for (int src = 0; src < G; ++src) {
+            for (int dom = 0; dom < D; ++dom) {
+                if (dom == m_fabric.domainOf(src))
+                    continue;
+                const double tokens = tokensPerGpu * (1.0 - m_notSentDom[static_cast<std::size_t>(src) * D + dom]);
+                if (tokens <= 0)
+                    continue;
+                const int relay = m_fabric.gpuOnRail(dom, m_fabric.railOf(src));
+                const int target = relay >= 0 ? relay : m_fabric.domainGpus(dom).front();
+                add(m_dispatchPort, m_fabric.nicOut(src), tokens * bd);
+                add(m_dispatchPort, m_fabric.nicIn(target), tokens * bd);
+                add(m_combinePort, m_fabric.nicOut(target), tokens * bc);
+                add(m_combinePort, m_fabric.nicIn(src), tokens * bc);
+                if (m_fabric.leafOf(src) != m_fabric.leafOf(target)) {
+                    add(m_dispatchPort, m_fabric.leafUp(src), tokens * bd);
+                    add(m_dispatchPort, m_fabric.leafDown(target), tokens * bd);
+                    add(m_combinePort, m_fabric.leafUp(target), tokens * bc);
+                    add(m_combinePort, m_fabric.leafDown(src), tokens * bc);
+                }
+            }
+        }
+    }
+}
+
+double Simulator::allToAllUs(const std::vector<double>& pairBytes, double floorUs)
+{
+    // Express the byte matrix as "tokens" of one byte each so accumulatePorts' paths apply.
+    const int G = m_fabric.numGpus();
+    double maxBytes = 0;
+    for (double b : pairBytes)
+        maxBytes = std::max(maxBytes, b);
+    if (maxBytes <= 0)
+        return floorUs;
+    const double T = maxBytes;
+    for (int s = 0; s < G; ++s)
+        for (int d = 0; d < G; ++d)
+            m_notSent[static_cast<std::size_t>(s) * G + d] =
+                static_cast<float>(1.0 - pairBytes[static_cast<std::size_t>(s) * G + d] / T);
+    const double savedD = dispatchBytesPerToken();
+    accumulatePorts(T);
+    // accumulatePorts charged dispatchBytesPerToken() per token; rescale to one byte per token.
+    for (double& b : m_dispatchPort)
+        b /= savedD;
+    std::fill(m_sentSum.begin(), m_sentSum.end(), 0.0f);
+    return phaseTime(m_dispatchPort, floorUs, m_crossTraffic).time_us;
+}
+
+double Simulator::portEfficiency(PortKind kind) const
+{
+    switch (kind) {
+    case PortKind::nvOut:
+    case PortKind::nvIn:
+        return m_cal.nvlink_efficiency;
+    default:
+        return m_cal.network_efficiency;
+    }
+}
+
+// Step 3 (DESIGN.md 5.3): a phase lasts as long as its busiest port, plus the path latency and
+// the per-message cost of low-latency kernels, and never less than the kernel's floor.
+Simulator::PhaseResult Simulator::phaseTime(const std::vector<double>& portBytes, double floorUs, bool crossDomain) const
+{
+    const auto& ports = m_fabric.ports();
+    double slowest = 0;
+    for (std::size_t p = 0; p < ports.size(); ++p) {
+        if (portBytes[p] <= 0 || ports[p].capacity_gbs <= 0)
+            continue;
+        slowest = std::max(slowest, portBytes[p] / (ports[p].capacity_gbs * 1e3 * portEfficiency(ports[p].kind)));
+    }
+    double messages = 0;
+    if (m_mode == KernelMode::low_latency && m_cal.ll_message_us > 0)
+        messages = static_cast<double>(*std::max_element(m_messages.begin(), m_messages.end())) * m_cal.ll_message_us;
+    const double latency = crossDomain ? std::max(m_fabric.crossLatencyUs(), m_fabric.intraLatencyUs())
+                                       : m_fabric.intraLatencyUs();
+    PhaseResult r;
+    r.time_us = std::max(floorUs, slowest + messages + latency);
+    r.half_time_us = std::max(floorUs, 0.5 * (slowest + messages) + latency);
+    return r;
+}
+
+void Simulator::portTimesPerGpu(const std::vector<double>& portBytes, std::vector<double>& out) const
+{
+    const auto& ports = m_fabric.ports();
+    std::fill(out.begin(), out.end(), 0.0);
+    for (std::size_t p = 0; p < ports.size(); ++p) {
+        const Port& port = ports[p];
+        if (port.kind == PortKind::leafUp || port.kind == PortKind::leafDown || port.capacity_gbs <= 0)
+            continue;
+        const double t = portBytes[p] / (port.capacity_gbs * 1e3 * portEfficiency(port.kind));
+        double& slot = out[static_cast<std::size_t>(port.owner)];
+        slot = std::max(slot, t);
+    }
+}
+
+}  // namespace moex

@@ -1,0 +1,113 @@
+// The analytical step model (DESIGN.md section 5; equations in docs/MODEL.md).
+//   Simulator sim(scenario, placement, calibration);
+//   sim.step(routingSample, metrics);   // allocation-free after the first call
+#pragma once
+
+#include "metrics/step_metrics.h"
+#include "placement/placement.h"
+#include "scenario/scenario.h"
+#include "sim/calibration.h"
+#include "sim/compute_model.h"
+#include "sim/fabric.h"
+#include "workload/routing_sample.h"
+
+#include <vector>
+
+namespace moex {
+
+// Which dispatch/combine kernels run (DeepEP's two kinds). Decode defaults to low-latency,
+// prefill to high-throughput.
+enum class KernelMode { low_latency, high_throughput };
+
+class Simulator {
+public:
+    Simulator(const Scenario& scenario, const Placement& placement, const Calibration& calibration);
+
+    void setPlacement(const Placement& placement);
+    void setSpeeds(const GpuSpeeds& speeds) { m_scenario.speeds = speeds; }
+    void setKernelMode(KernelMode mode) { m_mode = mode; }
+
+    [[nodiscard]] const Scenario& scenario() const { return m_scenario; }
+    [[nodiscard]] const Placement& placement() const { return m_placement; }
+    [[nodiscard]] const Fabric& fabric() const { return m_fabric; }
+    [[nodiscard]] const Calibration& calibration() const { return m_cal; }
+    [[nodiscard]] const ComputeModel& computeModel() const { return m_compute; }
+    [[nodiscard]] KernelMode kernelMode() const { return m_mode; }
+
+    // Bytes one token occupies on the wire for dispatch (weights' format and block scales) and combine.
+    [[nodiscard]] double dispatchBytesPerToken() const;
+    [[nodiscard]] double combineBytesPerToken() const;
+
+    // Time of one all-to-all phase moving `pairBytes` ([src * G + dst], bytes) with this
+    // simulator's kernel mode and calibration, at least `floorUs`. Used by the fidelity bench
+    // (NCCL all-to-all) and by physics tests.
+    [[nodiscard]] double allToAllUs(const std::vector<double>& pairBytes, double floorUs);
+    // Port loads of the last simulated layer (bytes), for the fidelity bench's bandwidth figures.
+    [[nodiscard]] const std::vector<double>& lastDispatchPortBytes() const { return m_dispatchPort; }
+    [[nodiscard]] const std::vector<double>& lastCombinePortBytes() const { return m_combinePort; }
+
+    // Simulates one step. The sample must have the scenario's MoE layers, GPUs and experts.
+    void step(const RoutingSample& routing, StepMetrics& out);
+
+private:
+    struct LayerPlan {
+        std::vector<int> slot_gpu;       // [slot] -> GPU (slots in GPU order, as phy2log)
+        std::vector<int> slot_expert;    // [slot] -> expert
+        std::vector<float> slot_share;   // explicit share, or -1 for the nearest-replica rule
+        std::vector<int> expert_first;   // [expert] -> index into replica_slots
+        std::vector<int> expert_count;   // replicas per expert
+        std::vector<int> replica_slots;  // slots of each expert, contiguous per expert
+        std::vector<int> gpu_slot_begin; // [G + 1]
+        // Experts with exactly one replica, grouped by the GPU holding it (CSR over GPUs): the hot
+        // loop of routeLayer walks these without branching.
+        std::vector<int> single_begin;   // [G + 1]
+        std::vector<int> single_expert;
+        std::vector<int> single_slot;
+        std::vector<int> multi_experts;  // experts with several replicas
+        // Where each source sends a replicated expert's tokens (precomputed from the rule):
+        // for multi expert m and source src, targets [target_begin[m*G+src], target_begin[m*G+src+1]).
+        std::vector<int> target_begin;
+        std::vector<int> target_slot;
+        std::vector<float> target_fraction;
+    };
+    struct PhaseResult {
+        double time_us = 0;       // whole phase (slowest port + latency, at least the floor)
+        double half_time_us = 0;  // the same phase for half the batch (two-batch overlap)
+    };
+
+    void buildPlans();
+    void routeLayer(const RoutingSample& r, int layer, double tokensPerGpu);
+    void accumulatePorts(double tokensPerGpu);
+    PhaseResult phaseTime(const std::vector<double>& portBytes, double floorUs, bool crossDomain) const;
+    void portTimesPerGpu(const std::vector<double>& portBytes, std::vector<double>& out) const;
+    [[nodiscard]] double portEfficiency(PortKind kind) const;
+    void roundPreservingSum(std::vector<std::int64_t>& out) const;
+
+    Scenario m_scenario;
+    Placement m_placement;
+    Calibration m_cal;
+    Fabric m_fabric;
+    ComputeModel m_compute;
+    KernelMode m_mode = KernelMode::low_latency;
+    std::vector<LayerPlan> m_plans;
+
+    // Scratch reused every layer and step (no allocation after warm-up).
+    std::vector<float> m_notSent;      // [src * G + dst] probability a token of src has no expert on dst
+    std::vector<float> m_notSentDom;   // [src * D + domain]
+    std::vector<double> m_slotTokens;  // [slot]
+    std::vector<float> m_keepFactor;   // [c] = 1 - c / T: a token avoids an expert that got c of T
+    std::vector<std::int32_t> m_expertTotals;  // [expert] pairs this layer (all sources)
+    std::vector<float> m_sentSum;      // [src * G + dst] tokens sent this step (summed over layers)
+    std::vector<double> m_dispatchPort, m_combinePort;  // [port] bytes this layer
+    std::vector<double> m_stepPortBytes;                // [port] bytes this step
+    std::vector<double> m_gpuDispatch, m_gpuCombine;    // [gpu] own port time this layer
+    std::vector<double> m_gpuCompute, m_gpuComputeHalf;
+    std::vector<double> m_gpuBusy;
+    std::vector<double> m_gpuPairs;       // [gpu] token-expert pairs this layer (fractional with shares)
+    std::vector<int> m_stragglerCount;
+    std::vector<float> m_inTokens;         // [gpu] tokens arriving over NVLink this layer
+    std::vector<std::int64_t> m_messages;  // [gpu] token messages sent off-GPU this layer
+    bool m_crossTraffic = false;
+};
+
+}  // namespace moex

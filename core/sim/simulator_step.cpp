@@ -1,0 +1,272 @@
+// Simulator::step: one step of every MoE layer plus the layers around them (DESIGN.md 5.4-5.8).
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+namespace moex {
+
+namespace {
+
+void resizeMetrics(StepMetrics& out, int G, int E, int layers, std::size_t links)
+{
+    out.num_gpus = G;
+    out.gpus.resize(static_cast<std::size_t>(G));
+    std::fill(out.gpus.begin(), out.gpus.end(), GpuMetrics{});
+    out.traffic.resize(static_cast<std::size_t>(G) * static_cast<std::size_t>(G));
+    std::fill(out.traffic.begin(), out.traffic.end(), 0.0);
+    out.layers.resize(static_cast<std::size_t>(layers));
+    for (auto& l : out.layers) {
+        l.expert_load.resize(static_cast<std::size_t>(E));
+        std::fill(l.expert_load.begin(), l.expert_load.end(), 0);
+        l.gpu_load.resize(static_cast<std::size_t>(G));
+        std::fill(l.gpu_load.begin(), l.gpu_load.end(), 0);
+    }
+    out.links.reserve(links);
+    out.links.clear();
+    out.summary = StepTotals{};
+}
+
+}  // namespace
+
+// Replica shares make per-GPU pair counts fractional; rounding each on its own would break the
+// invariant that a layer's GPU loads sum to its token-expert pairs. Largest remainder keeps it.
+void Simulator::roundPreservingSum(std::vector<std::int64_t>& out) const
+{
+    const std::size_t G = m_gpuPairs.size();
+    double total = 0;
+    std::int64_t floored = 0;
+    for (std::size_t g = 0; g < G; ++g) {
+        total += m_gpuPairs[g];
+        out[g] = static_cast<std::int64_t>(std::floor(m_gpuPairs[g]));
+        floored += out[g];
+    }
+    std::int64_t missing = std::llround(total) - floored;
+    while (missing > 0) {
+        std::size_t best = 0;
+        double bestFrac = -1;
+        for (std::size_t g = 0; g < G; ++g) {
+            const double frac = m_gpuPairs[g] - static_cast<double>(out[g]);
+            if (frac > bestFrac) {
+                bestFrac = frac;
+                best = g;
+            }
+        }
+        ++out[best];
+        --missing;
+    }
+}
+
+void Simulator::step(const RoutingSample& r, StepMetrics& out)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    const int G = m_fabric.numGpus();
+    const int E = m_scenario.model.routed_experts;
+    const int L = m_scenario.model.numMoeLayers();
+    if (r.num_gpus != G || r.num_experts != E || r.numLayers() != L)
+        throw std::invalid_argument("routing sample shape (" + std::to_string(r.numLayers()) + " layers, "
+                                    + std::to_string(r.num_gpus) + " GPUs, " + std::to_string(r.num_experts)
+                                    + " experts) does not match the scenario");
+    resizeMetrics(out, G, E, L, m_scenario.topology.links().size());
+    out.source = "sim";
+
+    const Workload& w = m_scenario.workload;
+    const ModelSpec& model = m_scenario.model;
+    const GpuSpec& gpu = m_scenario.topology.gpu;
+    const bool tbo = m_scenario.overlap == Overlap::two_batch;
+
+    // 5.7 Memory: weights of each GPU's slots + replicated non-expert weights + reserve; the rest
+    // holds KV cache, which bounds the concurrent sequences (and so the decode batch).
+    const double usable = gpu.hbm_usable_gb * 1e9;
+    const double reserve = m_cal.activation_reserve_gb * 1e9;
+    const double kvPerSeq = m_compute.kvBytesPerSequence(w.context_tokens);
+    double minFree = usable;
+    std::vector<double>& weightsPerGpu = m_gpuBusy;  // reused as scratch before the layer loop
+    for (int g = 0; g < G; ++g) {
+        int slots = 0;
+        for (const auto& l : m_placement.layers)
+            slots += static_cast<int>(l.gpu_slots[static_cast<std::size_t>(g)].size());
+        const double bytes = slots * m_compute.expertBytes() + model.nonExpertBytes();
+        weightsPerGpu[static_cast<std::size_t>(g)] = bytes;
+        minFree = std::min(minFree, usable - bytes - reserve);
+    }
+    const std::int64_t usersPerGpu = kvPerSeq > 0 ? static_cast<std::int64_t>(std::max(0.0, minFree) / kvPerSeq) : 0;
+    double tokens = w.tokens_per_gpu;
+    bool memoryLimited = false;
+    if (w.phase == Phase::decode && usersPerGpu < w.tokens_per_gpu) {
+        tokens = static_cast<double>(usersPerGpu);
+        memoryLimited = true;
+    }
+    const double sequences = w.phase == Phase::decode ? tokens : 1.0;
+    for (int g = 0; g < G; ++g) {
+        GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
+        gm.hbm_used_gb = (weightsPerGpu[static_cast<std::size_t>(g)] + reserve + sequences * kvPerSeq) / 1e9;
+        gm.speed = m_scenario.speeds.of(g);
+        gm.tokens = static_cast<std::int64_t>(tokens);
+    }
+    std::fill(m_gpuBusy.begin(), m_gpuBusy.end(), 0.0);
+    std::fill(m_stepPortBytes.begin(), m_stepPortBytes.end(), 0.0);
+    std::fill(m_stragglerCount.begin(), m_stragglerCount.end(), 0);
+    std::fill(m_sentSum.begin(), m_sentSum.end(), 0.0f);
+
+    double minSpeed = 1e9;
+    for (int g = 0; g < G; ++g)
+        minSpeed = std::min(minSpeed, m_scenario.speeds.of(g));
+    // 5.6 Attention per layer (data-parallel attention: every GPU runs its own tokens); layers
+    // are synchronous, so the slowest GPU's attention sets the pace.
+    const double attnLayer = m_compute.attentionUs(tokens, w.context_tokens, w.phase);
+    const double attnLayerHalf = m_compute.attentionUs(tokens / 2.0, w.context_tokens, w.phase);
+    const double sharedLayer = m_compute.sharedAndRouterUs(tokens);
+    const double sharedLayerHalf = m_compute.sharedAndRouterUs(tokens / 2.0);
+
+    StepTotals& sum = out.summary;
+    double moeTime = 0, imbalanceSum = 0;
+    for (int l = 0; l < L; ++l) {
+        routeLayer(r, l, tokens);
+        accumulatePorts(tokens);
+        const LayerPlan& plan = m_plans[static_cast<std::size_t>(l)];
+        LayerMetrics& lm = out.layers[static_cast<std::size_t>(l)];
+        lm.layer = model.moe_layers[static_cast<std::size_t>(l)];
+
+        // 5.4 Expert compute per GPU: each slot by roofline with tile quantisation, plus shared
+        // experts and router for the GPU's own tokens, divided by the GPU's speed.
+        double slowest = 0, slowestHalf = 0, loadSum = 0, loadMax = 0;
+        int slowestGpu = 0;
+        for (int g = 0; g < G; ++g) {
+            double full = 0, half = 0, pairs = 0;
+            for (int s = plan.gpu_slot_begin[static_cast<std::size_t>(g)]; s < plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1]; ++s) {
+                const double n = m_slotTokens[static_cast<std::size_t>(s)];
+                pairs += n;
+                full += m_compute.expertSlotUs(n);
+                if (tbo)
+                    half += m_compute.expertSlotUs(n / 2.0);
+            }
+            const double speed = m_scenario.speeds.of(g);
+            full = (full + sharedLayer) / speed;
+            half = (half + sharedLayerHalf) / speed;
+            m_gpuCompute[static_cast<std::size_t>(g)] = full;
+            m_gpuComputeHalf[static_cast<std::size_t>(g)] = half;
+            m_gpuPairs[static_cast<std::size_t>(g)] = pairs;
+            loadSum += pairs;
+            loadMax = std::max(loadMax, pairs);
+            if (full > slowest) {
+                slowest = full;
+                slowestGpu = g;
+            }
+            slowestHalf = std::max(slowestHalf, half);
+        }
+        ++m_stragglerCount[static_cast<std::size_t>(slowestGpu)];
+        roundPreservingSum(lm.gpu_load);
+        for (int g = 0; g < G; ++g)
+            out.gpus[static_cast<std::size_t>(g)].expert_pairs += lm.gpu_load[static_cast<std::size_t>(g)];
+        for (int e = 0; e < E; ++e)
+            lm.expert_load[static_cast<std::size_t>(e)] = tokens == r.tokens_per_gpu
+                ? m_expertTotals[static_cast<std::size_t>(e)]
+                : std::llround(static_cast<double>(m_expertTotals[static_cast<std::size_t>(e)]) * tokens / r.tokens_per_gpu);
+
+        const PhaseResult dispatch = phaseTime(m_dispatchPort, m_cal.dispatch_floor_us, m_crossTraffic);
+        const PhaseResult combine = phaseTime(m_combinePort, m_cal.combine_floor_us, m_crossTraffic);
+        portTimesPerGpu(m_dispatchPort, m_gpuDispatch);
+        portTimesPerGpu(m_combinePort, m_gpuCombine);
+
+        // 5.5 Layer time: synchronous layers, the slowest GPU sets the pace. Two-batch overlap
+        // hides one micro-batch's communication behind the other's attention and expert compute.
+        double layerTime = 0;
+        if (tbo) {
+            const double comm = 2.0 * (dispatch.half_time_us + combine.half_time_us);
+            const double compute = 2.0 * (slowestHalf + attnLayerHalf / minSpeed);
+            layerTime = std::max(comm, compute);
+        } else {
+            layerTime = dispatch.time_us + slowest + combine.time_us;
+        }
+        lm.time_us = layerTime;
+        lm.dispatch_us = dispatch.time_us;
+        lm.combine_us = combine.time_us;
+        lm.compute_us = slowest;
+        lm.slowest_gpu = slowestGpu;
+        lm.imbalance = loadSum > 0 ? loadMax / (loadSum / G) : 1.0;
+        imbalanceSum += lm.imbalance;
+        moeTime += layerTime + (tbo ? 0.0 : attnLayer / minSpeed);
+        sum.dispatch_us += dispatch.time_us;
+        sum.combine_us += combine.time_us;
+        sum.expert_compute_us += slowest;
+
+        for (int g = 0; g < G; ++g) {
+            GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
+            const double speed = m_scenario.speeds.of(g);
+            const double attn = attnLayer / speed;
+            gm.compute_us += m_gpuCompute[static_cast<std::size_t>(g)];
+            gm.attention_us += attn;
+            gm.dispatch_us += m_gpuDispatch[static_cast<std::size_t>(g)];
+            gm.combine_us += m_gpuCombine[static_cast<std::size_t>(g)];
+            const double own = m_gpuDispatch[static_cast<std::size_t>(g)] + m_gpuCombine[static_cast<std::size_t>(g)];
+            m_gpuBusy[static_cast<std::size_t>(g)] += tbo ? std::max(own, m_gpuCompute[static_cast<std::size_t>(g)] + attn)
+                                                          : own + m_gpuCompute[static_cast<std::size_t>(g)] + attn;
+        }
+        for (std::size_t p = 0; p < m_stepPortBytes.size(); ++p)
+            m_stepPortBytes[p] += m_dispatchPort[p] + m_combinePort[p];
+    }
+
+    // GPU x GPU traffic over the step: dispatch src -> dst, combine dst -> src.
+    {
+        const double bd = dispatchBytesPerToken(), bc = combineBytesPerToken();
+        for (int s = 0; s < G; ++s)
+            for (int d = 0; d < G; ++d) {
+                const double t = m_sentSum[static_cast<std::size_t>(s) * G + d];
+                out.traffic[static_cast<std::size_t>(s) * G + d] += t * bd;
+                out.traffic[static_cast<std::size_t>(d) * G + s] += t * bc;
+            }
+    }
+
+    // 5.6 Around the MoE layers: attention + FFN of the dense layers, and the LM head.
+    const int denseLayers = model.num_layers - L;
+    const double aroundUs = (denseLayers * (attnLayer + m_compute.denseFfnUs(tokens)) + m_compute.headUs(tokens)) / minSpeed;
+    const double stepUs = moeTime + aroundUs;
+    sum.moe_time_us = moeTime;
+    sum.attention_us = (model.num_layers * attnLayer + denseLayers * m_compute.denseFfnUs(tokens) + m_compute.headUs(tokens)) / minSpeed;
+    sum.step_time_us = stepUs;
+    sum.imbalance = L > 0 ? imbalanceSum / L : 1.0;
+    sum.batch_per_gpu = static_cast<std::int64_t>(tokens);
+    sum.memory_limited = memoryLimited;
+    sum.max_concurrent_users = usersPerGpu * G;
+    const double stepTokens = tokens * G;
+    sum.tokens_per_s = stepUs > 0 ? stepTokens / (stepUs * 1e-6) : 0.0;
+    sum.tokens_per_s_per_gpu = G > 0 ? sum.tokens_per_s / G : 0.0;
+
+    // 5.8 Power: idle + (TDP - idle) x utilisation per GPU, plus switches and NICs.
+    double powerW = m_scenario.topology.switch_power_w;
+    for (int g = 0; g < G; ++g) {
+        GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
+        gm.attention_us += (denseLayers * (attnLayer + m_compute.denseFfnUs(tokens)) + m_compute.headUs(tokens)) / gm.speed;
+        const double busy = m_gpuBusy[static_cast<std::size_t>(g)] + aroundUs;
+        gm.idle_us = std::max(0.0, stepUs - busy);
+        const double util = stepUs > 0 ? std::min(1.0, (gm.compute_us + gm.attention_us + 0.3 * (gm.dispatch_us + gm.combine_us)) / stepUs) : 0.0;
+        gm.power_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * util;
+        powerW += gm.power_w;
+        sum.hbm_used_gb_max = std::max(sum.hbm_used_gb_max, gm.hbm_used_gb);
+    }
+    sum.power_kw = powerW / 1e3;
+    sum.tokens_per_s_per_kw = powerW > 0 ? sum.tokens_per_s / (powerW / 1e3) : 0.0;
+    sum.straggler_gpu = static_cast<int>(std::max_element(m_stragglerCount.begin(), m_stragglerCount.end()) - m_stragglerCount.begin());
+
+    // Per-link view: a port's bytes spread over its links by capacity; utilisation relative to
+    // the step's communication time.
+    const double commUs = sum.dispatch_us + sum.combine_us;
+    const auto& ports = m_fabric.ports();
+    for (std::size_t p = 0; p < ports.size(); ++p) {
+        if (m_stepPortBytes[p] <= 0)
+            continue;
+        for (std::size_t k = 0; k < ports[p].links.size(); ++k) {
+            const TopoLink& link = m_scenario.topology.links()[static_cast<std::size_t>(ports[p].links[k])];
+            const double bytes = m_stepPortBytes[p] * ports[p].link_fraction[k];
+            const double util = commUs > 0 ? bytes / (link.capacity_gbs * 1e3 * commUs) : 0.0;
+            out.links.push_back({static_cast<int>(link.from.index()), static_cast<int>(link.to.index()), bytes,
+                                 link.capacity_gbs, std::min(1.0, util)});
+        }
+    }
+    out.sim_wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace moex

@@ -1,0 +1,227 @@
+// SyntheticRouting: a seeded generator of realistic per-step routing counts (RoutingSample).
+//
+//   SyntheticRouting gen(model, workload, 72);  RoutingSample s;  gen.next(s);  gen.next(s);  ...
+//
+// What it models, per MoE layer (each layer has its own random expert order, so hot experts differ
+// between layers):
+//  * Zipf popularity: the expert of rank r gets weight (r+1)^-skew (skew 0 = uniform).
+//  * Consistent experts: the top `hot_experts` fraction of ranks. Their share is steady in every
+//    batch (no co-activation modulation, no drift), so they are hot in almost every step when
+//    skew > 0. The other ("temporal") experts fluctuate with the batch.
+//  * Temporal co-activation groups: the temporal experts are split into `coactivation_groups`
+//    groups of experts one context activates together. Each source GPU's batch favours a few
+//    groups (`active_groups`, drawn in proportion to group popularity, persisting over steps and
+//    swapped with probability `group_switch` per step): a `group_share` of the temporal experts'
+//    mass follows those groups. Averaged over batches the popularity is unchanged.
+//  * Drift: each step the log-popularity of every temporal expert takes a Gaussian step of std
+//    `drift` (a multiplicative random walk; 0 = stationary).
+//  * Group-limited routing (DeepSeek-style, expert_groups > 1 and groups_per_token < expert_groups):
+//    approximated at the count level. The tokens of a source are split into `group_subbatches`
+//    sub-batches; each sub-batch picks groups_per_token groups (without replacement, in proportion
+//    to their mass for that source) and all of its pairs go to experts of those groups. With one
+//    sub-batch (the default) a source's whole batch shares one group choice: the upper bound of the
+//    concentration; real batches mix contexts, so more sub-batches spread a source over more groups.
+// Counts: top-k picks distinct experts, so an expert gets at most one pair per token of a
+// (sub-)batch (the cap). The few "heavy" experts whose share could bring them near the cap are
+// drawn first, by conditional binomials clipped at the cap (the excess goes to the experts after
+// them). The other pairs are split over the few mixture components of the distribution (steady
+// part per routing group, co-activation part per active group) by conditional binomials, then
+// drawn from precomputed alias tables, two per 64-bit random word; no per-token simulation. A
+// pair landing on a full expert is redrawn: the excess goes to the experts with room in
+// proportion to their weight.
+
+#pragma once
+
+#include "model/model_spec.h"
+#include "workload/routing_sample.h"
+#include "workload/workload.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace moex {
+
+namespace detail {
+
+// xoshiro256**: fast and statistically sound; seeded through splitmix64 so any seed is fine.
+class Rng {
+public:
+    explicit Rng(std::uint64_t seed = 0);
+    std::uint64_t next()
+    {
+        const std::uint64_t result = rotl(m_s[1] * 5, 7) * 9;
+        const std::uint64_t t = m_s[1] << 17;
+        m_s[2] ^= m_s[0];
+        m_s[3] ^= m_s[1];
+        m_s[1] ^= m_s[2];
+        m_s[0] ^= m_s[3];
+        m_s[2] ^= t;
+        m_s[3] = rotl(m_s[3], 45);
+        return result;
+    }
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+    double normal();                      // standard normal (Box-Muller; the second value is kept for the next call)
+    std::uint32_t below(std::uint32_t n)  // [0, n)
+    {
+        return static_cast<std::uint32_t>(((next() >> 32) * n) >> 32);
+    }
+
+private:
+    static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+    std::uint64_t m_s[4] = {};
+    double m_spare = 0.0;
+    bool m_hasSpare = false;
+};
+
+// Binomial(n, p): inversion (BINV) for small means, a rounded normal approximation for large ones.
+int binomial(Rng& rng, int n, double p);
+
+// Walker/Vose alias table: O(n) to build, O(1) per draw from 32 random bits.
+class AliasTable {
+public:
+    // Weights must be >= 0; a zero sum gives the uniform table. Reuses its storage.
+    void build(std::span<const double> weights);
+    [[nodiscard]] int sample(std::uint32_t v) const
+    {
+        // v * n: the high word is the bucket, the low word a uniform fraction within it (resolution
+        // n / 2^32). Branch-free, as the accept/alias choice is a coin flip no predictor can learn.
+        // Buckets that always accept have alias == themselves.
+        const std::uint64_t m = std::uint64_t{v} * m_n;
+        const auto i = static_cast<std::int32_t>(m >> 32);
+        const Entry e = m_entries[static_cast<std::size_t>(i)];
+        const std::int32_t reject = -static_cast<std::int32_t>(static_cast<std::uint32_t>(m) >= e.threshold);
+        return i ^ ((i ^ e.alias) & reject);
+    }
+    [[nodiscard]] int size() const { return static_cast<int>(m_n); }
+
+private:
+    struct Entry {
+        std::uint32_t threshold;  // keep the bucket when the fraction is below
+        std::int32_t alias;
+    };
+    std::uint64_t m_n = 0;
+    std::vector<Entry> m_entries;
+    std::vector<double> m_scaled;  // scratch
+    std::vector<std::int32_t> m_small, m_large;
+};
+
+}  // namespace detail
+
+// Knobs of the synthetic model that a scenario does not set; the defaults are documented above.
+struct SyntheticRoutingOptions {
+    int active_groups = 2;      // co-activation groups favoured by one source's batch
+    double group_share = 0.5;   // share of the temporal experts' mass that follows the active groups
+    double group_switch = 0.2;  // per step, probability that a source swaps one of its active groups
+    int group_subbatches = 1;   // group-limited routing: independent group choices per source batch
+};
+
+class SyntheticRouting {
+public:
+    // Throws InputError when the shapes or the routing parameters are out of range.
+    SyntheticRouting(const ModelSpec& model, const Workload& workload, int numGpus,
+                     SyntheticRoutingOptions options = {});
+
+    // Fills `out` with the next step; allocates only when `out` has another shape.
+    void next(RoutingSample& out);
+    // Back to step 0: the same sequence as a freshly constructed generator.
+    void reset();
+
+    [[nodiscard]] int numLayers() const { return m_numLayers; }
+    [[nodiscard]] int numExperts() const { return m_numExperts; }
+    [[nodiscard]] int numGpus() const { return m_numGpus; }
+    [[nodiscard]] int topK() const { return m_topK; }
+    [[nodiscard]] int tokensPerGpu() const { return m_tokensPerGpu; }
+    [[nodiscard]] std::int64_t step() const { return m_step; }  // steps generated so far
+    [[nodiscard]] const SyntheticRoutingOptions& options() const { return m_options; }
+
+    // The model behind the counts (of the step generated last; step 0 before the first next()).
+    // Expected share of pairs per expert averaged over batches (sums to 1), before group limiting
+    // and before the one-pair-per-token cap.
+    [[nodiscard]] std::span<const double> popularity(int layer) const;
+    // Co-activation group of each expert; -1 for consistent experts (and when there are no groups).
+    [[nodiscard]] std::span<const int> coactivationGroup(int layer) const;
+    [[nodiscard]] int numCoactivationGroups() const { return m_numCoGroups; }
+    [[nodiscard]] int activeGroupsPerBatch() const { return m_activeGroups; }
+    [[nodiscard]] bool isConsistent(int layer, int expert) const;
+    [[nodiscard]] int numConsistent() const { return m_numConsistent; }
+    // Group-limited routing as applied: 1 routing group when it is off; groups are contiguous ids.
+    [[nodiscard]] int routingGroups() const { return m_routingGroups; }
+    [[nodiscard]] int routingGroupsPerToken() const { return m_groupsPerToken; }
+
+private:
+    struct Layer {
+        detail::Rng rng;
+        std::vector<double> logPop;                   // per expert
+        std::vector<double> pop;                      // normalised popularity b
+        std::vector<double> steady;                   // steady weights b': b less what follows the active groups
+        std::vector<std::uint8_t> consistent;         // per expert
+        std::vector<int> heavy;                       // experts that may reach the cap, by steady weight, descending
+        std::vector<int> coGroup;                     // per expert, -1 = none
+        std::vector<int> coMembers;                   // experts ordered by co-group, then id (so by routing group)
+        std::vector<int> coSubOffset;                 // (co-group, routing group) -> start in coMembers; +1 end
+        std::vector<double> coSubMass;                // (co-group, routing group) -> mass in b, heavy experts excluded
+        std::vector<double> coSubMassAll;             // the same, heavy experts included
+        std::vector<double> coMass;                   // per co-group, mass in b
+        std::vector<detail::AliasTable> coSubTables;  // per (co-group, routing group), over b, heavy excluded
+        std::vector<detail::AliasTable> rgTables;     // per routing group, over b', heavy excluded
+        std::vector<double> rgMass;                   // per routing group, mass of b', heavy excluded
+        std::vector<double> rgMassAll;                // the same, heavy experts included
+        double temporalMass = 0.0;
+        std::vector<int> active;  // numGpus x active_groups co-groups favoured by each source
+        bool tablesValid = false;
+    };
+    // One mixture component of a source's distribution: a table, the experts it indexes, its mass.
+    struct Component {
+        const detail::AliasTable* table = nullptr;
+        const int* ids = nullptr;
+        int base = -1;  // >= 0: ids are base, base + 1, ...
+        double mass = 0.0;
+        int pairs = 0;
+    };
+
+    void initLayer(int index, Layer& layer) const;
+    void rebuildTables(Layer& layer);
+    void drawActive(Layer& layer, int src, int slot) const;
+    void advance(Layer& layer);
+    void sampleSource(Layer& layer, int src, std::int32_t* row);
+    std::uint64_t chooseRoutingGroups(const Layer& layer, const int* active, double perSlot, detail::Rng& rng);
+    void splitPairs(int pairs, detail::Rng& rng);
+    void collectHeavy(const Layer& layer, const int* active, double perSlot, std::uint64_t mask);
+    int drawSplit(std::int32_t* counts, int cap, detail::Rng& rng);
+    int drawMixed(std::int32_t* counts, int cap, int pairs, detail::Rng& rng);
+    void fillBatch(std::int32_t* counts, int cap, int pairs, std::uint64_t mask, detail::Rng& rng);
+    int firstWithRoom(const std::int32_t* counts, int cap, std::uint64_t mask, std::uint64_t r) const;
+
+    SyntheticRoutingOptions m_options;
+    RoutingSpec m_spec;
+    int m_numLayers = 0;
+    int m_numExperts = 0;
+    int m_numGpus = 0;
+    int m_topK = 0;
+    int m_tokensPerGpu = 0;
+    int m_numConsistent = 0;
+    int m_numCoGroups = 0;
+    int m_activeGroups = 0;
+    int m_routingGroups = 1;   // groups of contiguous expert ids (DeepSeek n_group); 1 = no limit
+    int m_groupsPerToken = 1;  // topk_group as applied
+    int m_groupSize = 0;
+    std::int64_t m_step = 0;
+    std::vector<Layer> m_layers;
+    std::vector<int> m_identity;       // 0..E-1: the ids of the per-routing-group tables
+    std::vector<std::uint8_t> m_flag;  // scratch, per expert
+
+    // Per-source scratch, sized once.
+    std::vector<std::int32_t> m_subCounts;
+    std::vector<double> m_weightScratch;
+    std::vector<double> m_groupWeight;  // per routing group, mass for this source
+    std::vector<int> m_chosen;          // chosen routing groups
+    std::vector<Component> m_components;
+    std::vector<int> m_heavyIds;      // heavy experts in the chosen routing groups
+    std::vector<double> m_heavyMass;  // and their mass for this source
+    int m_maxHeavy = 0;
+    int m_numHeavy = 0;
+    detail::AliasTable m_componentTable;  // over the components' masses, for redraws
+};
+
+}  // namespace moex

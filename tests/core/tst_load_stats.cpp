@@ -1,0 +1,619 @@
+// Imports of expert-load statistics: the real SGLang .pt and TensorRT-LLM files against their
+// expected sums, the JSON and JSONL formats, and a table of hostile or broken inputs, each of which
+// must be an InputError that says what is wrong (never a crash, never code run).
+#ifndef Q_MOC_RUN  // moc of Qt 6.4 cannot parse C++20 standard headers; it needs none of these
+#include "common/atomic_file.h"
+#include "common/diagnostics.h"
+#include "placement/load_stats.h"
+#include "placement/pickle_reader.h"
+#include "placement/zip_reader.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#endif
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace moex;
+
+namespace {
+
+// ---- Building torch.save-like files by hand --------------------------------------------------
+
+std::string le(std::uint64_t v, int n)
+{
+    std::string s;
+    for (int i = 0; i < n; ++i)
+        s += static_cast<char>((v >> (8 * i)) & 0xffu);
+    return s;
+}
+
+// Pickle opcodes, as torch.save (protocol 2) writes them.
+namespace pk {
+std::string proto() { return std::string("\x80\x02", 2); }
+std::string str(const std::string& s) { return "X" + le(s.size(), 4) + s; }
+std::string integer(std::int64_t v)
+{
+    if (v >= 0 && v < 256)
+        return "K" + le(static_cast<std::uint64_t>(v), 1);
+    if (v >= 0 && v < 65536)
+        return "M" + le(static_cast<std::uint64_t>(v), 2);
+    return "J" + le(static_cast<std::uint64_t>(v), 4);
+}
+std::string global(const std::string& module, const std::string& name) { return "c" + module + "\n" + name + "\n"; }
+std::string put(int i) { return "q" + le(static_cast<std::uint64_t>(i), 1); }
+std::string get(int i) { return "h" + le(static_cast<std::uint64_t>(i), 1); }
+std::string ints(const std::vector<std::int64_t>& v)
+{
+    std::string s = "(";
+    for (const auto x : v)
+        s += integer(x);
+    return s + "t";
+}
+// _rebuild_tensor_v2(('storage', torch.<type>, key, 'cpu', numel), offset, size, stride, False, OrderedDict())
+std::string tensor(const std::string& type, const std::string& key, std::int64_t numel, std::int64_t offset,
+                   const std::vector<std::int64_t>& size)
+{
+    std::vector<std::int64_t> stride(size.size(), 1);
+    for (std::size_t d = size.size(); d-- > 1;)
+        stride[d - 1] = stride[d] * size[d];
+    return global("torch._utils", "_rebuild_tensor_v2") + "((" + str("storage") + global("torch", type) + str(key)
+        + str("cpu") + integer(numel) + "tQ" + integer(offset) + ints(size) + ints(stride) + "\x89"
+        + global("collections", "OrderedDict") + ")Rt" + "R";
+}
+}  // namespace pk
+
+struct ZipFile {
+    std::string name;
+    std::string data;
+    std::uint16_t method = 0;
+};
+
+// A stored ZIP as torch.save lays it out (local headers, central directory, end record).
+std::string makeZip(const std::vector<ZipFile>& files)
+{
+    std::string out, cd;
+    for (const auto& f : files) {
+        const std::size_t local = out.size();
+        const std::uint32_t crc = crc32(f.data);
+        out += le(0x04034b50, 4) + le(20, 2) + le(0, 2) + le(f.method, 2) + le(0, 4) + le(crc, 4)
+            + le(f.data.size(), 4) + le(f.data.size(), 4) + le(f.name.size(), 2) + le(0, 2) + f.name + f.data;
+        cd += le(0x02014b50, 4) + le(20, 2) + le(20, 2) + le(0, 2) + le(f.method, 2) + le(0, 4) + le(crc, 4)
+            + le(f.data.size(), 4) + le(f.data.size(), 4) + le(f.name.size(), 2) + le(0, 2) + le(0, 2) + le(0, 2)
+            + le(0, 2) + le(0, 4) + le(local, 4) + f.name;
+    }
+    const std::size_t cdOffset = out.size();
+    out += cd;
+    out += le(0x06054b50, 4) + le(0, 2) + le(0, 2) + le(files.size(), 2) + le(files.size(), 2) + le(cd.size(), 4)
+        + le(cdOffset, 4) + le(0, 2);
+    return out;
+}
+
+std::string int32s(const std::vector<std::int64_t>& v)
+{
+    std::string s;
+    for (const auto x : v)
+        s += le(static_cast<std::uint64_t>(x), 4);
+    return s;
+}
+
+// An SGLang stat-mode dump: logical_count int32 [buffer, layers, experts].
+std::string statPickle(std::int64_t numel, const std::vector<std::int64_t>& size)
+{
+    return pk::proto() + "}" + pk::put(0) + "(" + pk::str("rank") + pk::integer(0) + pk::str("logical_count")
+        + pk::tensor("IntStorage", "0", numel, 0, size) + pk::str("average_utilization_rate_over_window") + "Nu.";
+}
+
+std::string torchFile(const std::string& pickle, const std::vector<std::pair<std::string, std::string>>& storages)
+{
+    std::vector<ZipFile> files{{"stats/data.pkl", pickle}};
+    for (const auto& [key, bytes] : storages)
+        files.push_back({"stats/data/" + key, bytes});
+    files.push_back({"stats/version", "3\n"});
+    return makeZip(files);
+}
+
+std::string statFile()
+{
+    const std::vector<std::int64_t> counts{1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0};  // [2 rows, 2 layers, 3 experts]
+    return torchFile(statPickle(12, {2, 2, 3}), {{"0", int32s(counts)}});
+}
+
+// A safetensors file from (name, dtype, shape, offsets) and the data bytes.
+std::string safetensors(const nlohmann::json& header, const std::string& data)
+{
+    const std::string h = header.dump();
+    return le(h.size(), 8) + h + data;
+}
+
+std::string i64s(const std::vector<std::int64_t>& v)
+{
+    std::string s;
+    for (const auto x : v)
+        s += le(static_cast<std::uint64_t>(x), 8);
+    return s;
+}
+
+std::string dataDir()
+{
+    return MOEX_SHARED_DATA_DIR;
+}
+
+std::string readBytes(const std::string& path)
+{
+    return readFile(path);
+}
+
+void writeBytes(const std::string& path, const std::string& bytes)
+{
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::vector<std::vector<double>> matrixOf(const nlohmann::json& j)
+{
+    return j.get<std::vector<std::vector<double>>>();
+}
+
+// readLoadStats must fail with an InputError at the file whose message holds `fragment`.
+std::string errorOf(const std::string& path)
+{
+    try {
+        readLoadStats(path);
+    } catch (const InputError& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        return std::string("NOT AN InputError: ") + e.what();
+    }
+    return "NO ERROR";
+}
+
+}  // namespace
+
+class TestLoadStats : public QObject {
+    Q_OBJECT
+private slots:
+    void sglangRealFile();
+    void trtllmRealFolder();
+    void realTraceAndCounts();
+    void jsonMatrixAndCounts();
+    void vllmJsonl();
+    void sglangSynthetic();
+    void sglangPerPass();
+    void malformed_data();
+    void malformed();
+    void mutatedRealFile_data();
+    void mutatedRealFile();
+    void pickleLimits();
+    void shapeChecks();
+};
+
+void TestLoadStats::sglangRealFile()
+{
+    const std::string pt = dataDir() + "/loadstats/sglang_expert_distribution_recorder_mixtral.pt";
+    if (!std::filesystem::exists(pt))
+        QSKIP("../shared/data is absent");
+    const LoadStats s = readLoadStats(pt);
+    QCOMPARE(s.format, std::string("sglang"));
+    QCOMPARE(s.numLayers(), 32);
+    QCOMPARE(s.num_experts, 8);
+    QCOMPARE(s.indexing, LayerIndexing::decoder_all);
+    const auto expected = nlohmann::json::parse(readBytes(dataDir() + "/loadstats/sglang_expected.json"));
+    QVERIFY(s.load == matrixOf(expected["expected_total_logical_count"]));  // exact: integers as doubles
+    QVERIFY2(s.detail.find("3 buffer rows") != std::string::npos, s.detail.c_str());
+}
+
+void TestLoadStats::trtllmRealFolder()
+{
+    const std::string folder = dataDir() + "/loadstats/trtllm_mixtral";
+    if (!std::filesystem::exists(folder))
+        QSKIP("../shared/data is absent");
+    const auto expected = matrixOf(nlohmann::json::parse(readBytes(dataDir() + "/loadstats/trtllm_expected.json"))["expected_total"]);
+    for (const std::string& path : {folder, folder + "/meta_info.json"}) {
+        const LoadStats s = readLoadStats(path);
+        QCOMPARE(s.format, std::string("trtllm"));
+        QCOMPARE(s.num_experts, 8);
+        QCOMPARE(s.top_k, 2);
+        QCOMPARE(s.numLayers(), 32);
+        QCOMPARE(s.layer_ids.front(), 0);
+        QCOMPARE(s.layer_ids.back(), 31);
+        QVERIFY(s.load == expected);
+    }
+}
+
+void TestLoadStats::realTraceAndCounts()
+{
+    const std::string trace = dataDir() + "/traces/mixtral8x7b_gsm8k_2_routing.jsonl";
+    if (!std::filesystem::exists(trace))
+        QSKIP("../shared/data is absent");
+    const LoadStats t = readLoadStats(trace);
+    QCOMPARE(t.format, std::string("trace"));
+    QCOMPARE(t.numLayers(), 32);
+    QCOMPARE(t.num_experts, 8);
+    QCOMPARE(t.top_k, 2);
+    double records = 0;
+    for (int l = 0; l < t.numLayers(); ++l)
+        records += t.total(l) / 2;  // top-2: two experts per record
+    QCOMPARE(records, 7889.0);
+
+    const LoadStats c = readLoadStats(dataDir() + "/traces/switch_base128_comprehensive_expert_statistics.json");
+    QCOMPARE(c.num_experts, 128);
+    QVERIFY(c.numLayers() > 0);
+    QVERIFY(c.reconstructed);
+}
+
+void TestLoadStats::jsonMatrixAndCounts()
+{
+    QTemporaryDir dir;
+    const std::string base = dir.path().toStdString();
+    writeBytes(base + "/m.json", "[[1, 2, 3], [4, 5, 6]]");
+    const LoadStats m = readLoadStats(base + "/m.json");
+    QCOMPARE(m.format, std::string("json-matrix"));
+    QVERIFY(m.load == (std::vector<std::vector<double>>{{1, 2, 3}, {4, 5, 6}}));
+    QVERIFY(m.layer_ids.empty());
+    QCOMPARE(m.maxOverMean(1), 6.0 / 5.0);
+
+    writeBytes(base + "/c.json",
+               R"({"num_experts": 4, "layers": [1, 3], "expert_usage_by_layer": {"1": {"0": 8, "2": 4}, "3": {"1": 1, "3": 7}}})");
+    const LoadStats c = readLoadStats(base + "/c.json");
+    QCOMPARE(c.format, std::string("json-counts"));
+    QCOMPARE(c.indexing, LayerIndexing::decoder_ids);
+    QVERIFY(c.layer_ids == (std::vector<int>{1, 3}));
+    QVERIFY(c.load == (std::vector<std::vector<double>>{{8, 0, 4, 0}, {0, 1, 0, 7}}));
+}
+
+void TestLoadStats::vllmJsonl()
+{
+    QTemporaryDir dir;
+    const std::string base = dir.path().toStdString();
+    // Logical loads, two records summed.
+    writeBytes(base + "/l.jsonl",
+               "{\"record_type\": \"eplb_load_stats\", \"version\": 1, \"step\": 1, \"num_ranks\": 2, "
+               "\"expert_load\": [[1, 2], [3, 4]]}\n\n"
+               "{\"record_type\": \"eplb_load_stats\", \"version\": 1, \"step\": 2, \"num_ranks\": 2, "
+               "\"expert_load\": [[10, 20], [30, 40]]}\n");
+    const LoadStats l = readLoadStats(base + "/l.jsonl");
+    QCOMPARE(l.format, std::string("vllm"));
+    QVERIFY(l.load == (std::vector<std::vector<double>>{{11, 22}, {33, 44}}));
+    // Physical slots (3 experts, 4 slots) through each record's own map.
+    writeBytes(base + "/p.jsonl",
+               "{\"record_type\": \"eplb_load_stats\", \"version\": 1, \"expert_load\": [[1, 2, 3, 4]], "
+               "\"p2l_map\": [[0, 1, 2, 0]]}\n"
+               "{\"record_type\": \"eplb_load_stats\", \"version\": 1, \"expert_load\": [[1, 1, 1, 1]], "
+               "\"p2l_map\": [[2, 1, 2, 0]]}\n");
+    const LoadStats p = readLoadStats(base + "/p.jsonl");
+    QCOMPARE(p.num_experts, 3);
+    QVERIFY(p.load == (std::vector<std::vector<double>>{{6, 3, 5}}));
+    // Errors carry the line.
+    writeBytes(base + "/bad.jsonl", "{\"record_type\": \"eplb_load_stats\", \"expert_load\": [[1]]}\n"
+                                    "{\"record_type\": \"eplb_load_stats\", \"expert_load\": [[1, 2]]}\n");
+    try {
+        readLoadStats(base + "/bad.jsonl");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(e.diagnostics().items().front().where.line, 2);
+    }
+}
+
+void TestLoadStats::sglangSynthetic()
+{
+    QTemporaryDir dir;
+    const std::string path = dir.path().toStdString() + "/rec.pt";
+    writeBytes(path, statFile());
+    const LoadStats s = readLoadStats(path);
+    QVERIFY(s.load == (std::vector<std::vector<double>>{{1, 2, 3}, {4, 5, 6}}));
+    QVERIFY2(s.detail.find("2 buffer rows (1 non-empty)") != std::string::npos, s.detail.c_str());
+}
+
+void TestLoadStats::sglangPerPass()
+{
+    // Two ranks' files, each {records: [{..., global_physical_count [2, 4]}], last_physical_to_logical_map}.
+    const auto rankFile = [](std::int64_t base) {
+        std::string p = pk::proto() + "}" + pk::put(0) + "(" + pk::str("records") + "]" + pk::put(1) + "(";
+        for (int r = 0; r < 2; ++r) {
+            p += "}(" + (r == 0 ? pk::str("forward_pass_id") + pk::put(2) : pk::get(2)) + pk::integer(r)
+                + (r == 0 ? pk::str("global_physical_count") + pk::put(3) : pk::get(3))
+                + pk::tensor("IntStorage", std::to_string(r), 8, 0, {2, 4}) + pk::str("input_ids") + "](" + pk::integer(5)
+                + pk::integer(70000) + "eu";
+        }
+        p += "e" + pk::str("last_physical_to_logical_map") + pk::tensor("LongStorage", "2", 8, 0, {2, 4}) + "u.";
+        return torchFile(p, {{"0", int32s({base, 1, 1, 1, 2, 2, 2, 2})},
+                             {"1", int32s({1, 1, 1, 1, 0, 0, 0, 1})},
+                             {"2", i64s({0, 1, 2, 0, 1, 1, 2, 0})}});
+    };
+    QTemporaryDir dir;
+    const std::string base = dir.path().toStdString();
+    writeBytes(base + "/ranks/rank0.pt", rankFile(1));
+    writeBytes(base + "/ranks/rank1.pt", rankFile(3));
+    const LoadStats one = readLoadStats(base + "/ranks/rank0.pt");
+    // layer 0: physical {2, 2, 2, 2} -> expert 0 gets slots 0 and 3; layer 1: {2, 2, 2, 3} by map {1, 1, 2, 0}.
+    QVERIFY(one.load == (std::vector<std::vector<double>>{{4, 2, 2}, {3, 4, 2}}));
+    const LoadStats both = readLoadStats(base + "/ranks");
+    QVERIFY(both.load == (std::vector<std::vector<double>>{{10, 4, 4}, {6, 8, 4}}));
+    QVERIFY2(both.detail.find("over 2 files") != std::string::npos, both.detail.c_str());
+}
+
+void TestLoadStats::malformed_data()
+{
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("fragment");
+    const auto row = [](const char* name, const char* file, const std::string& bytes, const char* fragment) {
+        QTest::addRow("%s", name) << QString::fromLatin1(file) << QByteArray(bytes.data(), static_cast<qsizetype>(bytes.size()))
+                                  << QString::fromLatin1(fragment);
+    };
+    const auto pt = [](const std::string& pickle) { return torchFile(pickle, {}); };
+    const std::string good = statPickle(12, {2, 2, 3});
+
+    row("global os.system", "a.pt",
+        pt(pk::proto() + pk::global("os", "system") + pk::str("echo pwned") + "\x85R."), "GLOBAL 'os system' is not allowed");
+    row("unknown opcode", "a.pt", pt(pk::proto() + "\x93."), "opcode 0x93 STACK_GLOBAL is not allowed");
+    row("not an opcode", "a.pt", pt(pk::proto() + "\xff."), "opcode 0xff (not a pickle opcode)");
+    row("BUILD", "a.pt", pt(pk::proto() + "}}b."), "opcode 0x62 BUILD is not allowed");
+    row("REDUCE of a storage class", "a.pt", pt(pk::proto() + pk::global("torch", "IntStorage") + ")R."),
+        "REDUCE of 'torch IntStorage' is not allowed");
+    row("REDUCE of a string", "a.pt", pt(pk::proto() + pk::str("x") + ")R."), "REDUCE needs a callable, found string");
+    row("protocol 4", "a.pt", pt(std::string("\x80\x04}.", 4)), "torch.save writes protocol 2");
+    row("truncated pickle", "a.pt", torchFile(good.substr(0, 60), {{"0", std::string(48, '\0')}}), "truncated");
+    row("no STOP", "a.pt", pt(pk::proto() + "}"), "pickle ends without STOP");
+    row("bytes after STOP", "a.pt", pt(pk::proto() + "}.}"), "bytes after STOP");
+    row("memo read before write", "a.pt", pt(pk::proto() + pk::get(7) + "."), "memo entry 7 is read before it is written");
+    row("storage too small", "a.pt", torchFile(good, {{"0", std::string(40, '\0')}}), "holds 40 bytes, but the pickle says 12");
+    row("view past storage", "a.pt", torchFile(statPickle(6, {2, 2, 3}), {{"0", std::string(24, '\0')}}),
+        "reaches element 11 of a storage of 6");
+    row("storage missing", "a.pt", pt(good), "is not in the archive");
+    row("no data.pkl", "a.pt", makeZip({{"stats/other", "x"}}), "no data.pkl");
+    row("not a zip", "a.pt", "hello, world, this is not a zip archive", "not a ZIP archive");
+    row("legacy torch", "a.pt", pk::proto() + "}.", "legacy torch.save format");
+    row("compressed entry", "a.pt", makeZip({{"stats/data.pkl", "xx", 8}}), "is compressed (method 8, deflate)");
+    row("dot-dot name", "a.pt", makeZip({{"stats/../../etc/passwd", "x"}}), "contains '..'");
+    {
+        std::string z = makeZip({{"stats/data.pkl", good}});
+        z[z.size() - 22 + 19] = '\x7f';  // central directory offset far past the end
+        row("central directory past EOF", "a.pt", z, "is outside the file");
+    }
+    {
+        std::string z = makeZip({{"stats/data.pkl", good}});
+        const std::size_t cd = z.size() - 22 - 46 - 14;  // the one central record
+        z.replace(cd + 42, 4, le(0x7ffffff0, 4));       // its local header offset
+        row("entry offset past EOF", "a.pt", z, "outside the data area");
+    }
+    {
+        // Entry A's data spans entry B's local header and data: two names for the same bytes.
+        const std::string b = makeZip({{"stats/b", "BBBB"}});
+        const std::string bLocal = b.substr(0, 30 + 7 + 4);
+        const std::string aName = "stats/data.pkl";
+        const std::string aData = bLocal;  // A's stored bytes are B's whole local record
+        std::string z = le(0x04034b50, 4) + le(20, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(crc32(aData), 4)
+            + le(aData.size(), 4) + le(aData.size(), 4) + le(aName.size(), 2) + le(0, 2) + aName + aData;
+        const std::size_t bAt = 30 + aName.size();
+        std::string cd;
+        for (const auto& [name, crc, size, at] :
+             {std::tuple{aName, crc32(aData), aData.size(), std::size_t{0}}, std::tuple{std::string("stats/b"), crc32("BBBB"), std::size_t{4}, bAt}}) {
+            cd += le(0x02014b50, 4) + le(20, 2) + le(20, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(crc, 4) + le(size, 4)
+                + le(size, 4) + le(name.size(), 2) + le(0, 6) + le(0, 2) + le(0, 4) + le(at, 4) + name;
+        }
+        const std::size_t cdAt = z.size();
+        z += cd + le(0x06054b50, 4) + le(0, 4) + le(2, 2) + le(2, 2) + le(cd.size(), 4) + le(cdAt, 4) + le(0, 2);
+        row("overlapping entries", "a.pt", z, "overlap");
+    }
+
+    const std::string i64 = i64s({1, 2, 3, 4, 5, 6, 7, 8});
+    const nlohmann::json okTensor = {{"dtype", "I64"}, {"shape", {8}}, {"data_offsets", {0, 64}}};
+    row("safetensors header past EOF", "trt/rank0.safetensors", le(1000, 8) + "{}", "header length 1000 runs past the end");
+    row("safetensors short", "trt/rank0.safetensors", "abc", "too short");
+    row("safetensors F32", "trt/rank0.safetensors",
+        safetensors({{"7_0", {{"dtype", "F32"}, {"shape", {16}}, {"data_offsets", {0, 64}}}}}, i64),
+        "has dtype F32; token counts must be I64 or I32");
+    row("safetensors overlap", "trt/rank0.safetensors",
+        safetensors({{"7_0", okTensor}, {"7_1", {{"dtype", "I64"}, {"shape", {8}}, {"data_offsets", {32, 96}}}}}, i64 + i64.substr(0, 32)),
+        "overlap tensor");
+    row("safetensors outside", "trt/rank0.safetensors", safetensors({{"7_0", okTensor}}, i64.substr(0, 32)),
+        "are outside the data");
+    row("safetensors size mismatch", "trt/rank0.safetensors",
+        safetensors({{"7_0", {{"dtype", "I64"}, {"shape", {4}}, {"data_offsets", {0, 64}}}}}, i64), "need 32");
+    row("safetensors hole", "trt/rank0.safetensors", safetensors({{"7_0", okTensor}}, i64 + "xxxxxxxx"),
+        "belong to no tensor");
+    row("trtllm bad key", "trt/rank0.safetensors", safetensors({{"layer0", okTensor}}, i64), "is not named");
+    row("trtllm wrong experts", "trt/rank0.safetensors",
+        safetensors({{"7_0", {{"dtype", "I64"}, {"shape", {4}}, {"data_offsets", {0, 32}}}}}, i64.substr(0, 32)),
+        "must have shape [8]");
+    row("trtllm negative", "trt/rank0.safetensors", safetensors({{"7_0", okTensor}}, i64s({1, -2, 3, 4, 5, 6, 7, 8})),
+        "negative count");
+    row("trtllm missing rank", "trt/rank1.safetensors", safetensors({{"7_0", okTensor}}, i64), "rank0.safetensors is missing");
+
+    row("json negative count", "m.json", "[[1, -2]]", "a count must be a number >= 0, found -2");
+    row("json string count", "m.json", "[[1, \"2\"]]", "a count must be a number >= 0, found \"2\"");
+    row("ragged matrix", "m.json", "[[1, 2], [3]]", "row 1 has 1 counts, row 0 has 2");
+    row("json syntax", "m.json", "[[1, 2]", "");
+    row("vllm negative", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, -1]]})", "must be a count >= 0");
+    row("vllm bad map", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, 1]], "p2l_map": [[0, -1]]})",
+        "must be an expert id >= 0");
+    row("vllm version", "v.jsonl", R"({"record_type": "eplb_load_stats", "version": 9, "expert_load": [[1]]})",
+        "unsupported version 9");
+    row("unknown extension", "x.csv", "1,2,3", "cannot tell the statistics format");
+}
+
+void TestLoadStats::malformed()
+{
+    QFETCH(QString, file);
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, fragment);
+    QTemporaryDir dir;
+    const std::string base = dir.path().toStdString();
+    std::string path = base + "/" + file.toStdString();
+    writeBytes(path, bytes.toStdString());
+    if (file.startsWith(QLatin1String("trt/"))) {
+        writeBytes(base + "/trt/meta_info.json", R"({"num_experts": 8, "num_experts_per_token": 2})");
+        path = base + "/trt";
+    }
+    const std::string message = errorOf(path);
+    QVERIFY2(message.find("NO ERROR") == std::string::npos && message.find("NOT AN InputError") == std::string::npos,
+             message.c_str());
+    QVERIFY2(message.find(fragment.toStdString()) != std::string::npos, message.c_str());
+    QVERIFY2(message.find(path) == 0 || message.find(base) == 0, message.c_str());  // located at the file
+}
+
+void TestLoadStats::mutatedRealFile_data()
+{
+    QTest::addColumn<int>("offset");  // < 0: from the end
+    QTest::addColumn<QByteArray>("patch");
+    QTest::addColumn<int>("truncate");  // > 0: keep only this many bytes
+    QTest::addColumn<QString>("fragment");
+    // Offsets into the real file: data.pkl's bytes start at 128, data/0's at 512 (torch aligns to 64).
+    QTest::addRow("pickle GLOBAL renamed to os.system")
+        << 128 + 40 << QByteArray("os\nsystem\n______________________") << 0 << QStringLiteral("CRC mismatch");
+    QTest::addRow("storage byte flipped") << 520 << QByteArray("\x7f", 1) << 0 << QStringLiteral("CRC mismatch");
+    QTest::addRow("truncated") << 0 << QByteArray() << 2000 << QStringLiteral("not a ZIP archive");
+    QTest::addRow("ZIP64 record offset past EOF") << -20 + 8 << QByteArray("\xff\xff\x00\x00", 4) << 0
+                                                   << QStringLiteral("is outside the file");
+}
+
+void TestLoadStats::mutatedRealFile()
+{
+    const std::string real = dataDir() + "/loadstats/sglang_expert_distribution_recorder_mixtral.pt";
+    if (!std::filesystem::exists(real))
+        QSKIP("../shared/data is absent");
+    QFETCH(int, offset);
+    QFETCH(QByteArray, patch);
+    QFETCH(int, truncate);
+    QFETCH(QString, fragment);
+    std::string bytes = readBytes(real);
+    if (truncate > 0)
+        bytes.resize(static_cast<std::size_t>(truncate));
+    // The locator sits 20 bytes before the 22-byte end record; its offset field is 8 bytes in.
+    const std::size_t at = offset >= 0 ? static_cast<std::size_t>(offset) : bytes.size() - 22 + static_cast<std::size_t>(offset);
+    bytes.replace(at, static_cast<std::size_t>(patch.size()), patch.toStdString());
+    QTemporaryDir dir;
+    const std::string path = dir.path().toStdString() + "/m.pt";
+    writeBytes(path, bytes);
+    const std::string message = errorOf(path);
+    QVERIFY2(message.find(fragment.toStdString()) != std::string::npos, message.c_str());
+}
+
+void TestLoadStats::pickleLimits()
+{
+    const auto error = [](const std::string& pickle) {
+        try {
+            parsePickle(pickle, "p.pkl");
+        } catch (const InputError& e) {
+            return std::string(e.what());
+        }
+        return std::string("NO ERROR");
+    };
+    // 100 nested one-tuples: deeper than the nesting limit.
+    std::string deep = pk::proto() + ")";
+    for (int i = 0; i < 100; ++i)
+        deep += "\x85";
+    QVERIFY(error(deep + ".").find("nested deeper than 64") != std::string::npos);
+    // A value doubled through the memo 30 times would be 2^30 nodes.
+    std::string bomb = pk::proto() + pk::str("x");
+    for (int i = 0; i < 30; ++i)
+        bomb += pk::put(0) + pk::get(0) + "\x86";
+    PickleLimits small;
+    small.max_copied_nodes = 4096;
+    try {
+        parsePickle(bomb + ".", "p.pkl", 0, small);
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QVERIFY2(std::string(e.what()).find("copied through the memo") != std::string::npos, e.what());
+    }
+    // Unbounded MARKs.
+    QVERIFY(error(pk::proto() + std::string(1000, '(')).find("nested MARKs") != std::string::npos);
+    // A string longer than its limit, and one longer than the file.
+    QVERIFY(error(pk::proto() + "X" + le(0x7fffffff, 4)).find("more than the limit") != std::string::npos);
+    QVERIFY(error(pk::proto() + "X" + le(100, 4) + "abc").find("truncated") != std::string::npos);
+    // ZIP limits: entry count and file size.
+    const std::string two = makeZip({{"a/x", "1"}, {"a/y", "2"}});
+    QCOMPARE(parseZip(two, "z").size(), std::size_t{2});
+    const auto zipError = [&](const ZipLimits& limits) {
+        try {
+            parseZip(two, "z", limits);
+        } catch (const InputError& e) {
+            return std::string(e.what());
+        }
+        return std::string("NO ERROR");
+    };
+    ZipLimits tight;
+    tight.max_entries = 1;
+    QVERIFY(zipError(tight).find("2 entries, more than the limit of 1") != std::string::npos);
+    tight = ZipLimits{};
+    tight.max_file_bytes = 64;
+    QVERIFY(zipError(tight).find("more than the limit of 64") != std::string::npos);
+    // The offset in the message is the file's when the pickle sits inside a ZIP.
+    try {
+        parsePickle(pk::proto() + "b", "f.pt", 1000);
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QVERIFY2(std::string(e.what()).find("byte 1002 (pickle byte 2)") != std::string::npos, e.what());
+    }
+    // A valid dict of a tensor parses into the description, and nothing else.
+    const PickleValue v = parsePickle(statPickle(12, {2, 2, 3}), "p.pkl");
+    const PickleValue* t = v.get("logical_count");
+    QVERIFY(t != nullptr && t->kind == PickleValue::Kind::tensor);
+    QCOMPARE(t->tensor->dtype, TorchDType::i32);
+    QVERIFY(t->tensor->size == (std::vector<std::int64_t>{2, 2, 3}));
+    QVERIFY(t->tensor->stride == (std::vector<std::int64_t>{6, 3, 1}));
+}
+
+void TestLoadStats::shapeChecks()
+{
+    LoadStats s;
+    s.format = "json-matrix";
+    s.num_experts = 8;
+    s.load.assign(32, std::vector<double>(8, 1.0));
+    checkLoadShape(s, 32, 8, "s.json");
+    try {
+        checkLoadShape(s, 58, 256, "s.json");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        const std::string m = e.what();
+        QVERIFY2(m.find("has 32 layers but the model has 58 MoE layers") != std::string::npos, m.c_str());
+        QVERIFY2(m.find("has 8 experts but the model has 256") != std::string::npos, m.c_str());
+        QCOMPARE(e.diagnostics().items().front().where.file, std::string("s.json"));
+    }
+
+    // SGLang rows are decoder layers: the dense ones are dropped for the model's MoE layers.
+    ModelSpec model;
+    model.name = "toy";
+    model.num_layers = 4;
+    model.moe_layers = {1, 2, 3};
+    model.routed_experts = 2;
+    LoadStats sg;
+    sg.format = "sglang";
+    sg.indexing = LayerIndexing::decoder_all;
+    sg.num_experts = 2;
+    sg.load = {{0, 0}, {1, 2}, {3, 4}, {5, 6}};
+    const LoadStats a = alignToModel(sg, model, "x.pt");
+    QVERIFY(a.load == (std::vector<std::vector<double>>{{1, 2}, {3, 4}, {5, 6}}));
+    QVERIFY(a.layer_ids == (std::vector<int>{1, 2, 3}));
+    sg.load.pop_back();
+    try {
+        alignToModel(sg, model, "x.pt");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QVERIFY2(std::string(e.what()).find("has 4 decoder layers") != std::string::npos, e.what());
+    }
+    // Counts keyed by decoder layer: listed in any order, but they must be the MoE layers.
+    LoadStats c;
+    c.format = "json-counts";
+    c.indexing = LayerIndexing::decoder_ids;
+    c.num_experts = 2;
+    c.layer_ids = {3, 1, 2};
+    c.load = {{3, 3}, {1, 1}, {2, 2}};
+    QVERIFY(alignToModel(c, model, "c.json").load == (std::vector<std::vector<double>>{{1, 1}, {2, 2}, {3, 3}}));
+    c.layer_ids = {0, 1, 5};
+    try {
+        alignToModel(c, model, "c.json");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QVERIFY2(std::string(e.what()).find("which is not an MoE layer") != std::string::npos, e.what());
+    }
+}
+
+QTEST_APPLESS_MAIN(TestLoadStats)
+#include "tst_load_stats.moc"
