@@ -123,6 +123,7 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
             fs::path p(f.Scalar());
             if (p.is_relative())
                 p = fs::path(c.baseDir) / p;
+            p = p.lexically_normal();
             std::error_code ec;
             if (!fs::is_regular_file(p, ec))
                 c.r.error(f, "routing file '" + f.Scalar() + "' does not exist (looked for "
@@ -303,6 +304,7 @@ void readPrecisionAndEngine(const YAML::Node& root, Scenario& s, ScenarioChecks&
         fs::path p(f.Scalar());
         if (p.is_relative())
             p = fs::path(c.baseDir) / p;
+        p = p.lexically_normal();  // "dir/../x" must not need "dir" to exist
         std::error_code ec;
         if (!fs::is_regular_file(p, ec))
             c.r.error(f, "calibration file '" + f.Scalar() + "' does not exist (looked for "

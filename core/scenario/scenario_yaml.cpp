@@ -26,7 +26,7 @@ std::string resolvePath(const std::string& baseDir, const std::string& p)
     fs::path path(p);
     if (path.is_relative())
         path = fs::path(baseDir) / path;
-    return path.lexically_normal().string();
+    return path.lexically_normal().string();  // "dir/../x" must not need "dir" to exist
 }
 
 // Reads a path-valued scalar, resolves it and checks that the file exists.

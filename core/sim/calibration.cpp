@@ -4,6 +4,8 @@
 #include "common/yaml_reader.h"
 
 #include <cstdio>
+#include <cstdlib>
+
 
 namespace moex {
 
@@ -81,18 +83,33 @@ Calibration loadCalibrationFile(const std::string& path, const Calibration& base
 
 std::string calibrationToYaml(const Calibration& c)
 {
-    char buf[2048];
-    std::snprintf(buf, sizeof buf,
-                  "name: %s\n"
-                  "nvlink_efficiency: %g\nnetwork_efficiency: %g\npcie_efficiency: %g\n"
-                                    "dispatch_floor_us: %g\ncombine_floor_us: %g\nll_message_us: %g\n"
-                  "gemm_efficiency: %g\ngemm_tile_tokens: %d\ngemm_launch_us: %g\n"
-                  "hbm_efficiency: %g\nattention_efficiency: %g\nactivation_reserve_gb: %g\n",
-                  c.name.c_str(), c.nvlink_efficiency, c.network_efficiency, c.pcie_efficiency,
-                  c.dispatch_floor_us, c.combine_floor_us, c.ll_message_us, c.gemm_efficiency,
-                  c.gemm_tile_tokens, c.gemm_launch_us, c.hbm_efficiency, c.attention_efficiency,
-                  c.activation_reserve_gb);
-    return buf;
+    // yaml-cpp quotes the name when it needs it; numbers use the shortest text that reads back exactly.
+    YAML::Emitter out;
+    out << YAML::BeginMap;
+    out << YAML::Key << "name" << YAML::Value << c.name;
+    auto num = [&](const char* key, double v) {
+        char text[40];
+        for (int prec = 1; prec <= 17; ++prec) {
+            std::snprintf(text, sizeof text, "%.*g", prec, v);
+            if (std::strtod(text, nullptr) == v)
+                break;
+        }
+        out << YAML::Key << key << YAML::Value << std::string(text);
+    };
+    num("nvlink_efficiency", c.nvlink_efficiency);
+    num("network_efficiency", c.network_efficiency);
+    num("pcie_efficiency", c.pcie_efficiency);
+    num("dispatch_floor_us", c.dispatch_floor_us);
+    num("combine_floor_us", c.combine_floor_us);
+    num("ll_message_us", c.ll_message_us);
+    num("gemm_efficiency", c.gemm_efficiency);
+    out << YAML::Key << "gemm_tile_tokens" << YAML::Value << c.gemm_tile_tokens;
+    num("gemm_launch_us", c.gemm_launch_us);
+    num("hbm_efficiency", c.hbm_efficiency);
+    num("attention_efficiency", c.attention_efficiency);
+    num("activation_reserve_gb", c.activation_reserve_gb);
+    out << YAML::EndMap;
+    return std::string(out.c_str()) + "\n";
 }
 
 }  // namespace moex
