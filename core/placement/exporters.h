@@ -1,4 +1,4 @@
-// Placement exports in the files serving systems load (../shared/FORMATS.md), and the parse-back
+// Placement exports in the files serving systems load (the formats of FORMATS.md in the design notes), and the parse-back
 // of each so tests (and later imports) can read them.
 //
 //   native       moex scenario `placement:` YAML ({strategy: explicit, layers: [...]}); loads back

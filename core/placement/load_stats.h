@@ -3,7 +3,7 @@
 //   LoadStats s = readLoadStats("expert_distribution_recorder_1718000000.pt");
 //   checkLoadShape(s, model.numMoeLayers(), model.routed_experts, path);   // or alignToModel
 //
-// Formats (../shared/FORMATS.md, "Imports"): SGLang recorder .pt files (torch.save, read without
+// Formats (FORMATS.md of the design notes, "Imports"): SGLang recorder .pt files (torch.save, read without
 // torch or any code execution), a TensorRT-LLM statistics folder (meta_info.json +
 // rank*.safetensors), vLLM eplb_load_stats JSONL, per-token routing traces (JSONL), a plain JSON
 // matrix and per-layer counts JSON. Bad input throws InputError located at the file (line for JSONL,
