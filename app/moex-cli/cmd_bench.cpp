@@ -1,6 +1,7 @@
-// moex-cli bench sim|fidelity [...]: benchmarks with their ratio to a ceiling measured in the same run.
+// moex-cli bench sim|fidelity|place [...]: benchmarks with their ratio to a ceiling measured in the same run.
 //   moex-cli bench sim [--scenario S] [--steps N] [--json OUT|-]
 //   moex-cli bench fidelity [--json OUT|-]
+//   moex-cli bench place [--budget-ms N] [--seed S] [--runs N] [--steps N] [--json OUT|-]   (cmd_bench_place.cpp)
 #include "alloc_counter.h"
 #include "cli_args.h"
 #include "commands.h"
@@ -152,16 +153,24 @@ int benchFidelity(const Args& args)
 
 }  // namespace
 
+int benchPlace(const Args& args);  // cmd_bench_place.cpp
+
 int cmdBench(const Argv& argv)
 {
-    Args args("bench", argv, {{"scenario"}, {"steps"}, {"json"}, {"set", true, true}});
-    args.requirePositionals(1, 1, "moex-cli bench sim|fidelity [--scenario S] [--steps N] [--json OUT|-]");
+    Args args("bench", argv,
+              {{"scenario"}, {"steps"}, {"json"}, {"set", true, true}, {"budget-ms"}, {"seed"}, {"runs"}});
+    args.requirePositionals(1, 1,
+                            "moex-cli bench sim|fidelity|place [--scenario S] [--steps N] [--json OUT|-] "
+                            "(place: [--budget-ms N] [--seed S] [--runs N])");
     const std::string what = args.positionals().front();
     if (what == "sim")
         return benchSim(args);
     if (what == "fidelity")
         return benchFidelity(args);
-    throw InputError(Location{"moex-cli bench", 0, 0}, "unknown benchmark '" + what + "'; expected sim or fidelity");
+    if (what == "place")
+        return benchPlace(args);
+    throw InputError(Location{"moex-cli bench", 0, 0},
+                     "unknown benchmark '" + what + "'; expected sim, fidelity or place");
 }
 
 }  // namespace moex::cli

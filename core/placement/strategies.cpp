@@ -1,6 +1,8 @@
 #include "placement/strategies.h"
 
 #include "placement/eplb.h"
+#include "placement/gem.h"
+#include "placement/search.h"
 
 #include <algorithm>
 #include <cmath>
@@ -45,6 +47,8 @@ std::vector<int> copyOrder(int numExperts, int redundant, const std::vector<doub
         copies.push_back(byHeat[static_cast<std::size_t>(k % numExperts)]);
     return copies;
 }
+
+Placement eplbPlacement(const PlacementRequest& rq, int layers, int slots);
 
 bool holds(const std::vector<ExpertId>& gpu, int expert)
 {
@@ -108,7 +112,7 @@ Placement roundRobinPlacement(int numExperts, int numGpus, int numLayers, int re
 
 const std::vector<std::string>& placementStrategies()
 {
-    static const std::vector<std::string> names = {"contiguous", "round-robin", "eplb"};
+    static const std::vector<std::string> names = {"contiguous", "round-robin", "eplb", "gem", "search"};
     return names;
 }
 
@@ -141,11 +145,30 @@ Placement makePlacement(const PlacementRequest& rq)
     if (rq.strategy == "round-robin")
         return roundRobinPlacement(rq.num_experts, rq.num_gpus, layers, redundant, rq.load);
 
-    // eplb
+    // eplb, gem and search: every GPU holds R / G slots, as the serving systems require.
     if (slots % rq.num_gpus != 0)
-        fail("eplb needs the slots to divide evenly over the GPUs: " + std::to_string(slots) + " slots on "
+        fail(rq.strategy + " needs the slots to divide evenly over the GPUs: " + std::to_string(slots) + " slots on "
              + std::to_string(rq.num_gpus) + " GPUs (try " + std::to_string((slots / rq.num_gpus + 1) * rq.num_gpus)
              + ")");
+    if (!rq.gpu_speed.empty()) {
+        if (static_cast<int>(rq.gpu_speed.size()) != rq.num_gpus)
+            fail("there are " + std::to_string(rq.gpu_speed.size()) + " GPU speeds for " + std::to_string(rq.num_gpus)
+                 + " GPUs");
+        for (double v : rq.gpu_speed)
+            if (!std::isfinite(v) || v <= 0)
+                fail("GPU speeds must be positive numbers");
+    }
+    if (rq.strategy == "gem")
+        return gemPlacement(rq);
+    if (rq.strategy == "search")
+        return searchPlacement(rq);
+    return eplbPlacement(rq, layers, slots);
+}
+
+namespace {
+
+Placement eplbPlacement(const PlacementRequest& rq, int layers, int slots)
+{
     const int nodes = std::max(1, rq.num_nodes);
     const int groups = std::max(1, rq.num_groups);
     if (rq.num_gpus % nodes != 0)
@@ -160,5 +183,7 @@ Placement makePlacement(const PlacementRequest& rq)
     const auto& weight = rq.load.empty() ? uniform : rq.load;
     return eplbToPlacement(rebalanceExperts(weight, slots, groups, nodes, rq.num_gpus), rq.num_gpus);
 }
+
+}  // namespace
 
 }  // namespace moex

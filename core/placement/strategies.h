@@ -1,14 +1,20 @@
 // Placement strategies behind one entry point, so the CLI, the scenario and the benchmark choose a
-// strategy by name: contiguous (the serving systems' default), round-robin and eplb (DeepSeek's
-// balancer, eplb.h). gem and search join through the same entry.
+// strategy by name: contiguous (the serving systems' default), round-robin, eplb (DeepSeek's
+// balancer, eplb.h), gem (GPU-variability-aware, gem.h) and search (improves the simulated time,
+// search.h). docs/PLACEMENT.md explains each.
 #pragma once
 
 #include "placement/placement.h"
+#include "workload/coactivation.h"
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace moex {
+
+class PlacementObjective;
 
 struct PlacementRequest {
     std::string strategy = "contiguous";
@@ -20,6 +26,19 @@ struct PlacementRequest {
     int num_slots = 0;    // R, physical slots per layer over all GPUs; 0 = E (no redundancy)
     // [MoE layer][expert] load to balance; empty = uniform. Strategies that ignore load accept it.
     std::vector<std::vector<double>> load;
+
+    // gem, search: speed factor of each GPU (size G, 1 = nominal, slower < 1); empty = all 1.
+    std::vector<double> gpu_speed;
+    // gem, search: co-activation of one MoE layer as coactivationMatrix / expectedCoactivation give
+    // it (E x E: [i][j] tokens choosing both, [i][i] tokens choosing i). Called at most once per
+    // layer by each strategy that uses it; unset = none known (load alone decides).
+    std::function<ExpertMatrix(int layer)> coactivation;
+    // search: what it minimises (sim's SimObjective); required, not owned, must outlive the call.
+    PlacementObjective* objective = nullptr;
+    // search: time budget, turned into a fixed number of evaluations (search.h), and its seed. The
+    // result depends on both and on nothing else (not on the machine's speed).
+    double budget_ms = 1000;
+    std::uint64_t seed = 1;
 };
 
 // Expert e on GPU e % G. Redundant copies continue the cycle: physical slot s (s >= E) goes to GPU
@@ -33,8 +52,8 @@ Placement roundRobinPlacement(int numExperts, int numGpus, int numLayers, int re
                               const std::vector<std::vector<double>>& load = {});
 
 // Builds the placement a request names. Throws std::invalid_argument with a clear message for an
-// unknown strategy (listing the known ones), R < E, R not a multiple of G for eplb, a load whose
-// shape does not match, and the like.
+// unknown strategy (listing the known ones), R < E, R not a multiple of G for eplb, gem and search,
+// a load whose shape does not match, search without an objective, and the like.
 Placement makePlacement(const PlacementRequest& request);
 
 // The names makePlacement accepts.

@@ -2,31 +2,35 @@
 
 #include "common/diagnostics.h"
 #include "placement/strategies.h"
+#include "sim/sim_objective.h"
+#include "workload/coactivation.h"
 #include "workload/synthetic_routing.h"
 #include "workload/trace_routing.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 namespace moex {
 
 namespace {
 
+// Group-limited routing: tokens of one source come from many sequences, so they choose their
+// expert groups independently; 32 independent sub-batches per source approximate that.
+SyntheticRoutingOptions syntheticOptions(const Workload& w)
+{
+    SyntheticRoutingOptions o;
+    o.group_subbatches = std::max(1, std::min(w.tokens_per_gpu, 32));
+    return o;
+}
+
 class SyntheticSource final : public RoutingSource {
 public:
-    // Group-limited routing: tokens of one source come from many sequences, so they choose their
-    // expert groups independently; 32 independent sub-batches per source approximate that.
-    SyntheticSource(const ModelSpec& m, const Workload& w, int gpus) : m_gen(m, w, gpus, options(w)) {}
+    SyntheticSource(const ModelSpec& m, const Workload& w, int gpus) : m_gen(m, w, gpus, syntheticOptions(w)) {}
     void next(RoutingSample& out) override { m_gen.next(out); }
     void reset() override { m_gen.reset(); }
 
 private:
-    static SyntheticRoutingOptions options(const Workload& w)
-    {
-        SyntheticRoutingOptions o;
-        o.group_subbatches = std::max(1, std::min(w.tokens_per_gpu, 32));
-        return o;
-    }
     SyntheticRouting m_gen;
 };
 
@@ -39,6 +43,28 @@ public:
 private:
     TraceRouting m_trace;
 };
+
+// Co-activation per MoE layer for gem and search: the generator's expectation, or a per-token
+// trace's counts (a trace of fewer layers repeats, as its replay does); none for counts files.
+std::function<ExpertMatrix(int)> coactivationOf(const Scenario& s)
+{
+    const Workload& w = s.workload;
+    switch (w.routing.kind) {
+    case RoutingKind::synthetic: {
+        auto gen = std::make_shared<SyntheticRouting>(s.model, w, s.topology.numGpus(), syntheticOptions(w));
+        return [gen](int layer) { return expectedCoactivation(*gen, layer); };
+    }
+    case RoutingKind::trace: {
+        TraceReadOptions options;
+        options.num_experts = s.model.routed_experts;
+        auto trace = std::make_shared<TokenTrace>(readTokenTrace(w.routing.file, options));
+        return [trace](int layer) { return coactivationMatrix(*trace, layer % std::max(1, trace->num_layers)); };
+    }
+    case RoutingKind::counts:
+        break;
+    }
+    return {};
+}
 
 }  // namespace
 
@@ -67,31 +93,49 @@ std::unique_ptr<RoutingSource> makeRoutingSource(const Scenario& s, long long se
     throw std::logic_error("unknown routing kind");
 }
 
+namespace {
+
+void addLoad(const RoutingSample& sample, std::vector<std::vector<double>>& load)
+{
+    if (load.empty())
+        load.assign(static_cast<std::size_t>(sample.numLayers()),
+                    std::vector<double>(static_cast<std::size_t>(sample.num_experts), 0.0));
+    for (int l = 0; l < sample.numLayers(); ++l) {
+        const auto perExpert = sample.expertLoad(l);
+        for (std::size_t e = 0; e < perExpert.size(); ++e)
+            load[static_cast<std::size_t>(l)][e] += static_cast<double>(perExpert[e]);
+    }
+}
+
+std::vector<std::vector<double>> loadOf(const std::vector<RoutingSample>& samples)
+{
+    std::vector<std::vector<double>> load;
+    for (const RoutingSample& r : samples)
+        addLoad(r, load);
+    return load;
+}
+
+}  // namespace
+
 std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps)
 {
     RoutingSample sample;
     std::vector<std::vector<double>> load;
     for (int i = 0; i < steps; ++i) {
         source.next(sample);
-        if (load.empty())
-            load.assign(static_cast<std::size_t>(sample.numLayers()),
-                        std::vector<double>(static_cast<std::size_t>(sample.num_experts), 0.0));
-        for (int l = 0; l < sample.numLayers(); ++l) {
-            const auto perExpert = sample.expertLoad(l);
-            for (std::size_t e = 0; e < perExpert.size(); ++e)
-                load[static_cast<std::size_t>(l)][e] += static_cast<double>(perExpert[e]);
-        }
+        addLoad(sample, load);
     }
     source.reset();
     return load;
 }
 
-Placement resolvePlacement(const Scenario& s, const std::vector<std::vector<double>>& load)
+PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector<double>>& load, std::uint64_t seed,
+                                RoutingSource* routing)
 {
-    if (s.placement.explicit_slots)
-        return *s.placement.explicit_slots;
-    PlacementRequest req;
-    req.strategy = s.placement.strategy;
+    const std::string& strategy = s.placement.strategy;
+    PlacementSetup setup;
+    PlacementRequest& req = setup.request;
+    req.strategy = strategy;
     req.num_experts = s.model.routed_experts;
     req.num_gpus = s.topology.numGpus();
     req.num_layers = s.model.numMoeLayers();
@@ -99,12 +143,53 @@ Placement resolvePlacement(const Scenario& s, const std::vector<std::vector<doub
     req.num_groups = s.model.expert_groups;
     req.num_slots = s.model.routed_experts + s.placement.redundant_slots;
     req.load = load;
-    if (req.load.empty() && s.placement.strategy != "contiguous" && s.placement.strategy != "round-robin") {
-        auto source = makeRoutingSource(s);
-        req.load = estimateLoad(*source, 8);
+    req.budget_ms = s.placement.budget_ms;
+    req.seed = seed;
+    std::unique_ptr<RoutingSource> own;
+    auto source = [&]() -> RoutingSource& {
+        if (routing)
+            return *routing;
+        if (!own)
+            own = makeRoutingSource(s);
+        return *own;
+    };
+    std::vector<RoutingSample> samples;
+    if (strategy == "search") {
+        // The objective's samples are the steps the load is estimated from (estimateLoad's 8).
+        samples.resize(kObjectiveSamples);
+        for (auto& sample : samples)
+            source().next(sample);
+        source().reset();
+        if (req.load.empty())
+            req.load = loadOf(samples);
     }
+    if (req.load.empty() && strategy != "contiguous" && strategy != "round-robin")
+        req.load = estimateLoad(source(), 8);
+    if (strategy == "gem" || strategy == "search") {
+        for (int g = 0; g < req.num_gpus; ++g)
+            req.gpu_speed.push_back(s.speeds.of(g));
+        if (!routing)
+            req.coactivation = coactivationOf(s);
+    }
+    if (strategy == "search") {
+        try {
+            setup.objective =
+                std::make_unique<SimObjective>(s, resolveCalibration(s), std::move(samples), req.num_slots);
+        } catch (const std::invalid_argument& e) {
+            throw InputError(Location{s.file, 0, 0}, std::string("placement: ") + e.what());
+        }
+        req.objective = setup.objective.get();
+    }
+    return setup;
+}
+
+Placement resolvePlacement(const Scenario& s, const std::vector<std::vector<double>>& load, std::uint64_t seed)
+{
+    if (s.placement.explicit_slots)
+        return *s.placement.explicit_slots;
+    const PlacementSetup setup = preparePlacement(s, load, seed);
     try {
-        return makePlacement(req);
+        return makePlacement(setup.request);
     } catch (const std::invalid_argument& e) {
         throw InputError(Location{s.file, 0, 0}, std::string("placement: ") + e.what());
     }

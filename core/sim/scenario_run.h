@@ -3,10 +3,13 @@
 #pragma once
 
 #include "placement/placement.h"
+#include "placement/strategies.h"
 #include "scenario/scenario.h"
 #include "sim/calibration.h"
+#include "sim/sim_objective.h"
 #include "workload/routing_sample.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,9 +27,27 @@ public:
 // (when >= 0) replaces the scenario's seed. Throws InputError for unreadable or mismatched traces.
 std::unique_ptr<RoutingSource> makeRoutingSource(const Scenario& s, long long seedOverride = -1);
 
-// The scenario's placement: explicit slots, or its strategy applied to `load` ([MoE layer][expert];
-// empty = expected load of the routing source, estimated from `samples` steps).
-Placement resolvePlacement(const Scenario& s, const std::vector<std::vector<double>>& load = {});
+// What makePlacement needs for the scenario's strategy, with R = experts +
+// placement.redundant_slots: `load` ([MoE layer][expert]; empty = the routing's expected load,
+// estimated from 8 steps, for the strategies that use load); for gem and search the GPUs' speed
+// factors (gpus.speed) and the routing's co-activation (the generator's expectedCoactivation, or a
+// per-token trace's; none for counts); for search a SimObjective over the routing's first
+// kObjectiveSamples steps (default calibration of the scenario), placement.budget_ms and `seed`.
+// `routing` (reset after use) replaces the scenario's own routing source when given.
+struct PlacementSetup {
+    PlacementRequest request;
+    std::unique_ptr<SimObjective> objective;  // search only; request.objective points at it
+};
+PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector<double>>& load = {},
+                                std::uint64_t seed = 1, RoutingSource* routing = nullptr);
+
+// The scenario's placement: its explicit slots, or makePlacement(preparePlacement(...).request).
+// Throws InputError (located at the scenario) when the strategy refuses the request.
+Placement resolvePlacement(const Scenario& s, const std::vector<std::vector<double>>& load = {},
+                           std::uint64_t seed = 1);
+
+// Routing steps the search objective of preparePlacement averages over.
+inline constexpr int kObjectiveSamples = 8;
 
 // Expected per-layer expert load of a routing source over `steps` steps ([layer][expert]).
 std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps);

@@ -69,79 +69,8 @@ void Simulator::buildPlans()
     m_plans.assign(static_cast<std::size_t>(m_placement.numLayers()), {});
     std::size_t maxSlots = 0;
     for (int l = 0; l < m_placement.numLayers(); ++l) {
-        const LayerPlacement& lp = m_placement.layers[static_cast<std::size_t>(l)];
-        LayerPlan& plan = m_plans[static_cast<std::size_t>(l)];
-        plan.gpu_slot_begin.assign(static_cast<std::size_t>(G) + 1, 0);
-        for (int g = 0; g < G; ++g) {
-            plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1] =
-                plan.gpu_slot_begin[static_cast<std::size_t>(g)] + static_cast<int>(lp.gpu_slots[static_cast<std::size_t>(g)].size());
-            for (std::size_t k = 0; k < lp.gpu_slots[static_cast<std::size_t>(g)].size(); ++k) {
-                plan.slot_gpu.push_back(g);
-                plan.slot_expert.push_back(lp.gpu_slots[static_cast<std::size_t>(g)][k].value);
-                plan.slot_share.push_back(lp.shares.empty() ? -1.0f
-                                                            : static_cast<float>(lp.shares[static_cast<std::size_t>(g)][k]));
-            }
-        }
-        plan.expert_count.assign(static_cast<std::size_t>(E), 0);
-        for (int e : plan.slot_expert)
-            ++plan.expert_count[static_cast<std::size_t>(e)];
-        plan.expert_first.assign(static_cast<std::size_t>(E), 0);
-        for (int e = 1; e < E; ++e)
-            plan.expert_first[static_cast<std::size_t>(e)] =
-                plan.expert_first[static_cast<std::size_t>(e) - 1] + plan.expert_count[static_cast<std::size_t>(e) - 1];
-        plan.replica_slots.assign(plan.slot_expert.size(), 0);
-        std::vector<int> fill(static_cast<std::size_t>(E), 0);
-        for (std::size_t s = 0; s < plan.slot_expert.size(); ++s) {
-            const auto e = static_cast<std::size_t>(plan.slot_expert[s]);
-            plan.replica_slots[static_cast<std::size_t>(plan.expert_first[e] + fill[e]++)] = static_cast<int>(s);
-        }
-        plan.single_begin.assign(static_cast<std::size_t>(G) + 1, 0);
-        for (int g = 0; g < G; ++g) {
-            for (int s = plan.gpu_slot_begin[static_cast<std::size_t>(g)]; s < plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1]; ++s) {
-                const int e = plan.slot_expert[static_cast<std::size_t>(s)];
-                if (plan.expert_count[static_cast<std::size_t>(e)] == 1 && plan.slot_share[static_cast<std::size_t>(s)] < 0) {
-                    plan.single_expert.push_back(e);
-                    plan.single_slot.push_back(s);
-                }
-            }
-            plan.single_begin[static_cast<std::size_t>(g) + 1] = static_cast<int>(plan.single_expert.size());
-        }
-        for (int e = 0; e < E; ++e)
-            if (plan.expert_count[static_cast<std::size_t>(e)] > 1
-                || plan.slot_share[static_cast<std::size_t>(plan.replica_slots[static_cast<std::size_t>(plan.expert_first[static_cast<std::size_t>(e)])])] >= 0)
-                plan.multi_experts.push_back(e);
-        // Replica choice per source: explicit shares, else a replica on the same GPU, else in the
-        // same NVLink domain, else all evenly (DESIGN.md 5.1).
-        plan.target_begin.assign(1, 0);
-        for (int e : plan.multi_experts) {
-            const int n = plan.expert_count[static_cast<std::size_t>(e)];
-            const int* reps = plan.replica_slots.data() + plan.expert_first[static_cast<std::size_t>(e)];
-            for (int src = 0; src < G; ++src) {
-                const bool explicitShares = plan.slot_share[static_cast<std::size_t>(reps[0])] >= 0;
-                int local = 0, sameDomain = 0;
-                for (int j = 0; j < n; ++j) {
-                    const int g = plan.slot_gpu[static_cast<std::size_t>(reps[j])];
-                    local += g == src;
-                    sameDomain += m_fabric.domainOf(g) == m_fabric.domainOf(src);
-                }
-                const int chosen = local > 0 ? local : (sameDomain > 0 ? sameDomain : n);
-                for (int j = 0; j < n; ++j) {
-                    const int s = reps[j];
-                    const int g = plan.slot_gpu[static_cast<std::size_t>(s)];
-                    float fraction = 0;
-                    if (explicitShares)
-                        fraction = plan.slot_share[static_cast<std::size_t>(s)];
-                    else if (local > 0 ? g == src : (sameDomain > 0 ? m_fabric.domainOf(g) == m_fabric.domainOf(src) : true))
-                        fraction = 1.0f / static_cast<float>(chosen);
-                    if (fraction <= 0)
-                        continue;
-                    plan.target_slot.push_back(s);
-                    plan.target_fraction.push_back(fraction);
-                }
-                plan.target_begin.push_back(static_cast<int>(plan.target_slot.size()));
-            }
-        }
-        maxSlots = std::max(maxSlots, plan.slot_expert.size());
+        buildLayerPlan(l);
+        maxSlots = std::max(maxSlots, m_plans[static_cast<std::size_t>(l)].slot_expert.size());
     }
     m_expertTotals.assign(static_cast<std::size_t>(E), 0);
     m_sentSum.assign(static_cast<std::size_t>(G) * static_cast<std::size_t>(G), 0.0f);
@@ -162,6 +91,96 @@ void Simulator::buildPlans()
     m_stragglerCount.assign(static_cast<std::size_t>(G), 0);
     m_messages.assign(static_cast<std::size_t>(G), 0);
     m_inTokens.assign(static_cast<std::size_t>(G), 0.0f);
+    m_batchTokens = batchTokens();
+}
+
+// One layer's plan from m_placement. Vectors are cleared and refilled, so rebuilding a layer
+// during a search reuses their storage.
+void Simulator::buildLayerPlan(int l)
+{
+    const int G = m_fabric.numGpus();
+    const int E = m_scenario.model.routed_experts;
+    const LayerPlacement& lp = m_placement.layers[static_cast<std::size_t>(l)];
+    LayerPlan& plan = m_plans[static_cast<std::size_t>(l)];
+    plan.slot_gpu.clear();
+    plan.slot_expert.clear();
+    plan.slot_share.clear();
+    plan.single_expert.clear();
+    plan.single_slot.clear();
+    plan.multi_experts.clear();
+    plan.target_slot.clear();
+    plan.target_fraction.clear();
+    plan.gpu_slot_begin.assign(static_cast<std::size_t>(G) + 1, 0);
+    for (int g = 0; g < G; ++g) {
+        plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1] =
+            plan.gpu_slot_begin[static_cast<std::size_t>(g)] + static_cast<int>(lp.gpu_slots[static_cast<std::size_t>(g)].size());
+        for (std::size_t k = 0; k < lp.gpu_slots[static_cast<std::size_t>(g)].size(); ++k) {
+            plan.slot_gpu.push_back(g);
+            plan.slot_expert.push_back(lp.gpu_slots[static_cast<std::size_t>(g)][k].value);
+            plan.slot_share.push_back(lp.shares.empty() ? -1.0f
+                                                        : static_cast<float>(lp.shares[static_cast<std::size_t>(g)][k]));
+        }
+    }
+    plan.expert_count.assign(static_cast<std::size_t>(E), 0);
+    for (int e : plan.slot_expert)
+        ++plan.expert_count[static_cast<std::size_t>(e)];
+    plan.expert_first.assign(static_cast<std::size_t>(E), 0);
+    for (int e = 1; e < E; ++e)
+        plan.expert_first[static_cast<std::size_t>(e)] =
+            plan.expert_first[static_cast<std::size_t>(e) - 1] + plan.expert_count[static_cast<std::size_t>(e) - 1];
+    plan.replica_slots.assign(plan.slot_expert.size(), 0);
+    std::vector<int>& fill = m_fill;
+    fill.assign(static_cast<std::size_t>(E), 0);
+    for (std::size_t s = 0; s < plan.slot_expert.size(); ++s) {
+        const auto e = static_cast<std::size_t>(plan.slot_expert[s]);
+        plan.replica_slots[static_cast<std::size_t>(plan.expert_first[e] + fill[e]++)] = static_cast<int>(s);
+    }
+    plan.single_begin.assign(static_cast<std::size_t>(G) + 1, 0);
+    for (int g = 0; g < G; ++g) {
+        for (int s = plan.gpu_slot_begin[static_cast<std::size_t>(g)]; s < plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1]; ++s) {
+            const int e = plan.slot_expert[static_cast<std::size_t>(s)];
+            if (plan.expert_count[static_cast<std::size_t>(e)] == 1 && plan.slot_share[static_cast<std::size_t>(s)] < 0) {
+                plan.single_expert.push_back(e);
+                plan.single_slot.push_back(s);
+            }
+        }
+        plan.single_begin[static_cast<std::size_t>(g) + 1] = static_cast<int>(plan.single_expert.size());
+    }
+    for (int e = 0; e < E; ++e)
+        if (plan.expert_count[static_cast<std::size_t>(e)] > 1
+            || plan.slot_share[static_cast<std::size_t>(plan.replica_slots[static_cast<std::size_t>(plan.expert_first[static_cast<std::size_t>(e)])])] >= 0)
+            plan.multi_experts.push_back(e);
+    // Replica choice per source: explicit shares, else a replica on the same GPU, else in the
+    // same NVLink domain, else all evenly (DESIGN.md 5.1).
+    plan.target_begin.assign(1, 0);
+    for (int e : plan.multi_experts) {
+        const int n = plan.expert_count[static_cast<std::size_t>(e)];
+        const int* reps = plan.replica_slots.data() + plan.expert_first[static_cast<std::size_t>(e)];
+        for (int src = 0; src < G; ++src) {
+            const bool explicitShares = plan.slot_share[static_cast<std::size_t>(reps[0])] >= 0;
+            int local = 0, sameDomain = 0;
+            for (int j = 0; j < n; ++j) {
+                const int g = plan.slot_gpu[static_cast<std::size_t>(reps[j])];
+                local += g == src;
+                sameDomain += m_fabric.domainOf(g) == m_fabric.domainOf(src);
+            }
+            const int chosen = local > 0 ? local : (sameDomain > 0 ? sameDomain : n);
+            for (int j = 0; j < n; ++j) {
+                const int s = reps[j];
+                const int g = plan.slot_gpu[static_cast<std::size_t>(s)];
+                float fraction = 0;
+                if (explicitShares)
+                    fraction = plan.slot_share[static_cast<std::size_t>(s)];
+                else if (local > 0 ? g == src : (sameDomain > 0 ? m_fabric.domainOf(g) == m_fabric.domainOf(src) : true))
+                    fraction = 1.0f / static_cast<float>(chosen);
+                if (fraction <= 0)
+                    continue;
+                plan.target_slot.push_back(s);
+                plan.target_fraction.push_back(fraction);
+            }
+            plan.target_begin.push_back(static_cast<int>(plan.target_slot.size()));
+        }
+    }
 }
 
 // Route step 1 (DESIGN.md 5.1): token-expert pairs of each source go to the expert's replicas
@@ -362,6 +381,112 @@ void Simulator::accumulatePorts(double tokensPerGpu)
             }
         }
     }
+}
+
+double Simulator::batchTokens() const
+{
+    // The memory rule of step() (DESIGN.md 5.7), without writing metrics.
+    const int G = m_fabric.numGpus();
+    const Workload& w = m_scenario.workload;
+    const double usable = m_scenario.topology.gpu.hbm_usable_gb * 1e9;
+    const double reserve = m_cal.activation_reserve_gb * 1e9;
+    const double kvPerSeq = m_compute.kvBytesPerSequence(w.context_tokens);
+    double minFree = usable;
+    for (int g = 0; g < G; ++g) {
+        int slots = 0;
+        for (const auto& l : m_placement.layers)
+            slots += static_cast<int>(l.gpu_slots[static_cast<std::size_t>(g)].size());
+        const double bytes = slots * m_compute.expertBytes() + m_scenario.model.nonExpertBytes();
+        minFree = std::min(minFree, usable - bytes - reserve);
+    }
+    const std::int64_t usersPerGpu = kvPerSeq > 0 ? static_cast<std::int64_t>(std::max(0.0, minFree) / kvPerSeq) : 0;
+    if (w.phase == Phase::decode && usersPerGpu < w.tokens_per_gpu)
+        return static_cast<double>(usersPerGpu);
+    return w.tokens_per_gpu;
+}
+
+void Simulator::setLayerPlacement(int layer, const LayerPlacement& placement)
+{
+    const int G = m_fabric.numGpus();
+    const int E = m_scenario.model.routed_experts;
+    if (layer < 0 || layer >= m_placement.numLayers())
+        throw std::invalid_argument("setLayerPlacement: MoE layer " + std::to_string(layer) + " out of range (0.."
+                                    + std::to_string(m_placement.numLayers() - 1) + ")");
+    if (placement.numGpus() != G)
+        throw std::invalid_argument("setLayerPlacement: the layer has " + std::to_string(placement.numGpus())
+                                    + " GPUs, the topology " + std::to_string(G));
+    // The structural rules of checkPlacement for one layer, without building a Placement.
+    std::vector<int>& seen = m_fill;
+    seen.assign(static_cast<std::size_t>(E), 0);
+    bool sameSlotsPerGpu = true;
+    const LayerPlacement& old = m_placement.layers[static_cast<std::size_t>(layer)];
+    for (int g = 0; g < G; ++g) {
+        const auto& slots = placement.gpu_slots[static_cast<std::size_t>(g)];
+        sameSlotsPerGpu = sameSlotsPerGpu && slots.size() == old.gpu_slots[static_cast<std::size_t>(g)].size();
+        if (!placement.shares.empty() && placement.shares[static_cast<std::size_t>(g)].size() != slots.size())
+            throw std::invalid_argument("setLayerPlacement: shares must have the same shape as the slots");
+        for (ExpertId e : slots) {
+            if (!e.valid() || e.value >= E)
+                throw std::invalid_argument("setLayerPlacement: expert " + std::to_string(e.value) + " out of range");
+            seen[e.index()] = 1;
+        }
+    }
+    if (!placement.shares.empty() && placement.shares.size() != placement.gpu_slots.size())
+        throw std::invalid_argument("setLayerPlacement: shares must have the same shape as the slots");
+    for (int e = 0; e < E; ++e)
+        if (!seen[static_cast<std::size_t>(e)])
+            throw std::invalid_argument("setLayerPlacement: expert " + std::to_string(e) + " has no slot");
+    m_placement.layers[static_cast<std::size_t>(layer)] = placement;
+    buildLayerPlan(layer);
+    const std::size_t slots = m_plans[static_cast<std::size_t>(layer)].slot_expert.size();
+    if (slots > m_slotTokens.size())
+        m_slotTokens.resize(slots, 0.0);
+    if (!sameSlotsPerGpu)
+        m_batchTokens = batchTokens();
+}
+
+double Simulator::layerTimeUs(const RoutingSample& r, int layer)
+{
+    // The per-layer part of step() (DESIGN.md 5.1-5.5), term for term.
+    const int G = m_fabric.numGpus();
+    const int E = m_scenario.model.routed_experts;
+    if (r.num_gpus != G || r.num_experts != E || r.numLayers() != m_scenario.model.numMoeLayers())
+        throw std::invalid_argument("routing sample shape (" + std::to_string(r.numLayers()) + " layers, "
+                                    + std::to_string(r.num_gpus) + " GPUs, " + std::to_string(r.num_experts)
+                                    + " experts) does not match the scenario");
+    if (layer < 0 || layer >= r.numLayers())
+        throw std::invalid_argument("layerTimeUs: MoE layer " + std::to_string(layer) + " out of range");
+    const double tokens = m_batchTokens;
+    const bool tbo = m_scenario.overlap == Overlap::two_batch;
+    routeLayer(r, layer, tokens);
+    accumulatePorts(tokens);
+    const LayerPlan& plan = m_plans[static_cast<std::size_t>(layer)];
+    const double sharedLayer = m_compute.sharedAndRouterUs(tokens);
+    const double sharedLayerHalf = m_compute.sharedAndRouterUs(tokens / 2.0);
+    double slowest = 0, slowestHalf = 0, minSpeed = 1e9;
+    for (int g = 0; g < G; ++g) {
+        double full = 0, half = 0;
+        const int end = plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1];
+        for (int s = plan.gpu_slot_begin[static_cast<std::size_t>(g)]; s < end; ++s) {
+            const double n = m_slotTokens[static_cast<std::size_t>(s)];
+            full += m_compute.expertSlotUs(n);
+            if (tbo)
+                half += m_compute.expertSlotUs(n / 2.0);
+        }
+        const double speed = m_scenario.speeds.of(g);
+        minSpeed = std::min(minSpeed, speed);
+        slowest = std::max(slowest, (full + sharedLayer) / speed);
+        slowestHalf = std::max(slowestHalf, (half + sharedLayerHalf) / speed);
+    }
+    const PhaseResult dispatch = phaseTime(m_dispatchPort, m_cal.dispatch_floor_us, m_crossTraffic);
+    const PhaseResult combine = phaseTime(m_combinePort, m_cal.combine_floor_us, m_crossTraffic);
+    if (!tbo)
+        return dispatch.time_us + slowest + combine.time_us;
+    const Workload& w = m_scenario.workload;
+    const double attnLayerHalf = m_compute.attentionUs(tokens / 2.0, w.context_tokens, w.phase);
+    const double comm = 2.0 * (dispatch.half_time_us + combine.half_time_us);
+    const double compute = 2.0 * (slowestHalf + attnLayerHalf / minSpeed);
+    return std::max(comm, compute);
 }
 
 double Simulator::allToAllUs(const std::vector<double>& pairBytes, double floorUs)

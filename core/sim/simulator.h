@@ -49,6 +49,17 @@ public:
     // Simulates one step. The sample must have the scenario's MoE layers, GPUs and experts.
     void step(const RoutingSample& routing, StepMetrics& out);
 
+    // For placement search (sim_objective.h): replace one MoE layer of the placement and rebuild
+    // only that layer's routing plan; no allocation once the buffers have grown, as long as the
+    // layers it is given keep one shape (slots per GPU; shares or none). Throws
+    // std::invalid_argument for a malformed layer and then leaves the placement as it was.
+    void setLayerPlacement(int layer, const LayerPlacement& placement);
+    // Time of one MoE layer for this sample with the current placement: exactly what step() puts
+    // in StepMetrics::layers[layer].time_us (dispatch + slowest GPU + combine, or the two-batch
+    // overlap), without the rest of the step. About 1/L of a step; allocation-free after the first
+    // call. Leaves the layer's port bytes in lastDispatchPortBytes()/lastCombinePortBytes().
+    [[nodiscard]] double layerTimeUs(const RoutingSample& routing, int layer);
+
 private:
     struct LayerPlan {
         std::vector<int> slot_gpu;       // [slot] -> GPU (slots in GPU order, as phy2log)
@@ -76,6 +87,10 @@ private:
     };
 
     void buildPlans();
+    void buildLayerPlan(int layer);
+    // Tokens per GPU in a step: the workload's, or fewer when KV-cache memory bounds a decode batch
+    // (the same rule as step()).
+    [[nodiscard]] double batchTokens() const;
     void routeLayer(const RoutingSample& r, int layer, double tokensPerGpu);
     void accumulatePorts(double tokensPerGpu);
     PhaseResult phaseTime(const std::vector<double>& portBytes, double floorUs, bool crossDomain) const;
@@ -108,6 +123,8 @@ private:
     std::vector<float> m_inTokens;         // [gpu] tokens arriving over NVLink this layer
     std::vector<std::int64_t> m_messages;  // [gpu] token messages sent off-GPU this layer
     bool m_crossTraffic = false;
+    std::vector<int> m_fill;       // [expert] scratch of buildLayerPlan
+    double m_batchTokens = 0;      // batchTokens() of the current placement, for layerTimeUs
 };
 
 }  // namespace moex

@@ -454,7 +454,13 @@ void TestEplb::makePlacementEntry()
     QCOMPARE(makePlacement(rq).layers[0].phy2log(), roundRobinPlacement(12, 8, 2, 4, kReadmeWeight).layers[0].phy2log());
 
     // Uniform load when none is given; every strategy names each expert.
-    PlacementRequest big{"eplb", 256, 72, 58, 1, 8, 288, {}};
+    PlacementRequest big;
+    big.strategy = "eplb";
+    big.num_experts = 256;
+    big.num_gpus = 72;
+    big.num_layers = 58;
+    big.num_groups = 8;
+    big.num_slots = 288;
     const Placement p = makePlacement(big);
     QCOMPARE(p.numLayers(), 58);
     QVERIFY(checkPlacement(p, 256, 72).empty());

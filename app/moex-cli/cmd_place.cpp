@@ -1,0 +1,157 @@
+// moex-cli place: a placement for a scenario, written in the file a serving system loads.
+//   moex-cli place samples/scenarios/deepseek-r1-decode-nvl72.yaml --strategy eplb --slots 288 --format sglang -o
+//   x.json moex-cli place SCENARIO --strategy NAME [--slots R] [--load STATS] [--budget-ms N] [--seed S]
+//       --format native|sglang|trtllm|vllm-ascend|eplb -o OUT [--set KEY=VALUE]...
+// R defaults to the experts (no redundant slots). The load to balance comes from --load (any file
+// `moex-cli load-stats` reads, matched to the model's MoE layers; a shape mismatch is an error that
+// says which), else from the scenario's routing. The placement is checked for the format and
+// written atomically; nothing is written when it is refused. The summary judges the placement as
+// the format carries it: exports other than native have no shares, so replicas split evenly.
+#include "cli_args.h"
+#include "commands.h"
+#include "common/diagnostics.h"
+#include "format.h"
+#include "placement/balance.h"
+#include "placement/exporters.h"
+#include "placement/load_stats.h"
+#include "placement/strategies.h"
+#include "scenario/scenario_yaml.h"
+#include "sim/scenario_run.h"
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+namespace moex::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "moex-cli place SCENARIO --strategy NAME [--slots R] [--load STATS] [--budget-ms N] [--seed S] "
+    "--format native|sglang|trtllm|vllm-ascend|eplb -o OUT [--set KEY=VALUE]...";
+constexpr int kSummarySteps = 4;
+
+[[noreturn]] void bad(const std::string& message)
+{
+    throw InputError(Location{"moex-cli place", 0, 0}, message);
+}
+
+// Mean simulated MoE time per step (us) of `p` over the first steps of the scenario's routing.
+double simulatedMoeUs(const Scenario& s, const Placement& p)
+{
+    Simulator sim(s, p, resolveCalibration(s));
+    auto routing = makeRoutingSource(s);
+    RoutingSample sample;
+    StepMetrics m;
+    double sum = 0;
+    for (int i = 0; i < kSummarySteps; ++i) {
+        routing->next(sample);
+        sim.step(sample, m);
+        sum += m.summary.moe_time_us;
+    }
+    return sum / kSummarySteps;
+}
+
+}  // namespace
+
+int cmdPlace(const Argv& argv)
+{
+    Args args("place", argv,
+              {{"strategy"},
+               {"slots"},
+               {"load"},
+               {"budget-ms"},
+               {"seed"},
+               {"format"},
+               {"output", true, false, 'o'},
+               {"set", true, true}});
+    args.requirePositionals(1, 1, kUsage);
+    const auto strategy = args.value("strategy");
+    const auto formatName = args.value("format");
+    const auto out = args.value("output");
+    if (!strategy || !formatName || !out)
+        bad(std::string("--strategy, --format and -o are required\nusage: ") + kUsage);
+    const auto& known = placementStrategies();
+    if (std::find(known.begin(), known.end(), *strategy) == known.end()) {
+        std::string list;
+        for (const auto& n : known)
+            list += (list.empty() ? "" : ", ") + n;
+        const std::string hint = didYouMean(*strategy, known);
+        bad("unknown strategy '" + *strategy + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+            " (known: " + list + ")");
+    }
+    ExportFormat format{};
+    try {
+        format = exportFormatFromString(*formatName);
+    } catch (const std::invalid_argument& e) {
+        bad(e.what());
+    }
+
+    Scenario s = loadScenarioFile(args.positionals().front(), args.overrides());
+    const int E = s.model.routed_experts;
+    const int G = s.topology.numGpus();
+    const int slots = args.intValue("slots", E, 1, 1 << 24);
+    if (slots < E)
+        bad("--slots " + std::to_string(slots) + " cannot hold the model's " + std::to_string(E) +
+            " experts: every expert needs a slot (give at least " + std::to_string(E) + ")");
+    s.placement.strategy = *strategy;
+    s.placement.redundant_slots = slots - E;
+    s.placement.explicit_slots.reset();
+    s.placement.budget_ms = args.doubleValue("budget-ms", s.placement.budget_ms, 0, 3.6e6);
+    const auto seed = static_cast<std::uint64_t>(args.intValue("seed", 1, 0, 2147483647));
+
+    std::vector<std::vector<double>> load;
+    std::string loadFrom = "the scenario's routing (8 steps)";
+    if (auto file = args.value("load")) {
+        load = alignToModel(readLoadStats(*file), s.model, *file).load;
+        loadFrom = *file;
+    }
+    PlacementSetup setup = preparePlacement(s, load, seed);
+    const auto t0 = std::chrono::steady_clock::now();
+    Placement p;
+    try {
+        p = makePlacement(setup.request);
+    } catch (const std::invalid_argument& e) {
+        bad(e.what());
+    }
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    writePlacementExport(*out, p, s.model, format);
+
+    // Summary, as the file carries the placement.
+    if (format != ExportFormat::native)
+        for (auto& l : p.layers)
+            l.shares.clear();
+    if (load.empty())
+        load = setup.request.load;
+    if (load.empty()) {
+        auto routing = makeRoutingSource(s);
+        load = estimateLoad(*routing, 8);
+    }
+    const Placement contiguous = contiguousPlacement(E, G, s.model.numMoeLayers(), slots - E);
+    const double moe = simulatedMoeUs(s, p);
+    const double moeContiguous = simulatedMoeUs(s, contiguous);
+    std::cout << "wrote " << *out << " (" << toString(format) << "): " << *strategy << " placement of " << s.name
+              << " in " << fixed(ms, 1) << " ms\n";
+    std::cout << "  slots      " << slots << " per layer (" << slots - E << " redundant) on " << G << " GPUs";
+    if (slots % G == 0)
+        std::cout << ", " << slots / G << " per GPU";
+    std::cout << "\n  load       " << loadFrom << '\n';
+    std::cout << "  balance    " << fixed(maxMeanGpuLoad(p, load), 3) << " max/mean GPU load, even shares (contiguous "
+              << fixed(maxMeanGpuLoad(contiguous, load), 3) << ")\n";
+    std::cout << "  simulated  " << fixed(moe / 1000.0, 3) << " ms MoE time per step (contiguous "
+              << fixed(moeContiguous / 1000.0, 3) << " ms), " << kSummarySteps << " steps of the scenario's routing"
+              << (format == ExportFormat::native ? "" : ", replicas splitting evenly as the file has no shares")
+              << '\n';
+    if (setup.objective)
+        std::cout << "  search     " << setup.objective->evaluations() << " evaluations (budget "
+                  << fixed(s.placement.budget_ms, 0) << " ms, seed " << seed << ")\n";
+    const auto colocated = findColocatedReplicas(p);
+    if (!colocated.empty())
+        std::cout << "  warning    " << colocated.size()
+                  << " GPU(s) hold two replicas of one expert (deepseek-ai/EPLB#22):\n"
+                  << describeColocated(colocated);
+    return 0;
+}
+
+}  // namespace moex::cli

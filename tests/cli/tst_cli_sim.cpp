@@ -1,0 +1,414 @@
+// moex-cli simulate / compare / bench against the contract of DESIGN.md section 4 and issue 3
+// (items 4, 5, 7): the JSON keys and shapes, conservation of token-expert pairs in the JSON,
+// atomic --json FILE, exit code 2 with clear messages on bad input, and --set overrides.
+#include <QtTest>
+
+#include <cmath>
+
+namespace {
+
+struct Result {
+    int exitCode = -1;
+    QString out;
+    QString err;
+};
+
+Result runCli(const QStringList& args)
+{
+    QProcess p;
+    p.start(QStringLiteral(MOEX_CLI_PATH), args);
+    if (!p.waitForFinished(180000)) {
+        p.kill();
+        p.waitForFinished();
+        return {};
+    }
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
+            QString::fromUtf8(p.readAllStandardError())};
+}
+
+QString scenario(const char* name)
+{
+    return QStringLiteral(MOEX_SOURCE_DIR "/samples/scenarios/") + QLatin1String(name) + QStringLiteral(".yaml");
+}
+
+QJsonDocument parse(const QString& text, QString* error)
+{
+    QJsonParseError e{};
+    const QJsonDocument doc = QJsonDocument::fromJson(text.toUtf8(), &e);
+    if (e.error != QJsonParseError::NoError)
+        *error = e.errorString() + QStringLiteral(" at ") + QString::number(e.offset);
+    return doc;
+}
+
+qint64 sumOf(const QJsonArray& a)
+{
+    qint64 s = 0;
+    for (const QJsonValue& v : a)
+        s += static_cast<qint64>(std::llround(v.toDouble()));
+    return s;
+}
+
+const char* const kSummaryKeys[] = {"step_time_us",    "tokens_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_kw",
+                                    "imbalance",       "dispatch_us",  "combine_us",           "expert_compute_us",
+                                    "hbm_used_gb_max", "max_concurrent_users"};
+
+}  // namespace
+
+class TestCliSim : public QObject {
+    Q_OBJECT
+private slots:
+    void simulateJsonContract_data();
+    void simulateJsonContract();
+    void simulateTextTable();
+    void simulateJsonFileIsAtomic();
+    void simulateBadArguments();
+    void simulateBrokenScenario();
+    void simulateSetOverrides();
+    void compareExplainsTheDifference();
+    void benchFidelity();
+    void benchSim();
+};
+
+void TestCliSim::simulateJsonContract_data()
+{
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<int>("gpus");
+    QTest::addColumn<int>("layers");
+    QTest::addColumn<int>("experts");
+    QTest::addColumn<qint64>("pairs");  // per layer: tokens per GPU x GPUs x experts per token
+    QTest::newRow("mixtral hgx-h100") << scenario("mixtral-8x7b-decode-hgx-h100") << 8 << 32 << 8 << qint64(64 * 8 * 2);
+    QTest::newRow("deepseek nvl72") << scenario("deepseek-r1-decode-nvl72") << 72 << 58 << 256 << qint64(128 * 72 * 8);
+    QTest::newRow("deepseek hgx prefill") << scenario("deepseek-r1-prefill-hgx-h200x8") << 64 << 58 << 256
+                                          << qint64(4096) * 64 * 8;
+}
+
+void TestCliSim::simulateJsonContract()
+{
+    QFETCH(QString, file);
+    QFETCH(int, gpus);
+    QFETCH(int, layers);
+    QFETCH(int, experts);
+    QFETCH(qint64, pairs);
+    const Result r = runCli({QStringLiteral("simulate"), file, QStringLiteral("--steps"), QStringLiteral("2"),
+                             QStringLiteral("--json"), QStringLiteral("-")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QString error;
+    const QJsonDocument doc = parse(r.out, &error);  // stdout holds the JSON and nothing else
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QVERIFY(doc.isObject());
+    const QJsonObject j = doc.object();
+
+    const QJsonObject summary = j.value(QStringLiteral("summary")).toObject();
+    for (const char* key : kSummaryKeys) {
+        QVERIFY2(summary.value(QLatin1String(key)).isDouble(), key);
+        QVERIFY2(std::isfinite(summary.value(QLatin1String(key)).toDouble()), key);
+        QVERIFY2(summary.value(QLatin1String(key)).toDouble() >= 0, key);
+    }
+    QVERIFY(summary.value(QStringLiteral("step_time_us")).toDouble() > 0);
+    QVERIFY(summary.value(QStringLiteral("tokens_per_s")).toDouble() > 0);
+    QVERIFY(summary.value(QStringLiteral("imbalance")).toDouble() >= 1.0);
+    QVERIFY(std::abs(summary.value(QStringLiteral("tokens_per_s_per_gpu")).toDouble() * gpus
+                     - summary.value(QStringLiteral("tokens_per_s")).toDouble())
+            <= 1e-6 * summary.value(QStringLiteral("tokens_per_s")).toDouble());
+
+    const QJsonArray gpuList = j.value(QStringLiteral("gpus")).toArray();
+    QCOMPARE(gpuList.size(), gpus);
+    for (const QJsonValue& g : gpuList) {
+        QVERIFY(g.isObject());
+        QVERIFY(g.toObject().value(QStringLiteral("compute_us")).isDouble());
+        QVERIFY(g.toObject().value(QStringLiteral("hbm_used_gb")).toDouble() > 0);
+    }
+
+    const QJsonArray links = j.value(QStringLiteral("links")).toArray();
+    QVERIFY(!links.isEmpty());
+    for (const QJsonValue& v : links) {
+        const QJsonObject l = v.toObject();
+        QVERIFY(l.contains(QStringLiteral("from")) && l.contains(QStringLiteral("to")));
+        QVERIFY(!l.value(QStringLiteral("from")).toString().isEmpty());  // node names
+        QVERIFY(!l.value(QStringLiteral("to")).toString().isEmpty());
+        QVERIFY(l.value(QStringLiteral("bytes")).toDouble() >= 0);
+        QVERIFY(l.value(QStringLiteral("capacity_gbps")).toDouble() > 0);
+        const double u = l.value(QStringLiteral("utilization")).toDouble(-1);
+        QVERIFY2(u >= 0 && u <= 1, qPrintable(QString::number(u)));
+    }
+
+    const QJsonArray traffic = j.value(QStringLiteral("traffic")).toArray();
+    QCOMPARE(traffic.size(), gpus);
+    double total = 0;
+    for (int s = 0; s < traffic.size(); ++s) {
+        const QJsonArray row = traffic.at(s).toArray();
+        QCOMPARE(row.size(), gpus);
+        QCOMPARE(row.at(s).toDouble(-1), 0.0);  // a GPU's tokens for its own experts never touch the network
+        for (const QJsonValue& x : row) {
+            QVERIFY(x.toDouble(-1) >= 0);
+            total += x.toDouble();
+        }
+    }
+    QVERIFY(total > 0);
+
+    const QJsonArray layerList = j.value(QStringLiteral("layers")).toArray();
+    QCOMPARE(layerList.size(), layers);
+    for (const QJsonValue& v : layerList) {
+        const QJsonObject l = v.toObject();
+        const QJsonArray expertLoad = l.value(QStringLiteral("expert_load")).toArray();
+        const QJsonArray gpuLoad = l.value(QStringLiteral("gpu_load")).toArray();
+        QCOMPARE(expertLoad.size(), experts);
+        QCOMPARE(gpuLoad.size(), gpus);
+        QCOMPARE(sumOf(expertLoad), pairs);
+        QCOMPARE(sumOf(gpuLoad), pairs);
+        QVERIFY(l.value(QStringLiteral("time_us")).toDouble() > 0);
+    }
+    QVERIFY(j.value(QStringLiteral("sim_wall_us_per_step")).isDouble());
+    QVERIFY(j.value(QStringLiteral("sim_wall_us_per_step")).toDouble() > 0);
+}
+
+void TestCliSim::simulateTextTable()
+{
+    const Result r = runCli({QStringLiteral("simulate"), scenario("mixtral-8x7b-decode-hgx-h100"), QStringLiteral("--steps"),
+                             QStringLiteral("2")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    for (const char* label : {"step time", "tokens/s", "dispatch", "combine", "expert compute", "imbalance", "memory", "power"})
+        QVERIFY2(r.out.contains(QLatin1String(label)), label);
+    QVERIFY(!r.out.trimmed().startsWith(QLatin1Char('{')));
+}
+
+void TestCliSim::simulateJsonFileIsAtomic()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString out = dir.filePath(QStringLiteral("run.json"));
+    {
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("old");
+    }
+    const QString s = scenario("mixtral-8x7b-decode-hgx-h100");
+    // A failing run leaves the previous file alone.
+    Result r = runCli({QStringLiteral("simulate"), s, QStringLiteral("--steps"), QStringLiteral("0"), QStringLiteral("--json"), out});
+    QCOMPARE(r.exitCode, 2);
+    {
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll(), QByteArray("old"));
+    }
+    r = runCli({QStringLiteral("simulate"), s, QStringLiteral("--steps"), QStringLiteral("2"), QStringLiteral("--json"), out});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QVERIFY(r.out.contains(QStringLiteral("step time")));  // with a file, the table still goes to stdout
+    QFile f(out);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QString error;
+    const QJsonDocument doc = parse(QString::fromUtf8(f.readAll()), &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QVERIFY(doc.object().contains(QStringLiteral("summary")));
+    QCOMPARE(doc.object().value(QStringLiteral("layers")).toArray().size(), 32);
+    // Written through a temporary file and renamed: nothing else is left in the folder.
+    QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot),
+             QStringList{QStringLiteral("run.json")});
+}
+
+void TestCliSim::simulateBadArguments()
+{
+    const QString s = scenario("mixtral-8x7b-decode-hgx-h100");
+    Result r = runCli({QStringLiteral("simulate"), s, QStringLiteral("--steps"), QStringLiteral("0")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("'--steps'")) && r.err.contains(QStringLiteral("out of range")), qPrintable(r.err));
+    QVERIFY(r.out.isEmpty());
+    r = runCli({QStringLiteral("simulate"), s, QStringLiteral("--steps"), QStringLiteral("x")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("steps")) && r.err.contains(QStringLiteral("integer")), qPrintable(r.err));
+    r = runCli({QStringLiteral("simulate"), s, QStringLiteral("--stpes"), QStringLiteral("3")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--stpes")), qPrintable(r.err));
+    QVERIFY2(r.err.contains(QStringLiteral("did you mean '--steps'")), qPrintable(r.err));
+    r = runCli({QStringLiteral("simulate"), s, QStringLiteral("--steps")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("steps")), qPrintable(r.err));
+    r = runCli({QStringLiteral("simulate")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("usage")), qPrintable(r.err));
+    r = runCli({QStringLiteral("compare"), s});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("usage")), qPrintable(r.err));
+    r = runCli({QStringLiteral("bench"), QStringLiteral("simm")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("simm")), qPrintable(r.err));
+}
+
+void TestCliSim::simulateBrokenScenario()
+{
+    QTemporaryDir dir;
+    const QString bad = dir.filePath(QStringLiteral("bad.yaml"));
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("name: bad\n"
+            "model: " MOEX_SOURCE_DIR "/samples/models/mixtral-8x7b.yaml\n"
+            "topology: {builtin: hgx-h100}\n"
+            "workload: {phase: decode, tokens_per_gpu: 0}\n");
+    f.close();
+    Result r = runCli({QStringLiteral("simulate"), bad});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(bad + QStringLiteral(":4:")), qPrintable(r.err));
+    QVERIFY2(r.err.contains(QStringLiteral("tokens_per_gpu")), qPrintable(r.err));
+
+    r = runCli({QStringLiteral("simulate"), dir.filePath(QStringLiteral("missing.yaml"))});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("missing.yaml")), qPrintable(r.err));
+
+    r = runCli({QStringLiteral("simulate"), scenario("mixtral-8x7b-decode-hgx-h100"), QStringLiteral("--set"),
+                QStringLiteral("workload.tokens_per_gpu=-1")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("out of range")), qPrintable(r.err));
+
+    r = runCli({QStringLiteral("compare"), scenario("mixtral-8x7b-decode-hgx-h100"), bad});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(bad + QStringLiteral(":4:")), qPrintable(r.err));
+}
+
+void TestCliSim::simulateSetOverrides()
+{
+    auto summaryOf = [&](const QString& file, const QStringList& extra, QJsonObject* whole) {
+        const Result r = runCli(QStringList{QStringLiteral("simulate"), file, QStringLiteral("--steps"), QStringLiteral("1"),
+                                            QStringLiteral("--json"), QStringLiteral("-")}
+                                + extra);
+        QString error;
+        const QJsonDocument doc = parse(r.out, &error);
+        if (r.exitCode != 0 || !error.isEmpty())
+            qWarning("exit %d: %s %s", r.exitCode, qPrintable(r.err), qPrintable(error));
+        *whole = doc.object();
+        return doc.object().value(QStringLiteral("summary")).toObject();
+    };
+    const QString nvl = scenario("deepseek-r1-decode-nvl72");
+    QJsonObject a, b;
+    const QJsonObject base = summaryOf(nvl, {}, &a);
+    const QJsonObject big = summaryOf(nvl, {QStringLiteral("--set"), QStringLiteral("workload.tokens_per_gpu=256")}, &b);
+    QCOMPARE(base.value(QStringLiteral("batch_per_gpu")).toInt(), 128);
+    QCOMPARE(big.value(QStringLiteral("batch_per_gpu")).toInt(), 256);
+    QCOMPARE(big.value(QStringLiteral("memory_limited")).toBool(), false);
+    QVERIFY(big.value(QStringLiteral("step_time_us")).toDouble() > base.value(QStringLiteral("step_time_us")).toDouble());
+    const QJsonArray layers = b.value(QStringLiteral("layers")).toArray();
+    QCOMPARE(layers.size(), 58);
+    for (const QJsonValue& v : layers)
+        QCOMPARE(sumOf(v.toObject().value(QStringLiteral("expert_load")).toArray()), qint64(256) * 72 * 8);
+
+    // Several overrides at once, of different parts of the scenario.
+    const QString mixtral = scenario("mixtral-8x7b-decode-hgx-h100");
+    QJsonObject c, d;
+    const QJsonObject plain = summaryOf(mixtral, {}, &c);
+    const QJsonObject slow = summaryOf(mixtral, {QStringLiteral("--set"), QStringLiteral("gpus.speed.gpu3=0.5"), QStringLiteral("--set"),
+                                                 QStringLiteral("workload.tokens_per_gpu=32")},
+                                       &d);
+    QCOMPARE(d.value(QStringLiteral("gpus")).toArray().at(3).toObject().value(QStringLiteral("speed")).toDouble(), 0.5);
+    QCOMPARE(d.value(QStringLiteral("gpus")).toArray().at(2).toObject().value(QStringLiteral("speed")).toDouble(), 1.0);
+    QCOMPARE(slow.value(QStringLiteral("batch_per_gpu")).toInt(), 32);
+    QCOMPARE(slow.value(QStringLiteral("straggler_gpu")).toInt(), 3);
+    QVERIFY(slow.value(QStringLiteral("step_time_us")).toDouble() > plain.value(QStringLiteral("step_time_us")).toDouble());
+}
+
+void TestCliSim::compareExplainsTheDifference()
+{
+    const QString a = scenario("deepseek-r1-decode-nvl72");
+    const QString b = scenario("deepseek-r1-decode-hgx-h200x8");
+    Result r = runCli({QStringLiteral("compare"), a, b, QStringLiteral("--steps"), QStringLiteral("2"), QStringLiteral("--json"),
+                       QStringLiteral("-")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QString error;
+    const QJsonObject j = parse(r.out, &error).object();
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    for (const char* side : {"a", "b"}) {
+        const QJsonObject summary = j.value(QLatin1String(side)).toObject().value(QStringLiteral("summary")).toObject();
+        for (const char* key : kSummaryKeys)
+            QVERIFY2(summary.value(QLatin1String(key)).isDouble(), key);
+    }
+    const QJsonObject ratio = j.value(QStringLiteral("ratio")).toObject();
+    const QJsonArray terms = j.value(QStringLiteral("terms")).toArray();
+    QStringList names;
+    QString largest;
+    double largestDelta = -1;
+    for (const QJsonValue& v : terms) {
+        const QJsonObject t = v.toObject();
+        const QString name = t.value(QStringLiteral("name")).toString();
+        names << name;
+        for (const char* key : {"a", "b", "delta", "ratio", "unit"})
+            QVERIFY2(t.contains(QLatin1String(key)), key);
+        QVERIFY(std::abs(t.value(QStringLiteral("delta")).toDouble()
+                         - (t.value(QStringLiteral("b")).toDouble() - t.value(QStringLiteral("a")).toDouble()))
+                <= 1e-6 * std::max(1.0, std::abs(t.value(QStringLiteral("b")).toDouble())));
+        QVERIFY2(ratio.contains(name), qPrintable(name));
+        if (t.value(QStringLiteral("a")).toDouble() != 0)
+            QVERIFY(std::abs(ratio.value(name).toDouble() - t.value(QStringLiteral("b")).toDouble() / t.value(QStringLiteral("a")).toDouble())
+                    <= 1e-6 * std::max(1.0, std::abs(ratio.value(name).toDouble())));
+        const bool additive = name == QLatin1String("dispatch_us") || name == QLatin1String("combine_us")
+            || name == QLatin1String("expert_compute_us") || name == QLatin1String("attention_us");
+        if (additive && std::abs(t.value(QStringLiteral("delta")).toDouble()) > largestDelta) {
+            largestDelta = std::abs(t.value(QStringLiteral("delta")).toDouble());
+            largest = name;
+        }
+    }
+    for (const char* key : {"dispatch_us", "combine_us", "expert_compute_us", "attention_us", "batch_per_gpu",
+                            "tokens_per_s_per_kw", "tokens_per_s_per_gpu", "step_time_us"})
+        QVERIFY2(names.contains(QLatin1String(key)), key);
+    // HGX sends 7 of 8 tokens over NICs: the all-to-all is where B loses.
+    QVERIFY(ratio.value(QStringLiteral("dispatch_us")).toDouble() > 1.0);
+    QVERIFY(ratio.value(QStringLiteral("tokens_per_s_per_gpu")).toDouble() < 1.0);
+    QVERIFY(!j.value(QStringLiteral("explanation")).toString().isEmpty());
+
+    // The text output names the largest contributor first.
+    r = runCli({QStringLiteral("compare"), a, b, QStringLiteral("--steps"), QStringLiteral("2")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QString label = largest == QLatin1String("dispatch_us")   ? QStringLiteral("dispatch")
+        : largest == QLatin1String("combine_us")                    ? QStringLiteral("combine")
+        : largest == QLatin1String("expert_compute_us")             ? QStringLiteral("expert compute")
+                                                                    : QStringLiteral("attention");
+    const QString marker = QStringLiteral("Largest differences per step: ");
+    const qsizetype at = r.out.indexOf(marker);
+    QVERIFY2(at >= 0, qPrintable(r.out));
+    QVERIFY2(r.out.mid(at + marker.size()).startsWith(label),
+             qPrintable(QStringLiteral("expected %1 first:\n%2").arg(label, r.out)));
+    QVERIFY(r.out.contains(QStringLiteral("NVLink domain")));
+    QVERIFY(r.out.contains(QStringLiteral("tokens/s per GPU")));
+}
+
+void TestCliSim::benchFidelity()
+{
+    const Result r = runCli({QStringLiteral("bench"), QStringLiteral("fidelity"), QStringLiteral("--json"), QStringLiteral("-")});
+    QString error;
+    const QJsonDocument doc = parse(r.out, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error + r.err));
+    QVERIFY(doc.isArray());
+    const QJsonArray points = doc.array();
+    QVERIFY(points.size() >= 15);
+    for (const QJsonValue& v : points) {
+        const QJsonObject p = v.toObject();
+        QVERIFY(!p.value(QStringLiteral("name")).toString().isEmpty());
+        QVERIFY(p.value(QStringLiteral("measured")).toDouble() > 0);
+        QVERIFY(p.value(QStringLiteral("predicted")).toDouble() > 0);
+        QVERIFY(!p.value(QStringLiteral("unit")).toString().isEmpty());
+        QVERIFY(p.value(QStringLiteral("error")).isDouble());
+        const double e = p.value(QStringLiteral("error")).toDouble();
+        const double expected = p.value(QStringLiteral("predicted")).toDouble() / p.value(QStringLiteral("measured")).toDouble() - 1;
+        QVERIFY(std::abs(e - expected) < 1e-9);
+        QVERIFY2(std::abs(e) <= 0.25, qPrintable(p.value(QStringLiteral("name")).toString() + QStringLiteral(": ")
+                                                 + QString::number(e)));
+    }
+    QCOMPARE(r.exitCode, 0);
+}
+
+void TestCliSim::benchSim()
+{
+    const Result r = runCli({QStringLiteral("bench"), QStringLiteral("sim"), QStringLiteral("--steps"), QStringLiteral("20"),
+                             QStringLiteral("--json"), QStringLiteral("-")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QString error;
+    const QJsonObject j = parse(r.out, &error).object();
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QVERIFY(j.value(QStringLiteral("us_per_step_median")).toDouble() > 0);
+    QVERIFY(j.value(QStringLiteral("allocations_per_step")).isDouble());
+    QVERIFY(j.value(QStringLiteral("allocations_per_step")).toDouble() >= 0);
+    QVERIFY(j.value(QStringLiteral("peak_rss_mb")).toDouble() > 0);
+    QCOMPARE(j.value(QStringLiteral("steps")).toInt(), 20);
+    QCOMPARE(j.value(QStringLiteral("gpus")).toInt(), 72);
+    QCOMPARE(j.value(QStringLiteral("moe_layers")).toInt(), 58);
+}
+
+QTEST_GUILESS_MAIN(TestCliSim)
+#include "tst_cli_sim.moc"
