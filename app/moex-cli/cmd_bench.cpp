@@ -1,7 +1,8 @@
 // moex-cli bench sim|fidelity|place [...]: benchmarks with their ratio to a ceiling measured in the same run.
 //   moex-cli bench sim [--scenario S] [--steps N] [--json OUT|-]
 //   moex-cli bench fidelity [--json OUT|-]
-//   moex-cli bench place [--budget-ms N] [--seed S] [--runs N] [--steps N] [--json OUT|-]   (cmd_bench_place.cpp)
+//   moex-cli bench place [--budget-ms N] [--seed S] [--runs N] [--steps N] [--counts F] [--json OUT|-]
+//                                (cmd_bench_place.cpp)
 #include "alloc_counter.h"
 #include "cli_args.h"
 #include "commands.h"
@@ -158,10 +159,10 @@ int benchPlace(const Args& args);  // cmd_bench_place.cpp
 int cmdBench(const Argv& argv)
 {
     Args args("bench", argv,
-              {{"scenario"}, {"steps"}, {"json"}, {"set", true, true}, {"budget-ms"}, {"seed"}, {"runs"}});
+              {{"scenario"}, {"steps"}, {"json"}, {"set", true, true}, {"budget-ms"}, {"seed"}, {"runs"}, {"counts"}});
     args.requirePositionals(1, 1,
                             "moex-cli bench sim|fidelity|place [--scenario S] [--steps N] [--json OUT|-] "
-                            "(place: [--budget-ms N] [--seed S] [--runs N])");
+                            "(place: [--budget-ms N] [--seed S] [--runs N] [--counts FILE])");
     const std::string what = args.positionals().front();
     if (what == "sim")
         return benchSim(args);

@@ -1,14 +1,16 @@
 // moex-cli bench place: quality and speed of every placement strategy, with the ratio of eplb's
 // runtime to a ceiling measured in the same run.
-//   moex-cli bench place [--budget-ms N] [--seed S] [--runs N] [--steps N] [--json OUT|-]
+//   moex-cli bench place [--budget-ms N] [--seed S] [--runs N] [--steps N] [--counts FILE]
+//                        [--json OUT|-]
 //
 // Cases (scenarios from samples/scenarios, or $MOEX_SAMPLES/scenarios):
 //   GB200 NVL72   deepseek-r1-decode-nvl72.yaml, 58 MoE layers x 256 experts, 288 slots on 72 GPUs
 //   8 x HGX-H200  deepseek-r1-decode-hgx-h200x8.yaml, the same model on 64 GPUs in 8 NVLink
 //                 domains, 320 slots (288 is not a multiple of 64; 320 is the next one)
-//   switch-128    real heavy-skew counts (google/switch-base-128, 6 layers x 128 experts, from
-//                 ../shared/data/traces; skipped when absent), cycled over the 58 MoE layers of the
-//                 128-expert Mistral Large 3 sample on GB300 NVL72, 144 slots
+//   counts        real heavy-skew per-layer counts given with --counts FILE (for instance the
+//                 google/switch-base-128 expert statistics, 6 layers x 128 experts), cycled over the
+//                 MoE layers of the 128-expert Mistral Large 3 sample on GB300 NVL72, 144 slots;
+//                 skipped without --counts
 //   slow GPUs     deepseek-r1-decode-nvl72-slow-gpus.yaml: six GPUs at 0.80-0.90 speed
 // Columns:
 //   balance     mean over MoE layers of max/mean GPU load, each replica taking an even share of its
@@ -61,13 +63,6 @@ std::string samplesDir()
 {
     const char* env = std::getenv("MOEX_SAMPLES");
     return env ? env : MOEX_SAMPLES_DIR;
-}
-
-std::string sharedTrace(const std::string& name)
-{
-    const char* env = std::getenv("MOEX_SHARED_DATA");
-    const std::string dir = env ? env : std::string(MOEX_SAMPLES_DIR) + "/../../shared/data";
-    return dir + "/traces/" + name;
 }
 
 double msSince(Clock::time_point t0)
@@ -303,12 +298,13 @@ int benchPlace(const Args& args)
                                  "8 x HGX-H200: DeepSeek-R1 decode (deepseek-r1-decode-hgx-h200x8.yaml); 320 slots, "
                                  "since 288 is not a multiple of 64 GPUs",
                                  "deepseek-r1-decode-hgx-h200x8.yaml", 320, all, overrides));
-    const std::string switchFile = sharedTrace("switch_base128_comprehensive_expert_statistics.json");
     std::string skipped;
-    if (std::filesystem::exists(switchFile)) {
-        Case c = scenarioCase("switch-128",
-                              "Real heavy skew: switch-base-128 counts (6 layers, cycled) on the Mistral Large 3 "
-                              "shape, GB300 NVL72 (mistral-large-3-decode-gb300-nvl72.yaml)",
+    if (auto countsFile = args.value("counts")) {
+        const std::string switchFile = *countsFile;
+        Case c = scenarioCase("counts",
+                              "Real skew: " + std::filesystem::path(switchFile).filename().string() +
+                                  " (layers cycled) on the Mistral Large 3 shape, GB300 NVL72 "
+                                  "(mistral-large-3-decode-gb300-nvl72.yaml)",
                               "mistral-large-3-decode-gb300-nvl72.yaml", 144, all, overrides);
         const LoadStats stats = readLoadStats(switchFile);
         for (int l = 0; l < c.scenario.model.numMoeLayers(); ++l)
@@ -317,8 +313,8 @@ int benchPlace(const Args& args)
             std::make_unique<CountsSource>(readLayerCounts(switchFile, c.scenario.model.routed_experts), c.scenario);
         cases.push_back(std::move(c));
     } else {
-        skipped =
-            "switch-128 skipped: " + switchFile + " not found (the real heavy-skew counts live in ../shared/data)";
+        skipped = "real-counts case skipped: pass --counts FILE (per-layer expert counts, e.g. the "
+                  "switch-base-128 statistics) to add it";
     }
     cases.push_back(scenarioCase("slow-gpus",
                                  "Slow GPUs: DeepSeek-R1 decode on GB200 NVL72, six GPUs at 0.80-0.90 "
