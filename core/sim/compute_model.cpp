@@ -30,6 +30,16 @@ ComputeModel::ComputeModel(const ModelSpec& m, const GpuSpec& gpu, const Calibra
     m_expertBytes = static_cast<double>(m.expertParams()) * bytesPerElement(expertWeights);
     m_kvBytesPerElement = bytesPerElement(kvCache);
     m_nonExpertBpe = bytesPerElement(m.non_expert_dtype);
+    // One routed expert slot: 6 h I flops per (padded) token for gate, up and down; the weights
+    // read once; activations in and out (bf16) and the intermediate (fp32) per token.
+    const double h = m.hidden_size;
+    const double inter = m.moe_intermediate_size;
+    m_tile = std::max(1, cal.gemm_tile_tokens);
+    const double flopsPerUs = m_expertPeak * 1e12 * cal.gemm_efficiency / 1e6;
+    const double bytesPerUs = gpu.hbm_bw_gbs * 1e9 * cal.hbm_efficiency / 1e6;
+    m_slotComputeUsPerToken = flopsPerUs > 0 ? 6.0 * h * inter / flopsPerUs : 0.0;
+    m_slotMemoryUs = bytesPerUs > 0 ? m_expertBytes / bytesPerUs : 0.0;
+    m_slotMemoryUsPerToken = bytesPerUs > 0 ? (h * 2.0 + inter * 4.0 + h * 2.0) / bytesPerUs : 0.0;
 }
 
 double ComputeModel::roofline(double flops, double bytes, double peakTflops, double eff) const
@@ -37,20 +47,6 @@ double ComputeModel::roofline(double flops, double bytes, double peakTflops, dou
     const double computeUs = peakTflops > 0 ? flops / (peakTflops * 1e12 * eff) * 1e6 : 0.0;
     const double memoryUs = m_gpu.hbm_bw_gbs > 0 ? bytes / (m_gpu.hbm_bw_gbs * 1e9 * m_cal.hbm_efficiency) * 1e6 : 0.0;
     return std::max(computeUs, memoryUs);
-}
-
-double ComputeModel::expertSlotUs(double tokens) const
-{
-    if (tokens <= 0)
-        return 0.0;
-    const double h = m_model.hidden_size;
-    const double inter = m_model.moe_intermediate_size;
-    // Tokens are padded to the GEMM M-tile: 3 tokens cost as much math as a full tile.
-    const double tile = std::max(1, m_cal.gemm_tile_tokens);
-    const double padded = std::ceil(tokens / tile) * tile;
-    const double flops = 6.0 * padded * h * inter;
-    const double activationBytes = tokens * (h * 2.0 + inter * 4.0 + h * 2.0);
-    return roofline(flops, m_expertBytes + activationBytes, m_expertPeak, m_cal.gemm_efficiency);
 }
 
 double ComputeModel::sharedAndRouterUs(double tokens) const

@@ -8,6 +8,8 @@
 #include "sim/calibration.h"
 #include "topology/gpu_spec.h"
 
+#include <cmath>
+
 namespace moex {
 
 class ComputeModel {
@@ -16,7 +18,17 @@ public:
                  DType kvCache = DType::bf16);
 
     // One routed expert slot processing `tokens` tokens in one MoE layer (0 tokens: 0, the kernel skips it).
-    [[nodiscard]] double expertSlotUs(double tokens) const;
+    // Inline: the simulator calls it for every slot of every layer.
+    [[nodiscard]] double expertSlotUs(double tokens) const
+    {
+        if (tokens <= 0)
+            return 0.0;
+        // Tokens are padded to the GEMM M-tile: 3 tokens cost as much math as a full tile.
+        const double padded = std::ceil(tokens / m_tile) * m_tile;
+        const double computeUs = padded * m_slotComputeUsPerToken;
+        const double memoryUs = m_slotMemoryUs + tokens * m_slotMemoryUsPerToken;
+        return computeUs > memoryUs ? computeUs : memoryUs;
+    }
     // Shared experts + router gate of one MoE layer for this GPU's own tokens, plus GEMM launches.
     [[nodiscard]] double sharedAndRouterUs(double tokens) const;
     // Attention of one decoder layer for `tokens` tokens (decode: one per sequence, each reading
@@ -42,6 +54,11 @@ private:
     double m_expertBytes = 0;
     double m_kvBytesPerElement = 2;
     double m_nonExpertBpe = 2;
+    // expertSlotUs's roofline, folded: math per padded token, weights once, activations per token.
+    double m_tile = 1;
+    double m_slotComputeUsPerToken = 0;
+    double m_slotMemoryUs = 0;
+    double m_slotMemoryUsPerToken = 0;
 };
 
 // Dense tensor rate for GEMMs whose weights are stored in `weights` on this GPU. FP4 formats run

@@ -7,7 +7,10 @@ namespace moex {
 
 int Fabric::addPort(PortKind kind, int owner)
 {
-    m_ports.push_back({kind, owner, 0.0, {}, {}});
+    Port port;
+    port.kind = kind;
+    port.owner = owner;
+    m_ports.push_back(std::move(port));
     return static_cast<int>(m_ports.size()) - 1;
 }
 
@@ -117,10 +120,16 @@ Fabric::Fabric(const Topology& t)
     }
     for (std::size_t g = 0; g < G; ++g) {
         auto bound = [](double a, double b) { return a > 0 && b > 0 ? std::min(a, b) : std::max(a, b); };
-        if (m_nicOut[g] >= 0)
-            m_ports[static_cast<std::size_t>(m_nicOut[g])].capacity_gbs = bound(pcieOut[g], netOut[g]);
-        if (m_nicIn[g] >= 0)
-            m_ports[static_cast<std::size_t>(m_nicIn[g])].capacity_gbs = bound(pcieIn[g], netIn[g]);
+        auto setNic = [&](int port, double pcie, double net) {
+            if (port < 0)
+                return;
+            Port& p = m_ports[static_cast<std::size_t>(port)];
+            p.capacity_gbs = bound(pcie, net);
+            p.pcie_gbs = pcie;
+            p.network_gbs = net;
+        };
+        setNic(m_nicOut[g], pcieOut[g], netOut[g]);
+        setNic(m_nicIn[g], pcieIn[g], netIn[g]);
         const int leaf = m_leaf[g];
         if (leaf >= 0) {
             if (auto it = leafUpPort.find(leaf); it != leafUpPort.end())

@@ -16,6 +16,10 @@ struct Port {
     PortKind kind = PortKind::nvOut;
     int owner = 0;              // GPU index, or leaf node index for leaf ports
     double capacity_gbs = 0;    // sum over its links, GB/s in this direction
+    // NIC ports are two links in series: GPU -> NIC over PCIe, then the network link; each has its
+    // own efficiency in the calibration. capacity_gbs is the smaller of the two (0 = absent).
+    double pcie_gbs = 0;
+    double network_gbs = 0;
     std::vector<int> links;     // topology link indices
     // Fraction of the port's bytes each link carries: parallel links of one kind share by
     // capacity; links in series (GPU -> NIC -> leaf) each carry all of it.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <stdexcept>
 
@@ -35,6 +37,8 @@ Simulator::Simulator(const Scenario& scenario, const Placement& placement, const
       m_compute(scenario.model, scenario.topology.gpu, calibration, scenario.precision.weights)
 {
     m_mode = scenario.workload.phase == Phase::decode ? KernelMode::low_latency : KernelMode::high_throughput;
+    for (const Port& port : m_fabric.ports())
+        m_portRate.push_back(portRate(port));
     buildPlans();
 }
 
@@ -73,6 +77,7 @@ void Simulator::buildPlans()
         maxSlots = std::max(maxSlots, m_plans[static_cast<std::size_t>(l)].slot_expert.size());
     }
     m_expertTotals.assign(static_cast<std::size_t>(E), 0);
+    m_expertScaled.assign(static_cast<std::size_t>(E), 0.0);
     m_sentSum.assign(static_cast<std::size_t>(G) * static_cast<std::size_t>(G), 0.0f);
     const auto g2 = static_cast<std::size_t>(G) * static_cast<std::size_t>(G);
     m_notSent.assign(g2, 1.0f);
@@ -107,9 +112,6 @@ void Simulator::buildLayerPlan(int l)
     plan.slot_share.clear();
     plan.single_expert.clear();
     plan.single_slot.clear();
-    plan.multi_experts.clear();
-    plan.target_slot.clear();
-    plan.target_fraction.clear();
     plan.gpu_slot_begin.assign(static_cast<std::size_t>(G) + 1, 0);
     for (int g = 0; g < G; ++g) {
         plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1] =
@@ -135,29 +137,31 @@ void Simulator::buildLayerPlan(int l)
         const auto e = static_cast<std::size_t>(plan.slot_expert[s]);
         plan.replica_slots[static_cast<std::size_t>(plan.expert_first[e] + fill[e]++)] = static_cast<int>(s);
     }
-    plan.single_begin.assign(static_cast<std::size_t>(G) + 1, 0);
-    for (int g = 0; g < G; ++g) {
-        for (int s = plan.gpu_slot_begin[static_cast<std::size_t>(g)]; s < plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1]; ++s) {
-            const int e = plan.slot_expert[static_cast<std::size_t>(s)];
-            if (plan.expert_count[static_cast<std::size_t>(e)] == 1 && plan.slot_share[static_cast<std::size_t>(s)] < 0) {
-                plan.single_expert.push_back(e);
-                plan.single_slot.push_back(s);
-            }
-        }
-        plan.single_begin[static_cast<std::size_t>(g) + 1] = static_cast<int>(plan.single_expert.size());
-    }
-    for (int e = 0; e < E; ++e)
-        if (plan.expert_count[static_cast<std::size_t>(e)] > 1
-            || plan.slot_share[static_cast<std::size_t>(plan.replica_slots[static_cast<std::size_t>(plan.expert_first[static_cast<std::size_t>(e)])])] >= 0)
-            plan.multi_experts.push_back(e);
-    // Replica choice per source: explicit shares, else a replica on the same GPU, else in the
-    // same NVLink domain, else all evenly (DESIGN.md 5.1).
-    plan.target_begin.assign(1, 0);
-    for (int e : plan.multi_experts) {
+    // Replicated experts (or experts with explicit shares) get one keep row per replica.
+    plan.slot_keep.assign(plan.slot_expert.size(), 0);
+    plan.rep_slot.clear();
+    plan.rep_expert.clear();
+    plan.rep_fraction.clear();
+    std::vector<float>& repFractions = m_repFractions;  // [replica][src]
+    std::vector<float>& fractions = m_expertFractions;  // [replica of one expert][src]
+    repFractions.clear();
+    for (int e = 0; e < E; ++e) {
         const int n = plan.expert_count[static_cast<std::size_t>(e)];
         const int* reps = plan.replica_slots.data() + plan.expert_first[static_cast<std::size_t>(e)];
+        const bool explicitShares = plan.slot_share[static_cast<std::size_t>(reps[0])] >= 0;
+        if (n == 1 && !explicitShares) {
+            plan.single_expert.push_back(e);
+            plan.single_slot.push_back(reps[0]);
+            plan.slot_keep[static_cast<std::size_t>(reps[0])] = e;
+            continue;
+        }
+        fractions.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(G), 0.0f);
+        for (int j = 0; j < n; ++j) {
+            plan.slot_keep[static_cast<std::size_t>(reps[j])] = E + static_cast<int>(plan.rep_slot.size());
+            plan.rep_slot.push_back(reps[j]);
+            plan.rep_expert.push_back(e);
+        }
         for (int src = 0; src < G; ++src) {
-            const bool explicitShares = plan.slot_share[static_cast<std::size_t>(reps[0])] >= 0;
             int local = 0, sameDomain = 0;
             for (int j = 0; j < n; ++j) {
                 const int g = plan.slot_gpu[static_cast<std::size_t>(reps[j])];
@@ -173,14 +177,19 @@ void Simulator::buildLayerPlan(int l)
                     fraction = plan.slot_share[static_cast<std::size_t>(s)];
                 else if (local > 0 ? g == src : (sameDomain > 0 ? m_fabric.domainOf(g) == m_fabric.domainOf(src) : true))
                     fraction = 1.0f / static_cast<float>(chosen);
-                if (fraction <= 0)
-                    continue;
-                plan.target_slot.push_back(s);
-                plan.target_fraction.push_back(fraction);
+                fractions[static_cast<std::size_t>(j) * G + static_cast<std::size_t>(src)] = fraction;
             }
-            plan.target_begin.push_back(static_cast<int>(plan.target_slot.size()));
         }
+        repFractions.insert(repFractions.end(), fractions.begin(), fractions.begin() + static_cast<std::ptrdiff_t>(n) * G);
     }
+    // Stored [block of 8 sources][replica][8] so that routeLayer reads them in one sequential pass.
+    const int R = static_cast<int>(plan.rep_slot.size());
+    const int blocks = (G + 7) / 8;
+    plan.rep_fraction.assign(static_cast<std::size_t>(blocks) * static_cast<std::size_t>(R) * 8, 0.0f);
+    for (int rep = 0; rep < R; ++rep)
+        for (int src = 0; src < G; ++src)
+            plan.rep_fraction[(static_cast<std::size_t>(src / 8) * R + static_cast<std::size_t>(rep)) * 8 + static_cast<std::size_t>(src % 8)] =
+                repFractions[static_cast<std::size_t>(rep) * G + static_cast<std::size_t>(src)];
 }
 
 // Route step 1 (DESIGN.md 5.1): token-expert pairs of each source go to the expert's replicas
@@ -193,75 +202,104 @@ void Simulator::routeLayer(const RoutingSample& r, int layer, double tokensPerGp
     const int G = m_fabric.numGpus();
     const int E = r.num_experts;
     const int T = r.tokens_per_gpu;
+    const int R = static_cast<int>(plan.rep_slot.size());
     // Counts are scaled when memory limits the batch below the sample's tokens per GPU.
     const double scale = T > 0 ? tokensPerGpu / T : 0.0;
-    // keep[c] = 1 - c/T: the chance a token of this source is not among the c an expert took.
-    m_keepFactor.resize(static_cast<std::size_t>(T) + 1);
-    for (int c = 0; c <= T; ++c)
-        m_keepFactor[static_cast<std::size_t>(c)] = static_cast<float>(1.0 - static_cast<double>(c) / T);
-    const float* keep = m_keepFactor.data();
+    const float invSampleT = T > 0 ? 1.0f / static_cast<float>(T) : 0.0f;
     std::fill(m_slotTokens.begin(), m_slotTokens.end(), 0.0);
     std::fill(m_expertTotals.begin(), m_expertTotals.end(), 0);
-    const int* singleBegin = plan.single_begin.data();
-    const int* singleExpert = plan.single_expert.data();
+    if (m_zeroRow.size() < static_cast<std::size_t>(E))
+        m_zeroRow.assign(static_cast<std::size_t>(E), 0);
     const std::int32_t* counts = r.counts[static_cast<std::size_t>(layer)].data();
     std::int32_t* totals = m_expertTotals.data();
+    double* slotTokens = m_slotTokens.data();
 
-    for (int src = 0; src < G; ++src) {
-        const std::int32_t* row = counts + static_cast<std::size_t>(src) * E;
-#pragma omp simd
-        for (int e = 0; e < E; ++e)  // per-expert totals over sources
-            totals[e] += row[e];
-    }
-    // Hot loop: experts with one replica, walked GPU by GPU, four sources at a time so that the
-    // expert index and loop overhead are shared; no branches.
-    constexpr int kBlock = 4;
+    // Eight sources at a time, as two 4-wide vectors (SSE registers; GCC vector extensions).
+    using V4 = float __attribute__((vector_size(16)));
+    using V4i = std::int32_t __attribute__((vector_size(16)));
+    constexpr int kBlock = 8;
+    const std::size_t rows = static_cast<std::size_t>(E + R);
+    m_keep.resize(rows * kBlock + kBlock);  // + room to align to 32 bytes
+    float* keep = m_keep.data();
+    keep += (32 - reinterpret_cast<std::uintptr_t>(keep) % 32) % 32 / sizeof(float);
+    V4* keepV = reinterpret_cast<V4*>(keep);  // row k: keepV[2k] sources 0-3, keepV[2k+1] sources 4-7
+    const V4 one = {1, 1, 1, 1};
+    const V4 invT = {invSampleT, invSampleT, invSampleT, invSampleT};
+    const int E4 = E - E % 4;
     for (int src0 = 0; src0 < G; src0 += kBlock) {
         const int nsrc = std::min(kBlock, G - src0);
-        const std::int32_t* rows[kBlock];
-        for (int b = 0; b < kBlock; ++b)
-            rows[b] = counts + static_cast<std::size_t>(src0 + std::min(b, nsrc - 1)) * E;
-        float* notSent = m_notSent.data() + static_cast<std::size_t>(src0) * G;
-        int k = singleBegin[0];
-        for (int g = 0; g < G; ++g) {
-            float p0 = 1.0f, p1 = 1.0f, p2 = 1.0f, p3 = 1.0f;
-            for (const int end = singleBegin[g + 1]; k < end; ++k) {
-                const int e = singleExpert[k];
-                p0 *= keep[rows[0][e]];
-                p1 *= keep[rows[1][e]];
-                p2 *= keep[rows[2][e]];
-                p3 *= keep[rows[3][e]];
+        // Pass 1: read the block's rows once (contiguous): per-expert totals, and the keep rows
+        // 1 - c/T transposed 4 x 4 into expert-major order.
+        for (int half = 0; half < 2; ++half) {
+            const std::int32_t* row[4];
+            for (int b = 0; b < 4; ++b) {
+                const int src = src0 + half * 4 + b;
+                row[b] = src < G ? counts + static_cast<std::size_t>(src) * E : m_zeroRow.data();
             }
-            const float p[kBlock] = {p0, p1, p2, p3};
+            for (int e = 0; e < E4; e += 4) {
+                V4i c0, c1, c2, c3, t;
+                std::memcpy(&c0, row[0] + e, sizeof c0);
+                std::memcpy(&c1, row[1] + e, sizeof c1);
+                std::memcpy(&c2, row[2] + e, sizeof c2);
+                std::memcpy(&c3, row[3] + e, sizeof c3);
+                std::memcpy(&t, totals + e, sizeof t);
+                t += (c0 + c1) + (c2 + c3);
+                std::memcpy(totals + e, &t, sizeof t);
+                const V4 f0 = one - __builtin_convertvector(c0, V4) * invT;
+                const V4 f1 = one - __builtin_convertvector(c1, V4) * invT;
+                const V4 f2 = one - __builtin_convertvector(c2, V4) * invT;
+                const V4 f3 = one - __builtin_convertvector(c3, V4) * invT;
+                const V4 a = __builtin_shuffle(f0, f1, V4i{0, 4, 1, 5});
+                const V4 b = __builtin_shuffle(f2, f3, V4i{0, 4, 1, 5});
+                const V4 c = __builtin_shuffle(f0, f1, V4i{2, 6, 3, 7});
+                const V4 d = __builtin_shuffle(f2, f3, V4i{2, 6, 3, 7});
+                keepV[2 * (e + 0) + half] = __builtin_shuffle(a, b, V4i{0, 1, 4, 5});
+                keepV[2 * (e + 1) + half] = __builtin_shuffle(a, b, V4i{2, 3, 6, 7});
+                keepV[2 * (e + 2) + half] = __builtin_shuffle(c, d, V4i{0, 1, 4, 5});
+                keepV[2 * (e + 3) + half] = __builtin_shuffle(c, d, V4i{2, 3, 6, 7});
+            }
+            for (int e = E4; e < E; ++e) {
+                for (int b = 0; b < 4; ++b) {
+                    totals[e] += row[b][e];
+                    keep[static_cast<std::size_t>(e) * kBlock + static_cast<std::size_t>(half * 4 + b)] =
+                        1.0f - static_cast<float>(row[b][e]) * invSampleT;
+                }
+            }
+        }
+        // Replicas: replica r takes fraction f of what each source sends to its expert, so its
+        // keep row is 1 - f (1 - keep[expert]); its tokens are T f c/T summed over sources.
+        for (int rep = 0; rep < R; ++rep) {
+            const int e = plan.rep_expert[static_cast<std::size_t>(rep)];
+            const float* frac = plan.rep_fraction.data() + (static_cast<std::size_t>(src0 / kBlock) * R + static_cast<std::size_t>(rep)) * kBlock;
+            V4 flo, fhi;
+            std::memcpy(&flo, frac, sizeof flo);
+            std::memcpy(&fhi, frac + 4, sizeof fhi);
+            const V4 takenLo = (one - keepV[2 * e]) * flo;
+            const V4 takenHi = (one - keepV[2 * e + 1]) * fhi;
+            keepV[2 * (E + rep)] = one - takenLo;
+            keepV[2 * (E + rep) + 1] = one - takenHi;
+            const V4 sum = takenLo + takenHi;
+            const double taken = static_cast<double>(sum[0]) + sum[1] + sum[2] + sum[3];
+            slotTokens[plan.rep_slot[static_cast<std::size_t>(rep)]] += taken * tokensPerGpu;
+        }
+        // Pass 2: m_notSent[src][g] = product of the keep rows of every slot on GPU g, the chance
+        // a token of src has none of its experts there (it is sent once per destination GPU).
+        const int* slotKeep = plan.slot_keep.data();
+        const int* gpuBegin = plan.gpu_slot_begin.data();
+        float* notSent = m_notSent.data() + static_cast<std::size_t>(src0) * G;
+        for (int g = 0; g < G; ++g) {
+            V4 lo = one, hi = one;
+            for (int k = gpuBegin[g]; k < gpuBegin[g + 1]; ++k) {
+                const int row = slotKeep[k];
+                lo *= keepV[2 * row];
+                hi *= keepV[2 * row + 1];
+            }
             for (int b = 0; b < nsrc; ++b)
-                notSent[static_cast<std::size_t>(b) * G + g] = p[b];
+                notSent[static_cast<std::size_t>(b) * G + g] = b < 4 ? lo[b] : hi[b - 4];
         }
     }
     for (std::size_t k = 0; k < plan.single_slot.size(); ++k)
-        m_slotTokens[static_cast<std::size_t>(plan.single_slot[k])] =
-            static_cast<double>(totals[plan.single_expert[k]]) * scale;
-
-    // Replicated experts (a few), with the targets precomputed in buildPlans.
-    const double invT = tokensPerGpu > 0 ? 1.0 / tokensPerGpu : 0.0;
-    const int* slotGpu = plan.slot_gpu.data();
-    double* slotTokens = m_slotTokens.data();
-    const int* targetBegin = plan.target_begin.data();
-    for (std::size_t m = 0; m < plan.multi_experts.size(); ++m) {
-        const int e = plan.multi_experts[m];
-        for (int src = 0; src < G; ++src) {
-            const double c = counts[static_cast<std::size_t>(src) * E + e] * scale;
-            if (c <= 0)
-                continue;
-            float* notSent = m_notSent.data() + static_cast<std::size_t>(src) * G;
-            const std::size_t at = m * static_cast<std::size_t>(G) + static_cast<std::size_t>(src);
-            for (int k = targetBegin[at]; k < targetBegin[at + 1]; ++k) {
-                const int s = plan.target_slot[static_cast<std::size_t>(k)];
-                const double q = c * plan.target_fraction[static_cast<std::size_t>(k)];
-                notSent[slotGpu[s]] *= static_cast<float>(std::max(0.0, 1.0 - q * invT));
-                slotTokens[s] += q;
-            }
-        }
-    }
+        slotTokens[plan.single_slot[k]] = static_cast<double>(totals[plan.single_expert[k]]) * scale;
 }
 
 // Route step 2 (DESIGN.md 5.2): bytes of each GPU pair onto the fabric's ports, for dispatch
@@ -327,8 +365,12 @@ void Simulator::accumulatePorts(double tokensPerGpu)
                 // DeepEP normal kernels: one RDMA copy per destination domain to the GPU on the
                 // source's rail there, then NVLink forwarding to each destination GPU.
                 m_notSentDom[static_cast<std::size_t>(src) * D + dstDom] *= notSent[dst];
-                const int relay = m_fabric.gpuOnRail(dstDom, m_fabric.railOf(src));
-                if (relay != dst && relay >= 0) {
+                // The GPU that receives the domain's RDMA copy (same rail, else the domain's
+                // first GPU, as below) forwards it over NVLink.
+                int relay = m_fabric.gpuOnRail(dstDom, m_fabric.railOf(src));
+                if (relay < 0)
+                    relay = m_fabric.domainGpus(dstDom).front();
+                if (relay != dst) {
                     add(m_dispatchPort, m_fabric.nvOut(relay), tokens * bd);
                     add(m_dispatchPort, m_fabric.nvIn(dst), tokens * bd);
                     add(m_combinePort, m_fabric.nvOut(dst), tokens * bc);
@@ -383,26 +425,36 @@ void Simulator::accumulatePorts(double tokensPerGpu)
     }
 }
 
-double Simulator::batchTokens() const
+Simulator::MemoryBudget Simulator::memoryBudget(std::vector<double>* weightsPerGpu) const
 {
-    // The memory rule of step() (DESIGN.md 5.7), without writing metrics.
     const int G = m_fabric.numGpus();
     const Workload& w = m_scenario.workload;
     const double usable = m_scenario.topology.gpu.hbm_usable_gb * 1e9;
     const double reserve = m_cal.activation_reserve_gb * 1e9;
-    const double kvPerSeq = m_compute.kvBytesPerSequence(w.context_tokens);
+    MemoryBudget mb;
+    mb.kv_per_sequence = m_compute.kvBytesPerSequence(w.context_tokens);
     double minFree = usable;
     for (int g = 0; g < G; ++g) {
         int slots = 0;
         for (const auto& l : m_placement.layers)
             slots += static_cast<int>(l.gpu_slots[static_cast<std::size_t>(g)].size());
         const double bytes = slots * m_compute.expertBytes() + m_scenario.model.nonExpertBytes();
+        if (weightsPerGpu)
+            (*weightsPerGpu)[static_cast<std::size_t>(g)] = bytes;
         minFree = std::min(minFree, usable - bytes - reserve);
     }
-    const std::int64_t usersPerGpu = kvPerSeq > 0 ? static_cast<std::int64_t>(std::max(0.0, minFree) / kvPerSeq) : 0;
-    if (w.phase == Phase::decode && usersPerGpu < w.tokens_per_gpu)
-        return static_cast<double>(usersPerGpu);
-    return w.tokens_per_gpu;
+    if (minFree < 0)
+        mb.users_per_gpu = 0;  // the weights alone do not fit
+    else if (mb.kv_per_sequence > 0)
+        mb.users_per_gpu = static_cast<std::int64_t>(minFree / mb.kv_per_sequence);
+    else
+        mb.users_per_gpu = w.tokens_per_gpu;  // no KV cache: memory does not bound the batch
+    mb.tokens = w.tokens_per_gpu;
+    if (w.phase == Phase::decode && mb.users_per_gpu < w.tokens_per_gpu) {
+        mb.tokens = static_cast<double>(mb.users_per_gpu);
+        mb.limited = true;
+    }
+    return mb;
 }
 
 void Simulator::setLayerPlacement(int layer, const LayerPlacement& placement)
@@ -508,18 +560,29 @@ double Simulator::allToAllUs(const std::vector<double>& pairBytes, double floorU
     // accumulatePorts charged dispatchBytesPerToken() per token; rescale to one byte per token.
     for (double& b : m_dispatchPort)
         b /= savedD;
+    // The "tokens" here are bytes: an all-to-all of byte matrices sends one message per peer, not
+    // one per byte, so the low-latency per-message cost does not apply.
+    std::fill(m_messages.begin(), m_messages.end(), 0);
     std::fill(m_sentSum.begin(), m_sentSum.end(), 0.0f);
     return phaseTime(m_dispatchPort, floorUs, m_crossTraffic).time_us;
 }
 
-double Simulator::portEfficiency(PortKind kind) const
+double Simulator::portRate(const Port& port) const
 {
-    switch (kind) {
+    switch (port.kind) {
     case PortKind::nvOut:
     case PortKind::nvIn:
-        return m_cal.nvlink_efficiency;
+        return port.capacity_gbs * 1e3 * m_cal.nvlink_efficiency;
+    case PortKind::nicOut:
+    case PortKind::nicIn: {
+        const double pcie = port.pcie_gbs * 1e3 * m_cal.pcie_efficiency;
+        const double net = port.network_gbs * 1e3 * m_cal.network_efficiency;
+        if (pcie > 0 && net > 0)
+            return std::min(pcie, net);
+        return pcie > 0 || net > 0 ? std::max(pcie, net) : port.capacity_gbs * 1e3 * m_cal.network_efficiency;
+    }
     default:
-        return m_cal.network_efficiency;
+        return port.capacity_gbs * 1e3 * m_cal.network_efficiency;
     }
 }
 
@@ -530,9 +593,9 @@ Simulator::PhaseResult Simulator::phaseTime(const std::vector<double>& portBytes
     const auto& ports = m_fabric.ports();
     double slowest = 0;
     for (std::size_t p = 0; p < ports.size(); ++p) {
-        if (portBytes[p] <= 0 || ports[p].capacity_gbs <= 0)
+        if (portBytes[p] <= 0 || m_portRate[p] <= 0)
             continue;
-        slowest = std::max(slowest, portBytes[p] / (ports[p].capacity_gbs * 1e3 * portEfficiency(ports[p].kind)));
+        slowest = std::max(slowest, portBytes[p] / m_portRate[p]);
     }
     double messages = 0;
     if (m_mode == KernelMode::low_latency && m_cal.ll_message_us > 0)
@@ -551,9 +614,9 @@ void Simulator::portTimesPerGpu(const std::vector<double>& portBytes, std::vecto
     std::fill(out.begin(), out.end(), 0.0);
     for (std::size_t p = 0; p < ports.size(); ++p) {
         const Port& port = ports[p];
-        if (port.kind == PortKind::leafUp || port.kind == PortKind::leafDown || port.capacity_gbs <= 0)
+        if (port.kind == PortKind::leafUp || port.kind == PortKind::leafDown || m_portRate[p] <= 0)
             continue;
-        const double t = portBytes[p] / (port.capacity_gbs * 1e3 * portEfficiency(port.kind));
+        const double t = portBytes[p] / m_portRate[p];
         double& slot = out[static_cast<std::size_t>(port.owner)];
         slot = std::max(slot, t);
     }

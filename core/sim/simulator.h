@@ -69,17 +69,18 @@ private:
         std::vector<int> expert_count;   // replicas per expert
         std::vector<int> replica_slots;  // slots of each expert, contiguous per expert
         std::vector<int> gpu_slot_begin; // [G + 1]
-        // Experts with exactly one replica, grouped by the GPU holding it (CSR over GPUs): the hot
-        // loop of routeLayer walks these without branching.
-        std::vector<int> single_begin;   // [G + 1]
-        std::vector<int> single_expert;
-        std::vector<int> single_slot;
-        std::vector<int> multi_experts;  // experts with several replicas
-        // Where each source sends a replicated expert's tokens (precomputed from the rule):
-        // for multi expert m and source src, targets [target_begin[m*G+src], target_begin[m*G+src+1]).
-        std::vector<int> target_begin;
-        std::vector<int> target_slot;
-        std::vector<float> target_fraction;
+        // The hot loop of routeLayer walks every slot of a GPU and multiplies one "keep" vector
+        // per slot: the expert's own for experts with one replica (slot_keep = expert), a
+        // replica's own for replicated experts (slot_keep = E + replica index r).
+        std::vector<int> slot_keep;      // [slot]
+        std::vector<int> single_expert;  // experts with one replica (whole load on one slot)...
+        std::vector<int> single_slot;    // ...and that slot
+        std::vector<int> rep_slot;       // [r] slot of replica r of a replicated expert
+        std::vector<int> rep_expert;     // [r] its expert
+        // [(src / 8) * R + r][src % 8] fraction of source src's tokens for the expert that replica r takes:
+        // explicit shares, else the nearest-replica rule (same GPU, else same NVLink domain, else
+        // all evenly; DESIGN.md 5.1).
+        std::vector<float> rep_fraction;
     };
     struct PhaseResult {
         double time_us = 0;       // whole phase (slowest port + latency, at least the floor)
@@ -88,15 +89,24 @@ private:
 
     void buildPlans();
     void buildLayerPlan(int layer);
-    // Tokens per GPU in a step: the workload's, or fewer when KV-cache memory bounds a decode batch
-    // (the same rule as step()).
-    [[nodiscard]] double batchTokens() const;
+    // DESIGN.md 5.7: weights of each GPU's slots + non-expert weights + reserve; the rest holds KV
+    // cache, which bounds the concurrent sequences and so the decode batch. A model without KV
+    // cache (no attention) is not bounded by it.
+    struct MemoryBudget {
+        std::int64_t users_per_gpu = 0;  // concurrent sequences the tightest GPU can hold
+        double tokens = 0;               // tokens per GPU actually run
+        bool limited = false;            // memory cut the decode batch below the workload's
+        double kv_per_sequence = 0;      // bytes
+    };
+    [[nodiscard]] MemoryBudget memoryBudget(std::vector<double>* weightsPerGpu = nullptr) const;
+    [[nodiscard]] double batchTokens() const { return memoryBudget().tokens; }
     void routeLayer(const RoutingSample& r, int layer, double tokensPerGpu);
     void accumulatePorts(double tokensPerGpu);
     PhaseResult phaseTime(const std::vector<double>& portBytes, double floorUs, bool crossDomain) const;
     void portTimesPerGpu(const std::vector<double>& portBytes, std::vector<double>& out) const;
-    [[nodiscard]] double portEfficiency(PortKind kind) const;
-    void roundPreservingSum(std::vector<std::int64_t>& out) const;
+    // Effective bytes per microsecond of a port: capacity x the calibration's efficiency of its kind
+    // (NIC ports: the smaller of PCIe x pcie_efficiency and network x network_efficiency).
+    [[nodiscard]] double portRate(const Port& port) const;
 
     Scenario m_scenario;
     Placement m_placement;
@@ -105,13 +115,18 @@ private:
     ComputeModel m_compute;
     KernelMode m_mode = KernelMode::low_latency;
     std::vector<LayerPlan> m_plans;
+    std::vector<double> m_portRate;    // [port] bytes per microsecond (portRate)
 
     // Scratch reused every layer and step (no allocation after warm-up).
     std::vector<float> m_notSent;      // [src * G + dst] probability a token of src has no expert on dst
     std::vector<float> m_notSentDom;   // [src * D + domain]
     std::vector<double> m_slotTokens;  // [slot]
-    std::vector<float> m_keepFactor;   // [c] = 1 - c / T: a token avoids an expert that got c of T
+    // [keep row][8] for eight sources: 1 - c / T, the chance a token avoids an expert (row < E)
+    // or a replica (row E + r) that took c of its T tokens.
+    std::vector<float> m_keep;
+    std::vector<std::int32_t> m_zeroRow;  // [expert] counts of an absent source
     std::vector<std::int32_t> m_expertTotals;  // [expert] pairs this layer (all sources)
+    std::vector<double> m_expertScaled;        // [expert] pairs scaled to a memory-limited batch
     std::vector<float> m_sentSum;      // [src * G + dst] tokens sent this step (summed over layers)
     std::vector<double> m_dispatchPort, m_combinePort;  // [port] bytes this layer
     std::vector<double> m_stepPortBytes;                // [port] bytes this step
@@ -124,6 +139,7 @@ private:
     std::vector<std::int64_t> m_messages;  // [gpu] token messages sent off-GPU this layer
     bool m_crossTraffic = false;
     std::vector<int> m_fill;       // [expert] scratch of buildLayerPlan
+    std::vector<float> m_repFractions, m_expertFractions;  // scratch of buildLayerPlan
     double m_batchTokens = 0;      // batchTokens() of the current placement, for layerTimeUs
 };
 

@@ -29,35 +29,35 @@ void resizeMetrics(StepMetrics& out, int G, int E, int layers, std::size_t links
     out.summary = StepTotals{};
 }
 
-}  // namespace
-
-// Replica shares make per-GPU pair counts fractional; rounding each on its own would break the
-// invariant that a layer's GPU loads sum to its token-expert pairs. Largest remainder keeps it.
-void Simulator::roundPreservingSum(std::vector<std::int64_t>& out) const
+// Rounds `n` non-negative fractional counts to integers whose sum is the rounded total (largest
+// remainder): replica shares make per-GPU pair counts fractional, and a memory-limited batch
+// scales every expert's count; rounding each on its own would break the invariant that a layer's
+// loads sum to its token-expert pairs.
+template <typename In>
+void roundPreservingSum(const In* in, std::int64_t* out, std::size_t n)
 {
-    const std::size_t G = m_gpuPairs.size();
     double total = 0;
     std::int64_t floored = 0;
-    for (std::size_t g = 0; g < G; ++g) {
-        total += m_gpuPairs[g];
-        out[g] = static_cast<std::int64_t>(std::floor(m_gpuPairs[g]));
-        floored += out[g];
+    for (std::size_t i = 0; i < n; ++i) {
+        total += static_cast<double>(in[i]);
+        out[i] = static_cast<std::int64_t>(std::floor(static_cast<double>(in[i])));
+        floored += out[i];
     }
-    std::int64_t missing = std::llround(total) - floored;
-    while (missing > 0) {
+    for (std::int64_t missing = std::llround(total) - floored; missing > 0; --missing) {
         std::size_t best = 0;
         double bestFrac = -1;
-        for (std::size_t g = 0; g < G; ++g) {
-            const double frac = m_gpuPairs[g] - static_cast<double>(out[g]);
+        for (std::size_t i = 0; i < n; ++i) {
+            const double frac = static_cast<double>(in[i]) - static_cast<double>(out[i]);
             if (frac > bestFrac) {
                 bestFrac = frac;
-                best = g;
+                best = i;
             }
         }
         ++out[best];
-        --missing;
     }
 }
+
+}  // namespace
 
 void Simulator::step(const RoutingSample& r, StepMetrics& out)
 {
@@ -77,28 +77,14 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     const GpuSpec& gpu = m_scenario.topology.gpu;
     const bool tbo = m_scenario.overlap == Overlap::two_batch;
 
-    // 5.7 Memory: weights of each GPU's slots + replicated non-expert weights + reserve; the rest
-    // holds KV cache, which bounds the concurrent sequences (and so the decode batch).
-    const double usable = gpu.hbm_usable_gb * 1e9;
-    const double reserve = m_cal.activation_reserve_gb * 1e9;
-    const double kvPerSeq = m_compute.kvBytesPerSequence(w.context_tokens);
-    double minFree = usable;
+    // 5.7 Memory (memoryBudget): the KV cache left after weights bounds the decode batch.
     std::vector<double>& weightsPerGpu = m_gpuBusy;  // reused as scratch before the layer loop
-    for (int g = 0; g < G; ++g) {
-        int slots = 0;
-        for (const auto& l : m_placement.layers)
-            slots += static_cast<int>(l.gpu_slots[static_cast<std::size_t>(g)].size());
-        const double bytes = slots * m_compute.expertBytes() + model.nonExpertBytes();
-        weightsPerGpu[static_cast<std::size_t>(g)] = bytes;
-        minFree = std::min(minFree, usable - bytes - reserve);
-    }
-    const std::int64_t usersPerGpu = kvPerSeq > 0 ? static_cast<std::int64_t>(std::max(0.0, minFree) / kvPerSeq) : 0;
-    double tokens = w.tokens_per_gpu;
-    bool memoryLimited = false;
-    if (w.phase == Phase::decode && usersPerGpu < w.tokens_per_gpu) {
-        tokens = static_cast<double>(usersPerGpu);
-        memoryLimited = true;
-    }
+    const MemoryBudget mb = memoryBudget(&weightsPerGpu);
+    const double reserve = m_cal.activation_reserve_gb * 1e9;
+    const double kvPerSeq = mb.kv_per_sequence;
+    const std::int64_t usersPerGpu = mb.users_per_gpu;
+    const double tokens = mb.tokens;
+    const bool memoryLimited = mb.limited;
     const double sequences = w.phase == Phase::decode ? tokens : 1.0;
     for (int g = 0; g < G; ++g) {
         GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
@@ -158,13 +144,17 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
             slowestHalf = std::max(slowestHalf, half);
         }
         ++m_stragglerCount[static_cast<std::size_t>(slowestGpu)];
-        roundPreservingSum(lm.gpu_load);
+        roundPreservingSum(m_gpuPairs.data(), lm.gpu_load.data(), m_gpuPairs.size());
         for (int g = 0; g < G; ++g)
             out.gpus[static_cast<std::size_t>(g)].expert_pairs += lm.gpu_load[static_cast<std::size_t>(g)];
-        for (int e = 0; e < E; ++e)
-            lm.expert_load[static_cast<std::size_t>(e)] = tokens == r.tokens_per_gpu
-                ? m_expertTotals[static_cast<std::size_t>(e)]
-                : std::llround(static_cast<double>(m_expertTotals[static_cast<std::size_t>(e)]) * tokens / r.tokens_per_gpu);
+        if (tokens == r.tokens_per_gpu) {
+            std::copy(m_expertTotals.begin(), m_expertTotals.end(), lm.expert_load.begin());
+        } else {
+            const double scale = r.tokens_per_gpu > 0 ? tokens / r.tokens_per_gpu : 0.0;
+            for (int e = 0; e < E; ++e)
+                m_expertScaled[static_cast<std::size_t>(e)] = m_expertTotals[static_cast<std::size_t>(e)] * scale;
+            roundPreservingSum(m_expertScaled.data(), lm.expert_load.data(), m_expertScaled.size());
+        }
 
         const PhaseResult dispatch = phaseTime(m_dispatchPort, m_cal.dispatch_floor_us, m_crossTraffic);
         const PhaseResult combine = phaseTime(m_combinePort, m_cal.combine_floor_us, m_crossTraffic);
@@ -222,10 +212,12 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
 
     // 5.6 Around the MoE layers: attention + FFN of the dense layers, and the LM head.
     const int denseLayers = model.num_layers - L;
-    const double aroundUs = (denseLayers * (attnLayer + m_compute.denseFfnUs(tokens)) + m_compute.headUs(tokens)) / minSpeed;
+    // At full speed; the slowest GPU sets the step, each GPU is busy for its own speed's share.
+    const double aroundFullSpeedUs = denseLayers * (attnLayer + m_compute.denseFfnUs(tokens)) + m_compute.headUs(tokens);
+    const double aroundUs = aroundFullSpeedUs / minSpeed;
     const double stepUs = moeTime + aroundUs;
     sum.moe_time_us = moeTime;
-    sum.attention_us = (model.num_layers * attnLayer + denseLayers * m_compute.denseFfnUs(tokens) + m_compute.headUs(tokens)) / minSpeed;
+    sum.attention_us = (L * attnLayer + aroundFullSpeedUs) / minSpeed;
     sum.step_time_us = stepUs;
     sum.imbalance = L > 0 ? imbalanceSum / L : 1.0;
     sum.batch_per_gpu = static_cast<std::int64_t>(tokens);
@@ -239,8 +231,8 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     double powerW = m_scenario.topology.switch_power_w;
     for (int g = 0; g < G; ++g) {
         GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
-        gm.attention_us += (denseLayers * (attnLayer + m_compute.denseFfnUs(tokens)) + m_compute.headUs(tokens)) / gm.speed;
-        const double busy = m_gpuBusy[static_cast<std::size_t>(g)] + aroundUs;
+        gm.attention_us += aroundFullSpeedUs / gm.speed;
+        const double busy = m_gpuBusy[static_cast<std::size_t>(g)] + aroundFullSpeedUs / gm.speed;
         gm.idle_us = std::max(0.0, stepUs - busy);
         const double util = stepUs > 0 ? std::min(1.0, (gm.compute_us + gm.attention_us + 0.3 * (gm.dispatch_us + gm.combine_us)) / stepUs) : 0.0;
         gm.power_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * util;
