@@ -1,0 +1,244 @@
+#include "views/topology_canvas.h"
+
+#include "views_fixture.h"
+
+#include <QAction>
+#include <QMenu>
+#include <QSignalSpy>
+#include <QTest>
+
+using moex::views::TopologyCanvas;
+using namespace moex::views::test;
+
+namespace {
+QStringList g_warnings;
+QtMessageHandler g_previous = nullptr;
+
+void recordWarnings(QtMsgType type, const QMessageLogContext& ctx, const QString& msg)
+{
+    if (type == QtWarningMsg || type == QtCriticalMsg || type == QtFatalMsg)
+        g_warnings << msg;
+    if (g_previous)
+        g_previous(type, ctx, msg);
+}
+}  // namespace
+
+class TestTopologyCanvas : public QObject {
+    Q_OBJECT
+private:
+    Sample m_nvl;  // DeepSeek-R1 on one GB200 NVL72, EPLB with 32 redundant slots
+    std::unique_ptr<TopologyCanvas> m_canvas;
+
+    // A chip in layer `layer` that is not the only one of its GPU: (gpu, expert).
+    std::pair<int, int> someChip(int layer, int gpu) const
+    {
+        const auto& cells = m_nvl.placement.layers[static_cast<std::size_t>(layer)].gpu_slots[static_cast<std::size_t>(gpu)];
+        return {gpu, cells.front().value};
+    }
+    QPoint toView(QPointF scenePos) const { return m_canvas->mapFromScene(scenePos); }
+    void drag(QPointF from, QPointF to, Qt::KeyboardModifiers mods = {})
+    {
+        QWidget* vp = m_canvas->viewport();
+        const QPoint a = toView(from);
+        const QPoint b = toView(to);
+        QTest::mousePress(vp, Qt::LeftButton, {}, a);
+        for (int i = 1; i <= 8; ++i)
+            QTest::mouseMove(vp, a + (b - a) * i / 8);
+        QTest::mouseRelease(vp, Qt::LeftButton, mods, b);
+    }
+
+private slots:
+    void initTestCase()
+    {
+        g_previous = qInstallMessageHandler(recordWarnings);
+        m_nvl = loadSample(samplePath("deepseek-r1-decode-nvl72.yaml"));
+    }
+
+    void init()
+    {
+        m_canvas = std::make_unique<TopologyCanvas>();
+        m_canvas->resize(1400, 1000);
+        m_canvas->setScenario(m_nvl.scenario, m_nvl.placement);
+        m_canvas->setMetrics(m_nvl.metrics);
+        m_canvas->setLayer(3);
+        m_canvas->show();
+        QVERIFY(QTest::qWaitForWindowExposed(m_canvas.get()));
+        m_canvas->fitAll();
+    }
+
+    void cleanup() { m_canvas.reset(); }
+
+    void everySampleBuildsWithoutWarnings_data()
+    {
+        QTest::addColumn<QString>("file");
+        for (const QString& f : sampleFiles())
+            QTest::addRow("%s", qPrintable(f.section(QLatin1Char('/'), -1))) << f;
+    }
+    void everySampleBuildsWithoutWarnings()
+    {
+        QFETCH(QString, file);
+        const Sample s = loadSample(file.toStdString());
+        g_warnings.clear();
+        TopologyCanvas canvas;
+        canvas.resize(1200, 800);
+        canvas.setScenario(s.scenario, s.placement);
+        canvas.setMetrics(s.metrics);
+        canvas.setLayer(0);
+        canvas.setLayer(-1);
+        canvas.setSelectedGpu(1);
+        const QImage shot = canvas.grab().toImage();
+        QVERIFY(!shot.isNull());
+        QCOMPARE(canvas.gpuItemCount(), s.scenario.topology.numGpus());
+        // Every GPU has its own place, and every expert of layer 0 has a chip on its GPU.
+        canvas.setLayer(0);
+        for (int g = 0; g < s.scenario.topology.numGpus(); ++g) {
+            QVERIFY(!canvas.gpuScenePos(g).isNull());
+            for (auto e : s.placement.layers[0].gpu_slots[static_cast<std::size_t>(g)])
+                QVERIFY2(!canvas.expertScenePos(g, e.value).isNull(), qPrintable(QStringLiteral("gpu %1 expert %2").arg(g).arg(e.value)));
+        }
+        QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join(QLatin1Char('\n'))));
+    }
+
+    void dragMovesAnExpert()
+    {
+        QSignalSpy move(m_canvas.get(), &TopologyCanvas::expertMoveRequested);
+        QSignalSpy swap(m_canvas.get(), &TopologyCanvas::expertSwapRequested);
+        const auto [gpu, expert] = someChip(3, 5);
+        drag(m_canvas->expertScenePos(gpu, expert), m_canvas->gpuScenePos(40));
+        QCOMPARE(swap.count(), 0);
+        QCOMPARE(move.count(), 1);
+        QCOMPARE(move.at(0).at(0).toInt(), 3);
+        QCOMPARE(move.at(0).at(1).toInt(), expert);
+        QCOMPARE(move.at(0).at(2).toInt(), 5);
+        QCOMPARE(move.at(0).at(3).toInt(), 40);
+    }
+
+    void ctrlDragReplicates()
+    {
+        QSignalSpy rep(m_canvas.get(), &TopologyCanvas::expertReplicateRequested);
+        QSignalSpy move(m_canvas.get(), &TopologyCanvas::expertMoveRequested);
+        const auto [gpu, expert] = someChip(3, 7);
+        drag(m_canvas->expertScenePos(gpu, expert), m_canvas->gpuScenePos(12), Qt::ControlModifier);
+        QCOMPARE(move.count(), 0);
+        QCOMPARE(rep.count(), 1);
+        QCOMPARE(rep.at(0).at(0).toInt(), 3);
+        QCOMPARE(rep.at(0).at(1).toInt(), expert);
+        QCOMPARE(rep.at(0).at(2).toInt(), 12);
+    }
+
+    void dropOnAChipSwaps()
+    {
+        QSignalSpy swap(m_canvas.get(), &TopologyCanvas::expertSwapRequested);
+        const auto [ga, ea] = someChip(3, 2);
+        const auto& other = m_nvl.placement.layers[3].gpu_slots[60];
+        const int eb = other.back().value;
+        drag(m_canvas->expertScenePos(ga, ea), m_canvas->expertScenePos(60, eb));
+        QCOMPARE(swap.count(), 1);
+        const QList<QVariant> args = swap.at(0);
+        QCOMPARE(args.at(0).toInt(), 3);
+        QCOMPARE(args.at(1).toInt(), ea);
+        QCOMPARE(args.at(2).toInt(), ga);
+        QCOMPARE(args.at(3).toInt(), eb);
+        QCOMPARE(args.at(4).toInt(), 60);
+    }
+
+    void dropOnOwnGpuOrEmptySpaceDoesNothing()
+    {
+        QSignalSpy move(m_canvas.get(), &TopologyCanvas::expertMoveRequested);
+        QSignalSpy swap(m_canvas.get(), &TopologyCanvas::expertSwapRequested);
+        QSignalSpy rep(m_canvas.get(), &TopologyCanvas::expertReplicateRequested);
+        const auto [gpu, expert] = someChip(3, 9);
+        drag(m_canvas->expertScenePos(gpu, expert), m_canvas->gpuScenePos(9));
+        // Empty space: left of the rack, in the scene margin.
+        drag(m_canvas->expertScenePos(gpu, expert), m_canvas->gpuScenePos(0) - QPointF(200, 0));
+        QCOMPARE(move.count() + swap.count() + rep.count(), 0);
+    }
+
+    void allLayersRefusesDrags()
+    {
+        m_canvas->setLayer(-1);
+        QCOMPARE(m_canvas->layer(), -1);
+        QSignalSpy move(m_canvas.get(), &TopologyCanvas::expertMoveRequested);
+        QSignalSpy swap(m_canvas.get(), &TopologyCanvas::expertSwapRequested);
+        // Any chip shown on GPU 5 in the all-layers view.
+        int expert = -1;
+        for (int e = 0; e < m_nvl.placement.num_experts && expert < 0; ++e)
+            if (!m_canvas->expertScenePos(5, e).isNull())
+                expert = e;
+        QVERIFY(expert >= 0);
+        drag(m_canvas->expertScenePos(5, expert), m_canvas->gpuScenePos(40));
+        QCOMPARE(move.count() + swap.count(), 0);
+        QVERIFY(m_canvas->feedbackText().contains(QStringLiteral("layer")));
+    }
+
+    void clickSelectsGpu()
+    {
+        QSignalSpy sel(m_canvas.get(), &TopologyCanvas::gpuSelected);
+        QTest::mouseClick(m_canvas->viewport(), Qt::LeftButton, {}, toView(m_canvas->gpuScenePos(33)));
+        QCOMPARE(sel.count(), 1);
+        QCOMPARE(sel.at(0).at(0).toInt(), 33);
+    }
+
+    void setMetricsRecoloursChips()
+    {
+        const auto [gpu, expert] = someChip(3, 11);
+        const QColor before = m_canvas->expertColor(gpu, expert);
+        QVERIFY(before.isValid());
+        moex::StepMetrics m = m_nvl.metrics;
+        auto& load = m.layers[3].expert_load;
+        const auto maxLoad = *std::max_element(load.begin(), load.end());
+        const auto minLoad = *std::min_element(load.begin(), load.end());
+        // Make this expert the least loaded, then the most loaded: the chip goes to the map's ends.
+        load[static_cast<std::size_t>(expert)] = minLoad;
+        m_canvas->setMetrics(m);
+        QCOMPARE(m_canvas->expertColor(gpu, expert), QColor(0x44, 0x01, 0x54));
+        load[static_cast<std::size_t>(expert)] = maxLoad + 100;
+        m_canvas->setMetrics(m);
+        QCOMPARE(m_canvas->expertColor(gpu, expert), QColor(0xfd, 0xe7, 0x25));
+        QVERIFY(m_canvas->expertColor(gpu, expert) != before || before == QColor(0xfd, 0xe7, 0x25));
+    }
+
+    void tooltipsDescribeGpusAndLinks()
+    {
+        const QString gpu = m_canvas->toolTipAt(m_canvas->gpuScenePos(17));
+        QVERIFY2(gpu.contains(QStringLiteral("GPU 17")), qPrintable(gpu));
+        QVERIFY(gpu.contains(QStringLiteral("HBM used")));
+        QVERIFY(gpu.contains(QStringLiteral("dispatch")));
+        const auto [g, e] = someChip(3, 17);
+        QVERIFY(m_canvas->toolTipAt(m_canvas->expertScenePos(g, e)).contains(QStringLiteral("Expert %1").arg(e)));
+    }
+
+    void speedMenuEmitsGpuSpeed()
+    {
+        QSignalSpy speed(m_canvas.get(), &TopologyCanvas::gpuSpeedRequested);
+        QMenu* menu = m_canvas->createSpeedMenu(17);
+        QAction* pick = nullptr;
+        for (QAction* a : menu->actions())
+            if (a->text() == QStringLiteral("0.85"))
+                pick = a;
+        QVERIFY(pick);
+        pick->trigger();
+        QCOMPARE(speed.count(), 1);
+        QCOMPARE(speed.at(0).at(0).toInt(), 17);
+        QCOMPARE(speed.at(0).at(1).toDouble(), 0.85);
+        delete menu;
+    }
+
+    void placementUpdateMovesChips()
+    {
+        moex::Placement p = m_nvl.placement;
+        auto& cells = p.layers[3].gpu_slots;
+        const moex::ExpertId e = cells[5].front();
+        cells[5].erase(cells[5].begin());
+        cells[40].push_back(e);  // one more slot than the layout had: the scene is laid out again
+        m_canvas->setPlacement(p);
+        QVERIFY(m_canvas->expertScenePos(5, e.value).isNull() || std::count(cells[5].begin(), cells[5].end(), e) > 0);
+        QVERIFY(!m_canvas->expertScenePos(40, e.value).isNull());
+        QCOMPARE(m_canvas->gpuItemCount(), 72);
+    }
+
+    void cleanupTestCase() { qInstallMessageHandler(g_previous); }
+};
+
+QTEST_MAIN(TestTopologyCanvas)
+#include "tst_topology_canvas.moc"

@@ -1,0 +1,148 @@
+#include "views/canvas_overlay.h"
+
+#include <QPainter>
+
+#include <cmath>
+
+namespace moex::views {
+
+namespace {
+constexpr int kPad = 8;
+constexpr int kBarW = 130;
+constexpr int kBarH = 9;
+constexpr int kRowH = 34;
+constexpr int kMarkersH = 34;
+}  // namespace
+
+QString formatQuantity(double v)
+{
+    const double a = std::abs(v);
+    if (a >= 1e9)
+        return QString::number(v / 1e9, 'f', 1) + QStringLiteral("G");
+    if (a >= 1e6)
+        return QString::number(v / 1e6, 'f', 1) + QStringLiteral("M");
+    if (a >= 1e4)
+        return QString::number(v / 1e3, 'f', 1) + QStringLiteral("k");
+    if (a >= 100 || std::floor(v) == v)
+        return QString::number(v, 'f', 0);
+    return QString::number(v, 'f', 1);
+}
+
+CanvasLegend::CanvasLegend(QWidget* parent) : QWidget(parent)
+{
+    setAttribute(Qt::WA_TransparentForMouseEvents);
+    setAttribute(Qt::WA_NoSystemBackground);
+}
+
+void CanvasLegend::setHeading(const QString& heading)
+{
+    m_heading = heading;
+    resize(sizeHint());
+    update();
+}
+
+void CanvasLegend::setScales(std::vector<LegendScale> scales)
+{
+    m_scales = std::move(scales);
+    resize(sizeHint());
+    update();
+}
+
+QSize CanvasLegend::sizeHint() const
+{
+    const int w = kBarW + 2 * kPad + 118;
+    const int lines = static_cast<int>(m_heading.count(QLatin1Char('\n'))) + 1;
+    return {w, kPad * 2 + 16 * lines + 4 + static_cast<int>(m_scales.size()) * kRowH + kMarkersH};
+}
+
+void CanvasLegend::paintEvent(QPaintEvent*)
+{
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing);
+    p.setPen(QColor(0xc8, 0xcd, 0xd4));
+    p.setBrush(QColor(255, 255, 255, 235));
+    p.drawRoundedRect(QRectF(rect()).adjusted(0.5, 0.5, -0.5, -0.5), 5, 5);
+    QFont f = font();
+    f.setPixelSize(11);
+    QFont bold = f;
+    bold.setBold(true);
+    p.setFont(bold);
+    p.setPen(QColor(0x22, 0x2a, 0x33));
+    const QFontMetrics fm(bold);
+    int y = kPad;
+    for (const QString& line : m_heading.split(QLatin1Char('\n'))) {
+        p.drawText(QRect(kPad, y, width() - 2 * kPad, 16), Qt::AlignLeft | Qt::AlignVCenter,
+                   fm.elidedText(line, Qt::ElideRight, width() - 2 * kPad));
+        y += 16;
+        p.setFont(f);
+    }
+    y += 4;
+    for (const LegendScale& s : m_scales) {
+        p.setFont(f);
+        p.setPen(QColor(0x33, 0x3a, 0x44));
+        p.drawText(QRect(kPad, y, width() - 2 * kPad, 13), Qt::AlignLeft | Qt::AlignVCenter,
+                   s.title + (s.unit.isEmpty() ? QString() : QStringLiteral(" (") + s.unit + QLatin1Char(')')));
+        const QRectF bar(kPad, y + 15, kBarW, kBarH);
+        QLinearGradient g(bar.topLeft(), bar.topRight());
+        const auto& stops = s.map.stops();
+        for (std::size_t i = 0; i < stops.size(); ++i)
+            g.setColorAt(stops.size() > 1 ? double(i) / double(stops.size() - 1) : 0.0, stops[i]);
+        p.setPen(QColor(0x99, 0x99, 0x99));
+        p.setBrush(s.valid ? QBrush(g) : QBrush(QColor(0xdd, 0xdd, 0xdd)));
+        p.drawRect(bar);
+        p.setPen(QColor(0x33, 0x3a, 0x44));
+        const QString range = s.valid ? formatQuantity(s.lo) + QStringLiteral(" – ") + formatQuantity(s.hi)
+                                      : tr("no data");
+        p.drawText(QRectF(bar.right() + 6, bar.top() - 3, width() - bar.right() - 6 - kPad, kBarH + 6),
+                   Qt::AlignLeft | Qt::AlignVCenter, range);
+        y += kRowH;
+    }
+    // Marker key: straggler outline, selection, replica notch.
+    p.setFont(f);
+    const QRectF a(kPad, y + 2, 16, 10);
+    p.setBrush(QColor(0xee, 0xf0, 0xf3));
+    p.setPen(QPen(QColor(0xd0, 0x10, 0x10), 2));
+    p.drawRoundedRect(a, 2, 2);
+    p.setPen(QColor(0x33, 0x3a, 0x44));
+    p.drawText(QRectF(a.right() + 5, a.top() - 2, 70, 14), Qt::AlignLeft | Qt::AlignVCenter, tr("straggler"));
+    const QRectF b(kPad + 100, y + 2, 16, 10);
+    p.setPen(Qt::NoPen);
+    p.setBrush(QColor(0x3b, 0x52, 0x8b));
+    p.drawRoundedRect(b, 2, 2);
+    QPolygonF tri;
+    tri << QPointF(b.right() - 6, b.top()) << b.topRight() << QPointF(b.right(), b.top() + 6);
+    p.setBrush(Qt::white);
+    p.drawPolygon(tri);
+    p.setPen(QColor(0x33, 0x3a, 0x44));
+    p.drawText(QRectF(b.right() + 5, b.top() - 2, 70, 14), Qt::AlignLeft | Qt::AlignVCenter, tr("replica"));
+    const QRectF c(kPad, y + 18, 16, 10);
+    p.setBrush(QColor(0xee, 0xf0, 0xf3));
+    p.setPen(QPen(QColor(0x1e, 0x64, 0xd8), 2));
+    p.drawRoundedRect(c, 2, 2);
+    p.setPen(QColor(0x33, 0x3a, 0x44));
+    p.drawText(QRectF(c.right() + 5, c.top() - 2, 90, 14), Qt::AlignLeft | Qt::AlignVCenter, tr("selected GPU"));
+}
+
+CanvasFeedback::CanvasFeedback(QWidget* parent) : QLabel(parent)
+{
+    setAttribute(Qt::WA_TransparentForMouseEvents);
+    setStyleSheet(QStringLiteral("QLabel { background: rgba(30, 36, 44, 225); color: white; border-radius: 6px;"
+                                 " padding: 6px 12px; font-weight: bold; }"));
+    setAlignment(Qt::AlignCenter);
+    hide();
+    m_timer.setSingleShot(true);
+    connect(&m_timer, &QTimer::timeout, this, &QWidget::hide);
+}
+
+void CanvasFeedback::showMessage(const QString& text, int ms)
+{
+    setText(text);
+    adjustSize();
+    if (auto* pw = parentWidget())
+        move((pw->width() - width()) / 2, 12);
+    show();
+    raise();
+    m_timer.start(ms);
+}
+
+}  // namespace moex::views

@@ -1,0 +1,50 @@
+// Fixed overlays of the topology canvas, drawn over the viewport (not part of the scene, so they
+// stay put while the drawing zooms and pans): the colour legends and a transient feedback line.
+#pragma once
+
+#include "views/color_map.h"
+
+#include <QLabel>
+#include <QTimer>
+#include <QWidget>
+
+namespace moex::views {
+
+struct LegendScale {
+    QString title;
+    ColorMap map;
+    double lo = 0;
+    double hi = 1;
+    QString unit;
+    bool valid = false;
+};
+
+class CanvasLegend : public QWidget {
+    Q_OBJECT
+public:
+    explicit CanvasLegend(QWidget* parent);
+    void setHeading(const QString& heading);
+    void setScales(std::vector<LegendScale> scales);
+    [[nodiscard]] QSize sizeHint() const override;
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+
+private:
+    QString m_heading;
+    std::vector<LegendScale> m_scales;
+};
+
+class CanvasFeedback : public QLabel {
+    Q_OBJECT
+public:
+    explicit CanvasFeedback(QWidget* parent);
+    void showMessage(const QString& text, int ms = 3000);
+
+private:
+    QTimer m_timer;
+};
+
+QString formatQuantity(double v);
+
+}  // namespace moex::views

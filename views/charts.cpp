@@ -1,0 +1,338 @@
+// Qt Charts views of StepMetrics: step time and tokens/s over steps, per-GPU time breakdown,
+// expert-load histogram.
+#include "views/charts.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QLineSeries>
+#include <QStackedBarSeries>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+
+namespace moex::views {
+
+namespace {
+QChartView* makeView(QWidget* parent, QChart* chart)
+{
+    chart->setMargins(QMargins(4, 4, 4, 4));
+    chart->setBackgroundRoundness(0);
+    chart->legend()->setAlignment(Qt::AlignTop);
+    QFont f = chart->titleFont();
+    f.setBold(true);
+    chart->setTitleFont(f);
+    auto* view = new QChartView(chart, parent);
+    view->setRenderHint(QPainter::Antialiasing);
+    auto* layout = new QVBoxLayout(parent);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(view);
+    return view;
+}
+
+}  // namespace
+
+// --- StepTimeChart ------------------------------------------------------------------------------
+
+struct StepTimeChart::Impl {
+    QChart* chart = new QChart;
+    QLineSeries* time = new QLineSeries;
+    QLineSeries* tps = new QLineSeries;
+    QValueAxis* x = new QValueAxis;
+    QValueAxis* yTime = new QValueAxis;
+    QValueAxis* yTps = new QValueAxis;
+    std::deque<QPointF> timePts, tpsPts;
+    int history = 200;
+
+    void refresh()
+    {
+        time->replace(QList<QPointF>(timePts.begin(), timePts.end()));
+        tps->replace(QList<QPointF>(tpsPts.begin(), tpsPts.end()));
+        if (timePts.empty()) {
+            x->setRange(0, 1);
+            return;
+        }
+        x->setRange(timePts.front().x(), std::max(timePts.back().x(), timePts.front().x() + 1));
+        auto range = [](const std::deque<QPointF>& pts, QValueAxis* axis) {
+            double lo = pts.front().y();
+            double hi = lo;
+            for (const QPointF& p : pts) {
+                lo = std::min(lo, p.y());
+                hi = std::max(hi, p.y());
+            }
+            const double pad = std::max((hi - lo) * 0.1, std::abs(hi) * 0.02 + 1e-9);
+            axis->setRange(std::max(0.0, lo - pad), hi + pad);
+            axis->applyNiceNumbers();
+        };
+        range(timePts, yTime);
+        range(tpsPts, yTps);
+    }
+};
+
+StepTimeChart::StepTimeChart(QWidget* parent) : QWidget(parent), d(std::make_unique<Impl>())
+{
+    d->chart->setTitle(tr("Step time and throughput"));
+    d->time->setName(tr("step time (ms)"));
+    d->tps->setName(tr("tokens/s"));
+    d->time->setPen(QPen(QColor(0x1f, 0x77, 0xb4), 2));
+    d->tps->setPen(QPen(QColor(0xff, 0x7f, 0x0e), 2));
+    d->chart->addSeries(d->time);
+    d->chart->addSeries(d->tps);
+    d->x->setTitleText(tr("step"));
+    d->x->setLabelFormat(QStringLiteral("%d"));
+    d->yTime->setTitleText(tr("ms"));
+    d->yTps->setTitleText(tr("tokens/s"));
+    d->yTps->setLabelFormat(QStringLiteral("%.3g"));
+    d->chart->addAxis(d->x, Qt::AlignBottom);
+    d->chart->addAxis(d->yTime, Qt::AlignLeft);
+    d->chart->addAxis(d->yTps, Qt::AlignRight);
+    d->time->attachAxis(d->x);
+    d->time->attachAxis(d->yTime);
+    d->tps->attachAxis(d->x);
+    d->tps->attachAxis(d->yTps);
+    d->yTime->setLinePenColor(d->time->pen().color());
+    d->yTps->setLinePenColor(d->tps->pen().color());
+    makeView(this, d->chart);
+    d->refresh();
+}
+
+StepTimeChart::~StepTimeChart() = default;
+
+void StepTimeChart::addStep(const StepMetrics& m)
+{
+    d->timePts.emplace_back(m.step, m.summary.step_time_us / 1000.0);
+    d->tpsPts.emplace_back(m.step, m.summary.tokens_per_s);
+    while (static_cast<int>(d->timePts.size()) > d->history) {
+        d->timePts.pop_front();
+        d->tpsPts.pop_front();
+    }
+    d->refresh();
+}
+
+void StepTimeChart::clear()
+{
+    d->timePts.clear();
+    d->tpsPts.clear();
+    d->refresh();
+}
+
+void StepTimeChart::setHistoryLength(int steps)
+{
+    d->history = std::max(1, steps);
+    while (static_cast<int>(d->timePts.size()) > d->history) {
+        d->timePts.pop_front();
+        d->tpsPts.pop_front();
+    }
+    d->refresh();
+}
+
+int StepTimeChart::historyLength() const { return d->history; }
+int StepTimeChart::pointCount() const { return static_cast<int>(d->time->count()); }
+QChart* StepTimeChart::chart() const { return d->chart; }
+
+// --- GpuBreakdownChart --------------------------------------------------------------------------
+
+// Bars sit on a hidden category axis (one category per bar); a value axis over the same span
+// carries the labels, so that 72 GPUs or 20 load bins get a few readable ticks instead of
+// elided category names.
+static void labelAxis(QValueAxis* axis, double lo, double hi, int bars, int maxLabels)
+{
+    axis->setRange(lo, hi);
+    axis->setTickType(QValueAxis::TicksDynamic);
+    const double span = hi - lo;
+    double step = span / std::max(1, maxLabels);
+    const double mag = std::pow(10.0, std::floor(std::log10(std::max(step, 1e-12))));
+    for (double m : {1.0, 2.0, 5.0, 10.0})
+        if (m * mag >= step) {
+            step = m * mag;
+            break;
+        }
+    if (bars > 0 && span / bars == 1.0)
+        step = std::max(1.0, step);  // GPU indices: whole numbers
+    axis->setTickAnchor(0.0);  // ticks on round numbers
+    axis->setTickInterval(step);
+    axis->setLabelFormat(step >= 1 ? QStringLiteral("%.0f") : QStringLiteral("%.2g"));
+    axis->setMinorTickCount(0);
+}
+
+struct GpuBreakdownChart::Impl {
+    QChart* chart = new QChart;
+    QStackedBarSeries* series = new QStackedBarSeries;
+    QBarCategoryAxis* x = new QBarCategoryAxis;
+    QValueAxis* xLabels = new QValueAxis;
+    QValueAxis* y = new QValueAxis;
+    std::vector<QBarSet*> sets;
+    int bars = 0;
+    int selected = -1;
+};
+
+GpuBreakdownChart::GpuBreakdownChart(QWidget* parent) : QWidget(parent), d(std::make_unique<Impl>())
+{
+    d->chart->setTitle(tr("Per-GPU step time breakdown"));
+    const QStringList names = {tr("expert compute"), tr("attention + dense"), tr("dispatch"), tr("combine"), tr("idle")};
+    const QColor colors[] = {QColor(0x1f, 0x77, 0xb4), QColor(0x9e, 0xc5, 0xe8), QColor(0xff, 0x7f, 0x0e),
+                             QColor(0x2c, 0xa0, 0x2c), QColor(0xd0, 0xd4, 0xda)};
+    for (int i = 0; i < names.size(); ++i) {
+        auto* set = new QBarSet(names[i]);
+        set->setColor(colors[i]);
+        set->setBorderColor(colors[i]);
+        set->setSelectedColor(colors[i].darker(170));
+        d->sets.push_back(set);
+        d->series->append(set);
+        connect(set, &QBarSet::clicked, this, [this](int index) {
+            setSelectedGpu(index);
+            emit gpuSelected(index);
+        });
+    }
+    d->series->setBarWidth(0.85);
+    d->chart->addSeries(d->series);
+    d->x->setVisible(false);
+    d->xLabels->setTitleText(tr("GPU"));
+    d->xLabels->setGridLineVisible(false);
+    d->y->setTitleText(tr("µs per step"));
+    d->y->setLabelFormat(QStringLiteral("%.0f"));
+    d->chart->addAxis(d->xLabels, Qt::AlignBottom);
+    d->chart->addAxis(d->x, Qt::AlignBottom);
+    d->chart->addAxis(d->y, Qt::AlignLeft);
+    d->series->attachAxis(d->x);
+    d->series->attachAxis(d->y);
+    makeView(this, d->chart);
+}
+
+GpuBreakdownChart::~GpuBreakdownChart() = default;
+
+void GpuBreakdownChart::setMetrics(const StepMetrics& m)
+{
+    const int n = static_cast<int>(m.gpus.size());
+    QList<qreal> values[5];
+    double hi = 0;
+    for (const GpuMetrics& g : m.gpus) {
+        values[0] << g.compute_us;
+        values[1] << g.attention_us;
+        values[2] << g.dispatch_us;
+        values[3] << g.combine_us;
+        values[4] << g.idle_us;
+        hi = std::max(hi, g.compute_us + g.attention_us + g.dispatch_us + g.combine_us + g.idle_us);
+    }
+    if (n != d->bars) {
+        QStringList cats;
+        for (int i = 0; i < n; ++i)
+            cats << QString::number(i);
+        d->x->setCategories(cats);
+        labelAxis(d->xLabels, -0.5, n - 0.5, n, 18);
+        d->bars = n;
+    }
+    for (std::size_t i = 0; i < d->sets.size(); ++i) {
+        QBarSet* set = d->sets[i];
+        if (set->count() == n) {
+            for (int k = 0; k < n; ++k)
+                set->replace(k, values[i][k]);
+        } else {
+            set->remove(0, set->count());
+            set->append(values[i]);
+        }
+    }
+    d->y->setRange(0, hi > 0 ? hi * 1.05 : 1);
+    d->y->applyNiceNumbers();
+    if (d->selected >= n)
+        d->selected = -1;
+    setSelectedGpu(d->selected);
+}
+
+void GpuBreakdownChart::setSelectedGpu(int gpu)
+{
+    d->selected = gpu;
+    for (QBarSet* set : d->sets) {
+        set->deselectAllBars();
+        if (gpu >= 0 && gpu < set->count())
+            set->selectBar(gpu);
+    }
+}
+
+int GpuBreakdownChart::barCount() const { return d->sets.empty() ? 0 : static_cast<int>(d->sets.front()->count()); }
+QChart* GpuBreakdownChart::chart() const { return d->chart; }
+
+// --- LoadHistogramChart -------------------------------------------------------------------------
+
+struct LoadHistogramChart::Impl {
+    QChart* chart = new QChart;
+    QBarSeries* series = new QBarSeries;
+    QBarSet* set = new QBarSet(QString());
+    QBarCategoryAxis* x = new QBarCategoryAxis;
+    QValueAxis* xLabels = new QValueAxis;
+    QValueAxis* y = new QValueAxis;
+    std::vector<int> counts;
+};
+
+LoadHistogramChart::LoadHistogramChart(QWidget* parent) : QWidget(parent), d(std::make_unique<Impl>())
+{
+    d->chart->setTitle(tr("Expert load distribution"));
+    d->set->setLabel(tr("experts"));
+    d->set->setColor(QColor(0x3b, 0x52, 0x8b));
+    d->set->setBorderColor(QColor(0x3b, 0x52, 0x8b));
+    d->series->append(d->set);
+    d->series->setBarWidth(0.92);
+    d->chart->addSeries(d->series);
+    d->chart->legend()->hide();
+    d->x->setVisible(false);
+    d->xLabels->setTitleText(tr("token-expert pairs per expert"));
+    d->xLabels->setGridLineVisible(false);
+    d->y->setTitleText(tr("experts"));
+    d->y->setLabelFormat(QStringLiteral("%d"));
+    d->chart->addAxis(d->xLabels, Qt::AlignBottom);
+    d->chart->addAxis(d->x, Qt::AlignBottom);
+    d->chart->addAxis(d->y, Qt::AlignLeft);
+    d->series->attachAxis(d->x);
+    d->series->attachAxis(d->y);
+    makeView(this, d->chart);
+}
+
+LoadHistogramChart::~LoadHistogramChart() = default;
+
+void LoadHistogramChart::setMetrics(const StepMetrics& m, int moeLayer)
+{
+    std::vector<double> loads;
+    if (moeLayer >= 0 && moeLayer < static_cast<int>(m.layers.size())) {
+        for (auto v : m.layers[static_cast<std::size_t>(moeLayer)].expert_load)
+            loads.push_back(static_cast<double>(v));
+        d->chart->setTitle(tr("Expert load distribution, MoE layer %1").arg(moeLayer));
+    } else {
+        for (const LayerMetrics& l : m.layers)
+            for (auto v : l.expert_load)
+                loads.push_back(static_cast<double>(v));
+        d->chart->setTitle(tr("Expert load distribution, all layers pooled"));
+    }
+    constexpr int kBins = 20;
+    d->counts.assign(loads.empty() ? 0 : kBins, 0);
+    QStringList labels;
+    if (!loads.empty()) {
+        const auto [mn, mx] = std::minmax_element(loads.begin(), loads.end());
+        const double lo = *mn;
+        const double width = std::max((*mx - lo) / kBins, 1e-9);
+        for (double v : loads)
+            ++d->counts[static_cast<std::size_t>(std::clamp(static_cast<int>((v - lo) / width), 0, kBins - 1))];
+        for (int i = 0; i < kBins; ++i)
+            labels << QString::number(i);
+        labelAxis(d->xLabels, lo, lo + kBins * width, 0, 8);
+    }
+    d->x->setCategories(labels);
+    d->set->remove(0, d->set->count());
+    int hi = 0;
+    for (int c : d->counts) {
+        d->set->append(c);
+        hi = std::max(hi, c);
+    }
+    d->y->setRange(0, std::max(1, hi + hi / 10 + 1));
+    d->y->applyNiceNumbers();
+}
+
+int LoadHistogramChart::binCount() const { return static_cast<int>(d->set->count()); }
+std::vector<int> LoadHistogramChart::binCounts() const { return d->counts; }
+QChart* LoadHistogramChart::chart() const { return d->chart; }
+
+}  // namespace moex::views

@@ -1,0 +1,67 @@
+// Qt Charts views: step time and tokens/s over steps; per-GPU stacked bars of compute, dispatch,
+// combine, idle; expert-load histogram. Each takes StepMetrics and keeps what it plots.
+#pragma once
+
+#include <QWidget>
+
+#ifndef Q_MOC_RUN
+#include "metrics/step_metrics.h"
+#endif
+
+#include <memory>
+#include <vector>
+
+QT_BEGIN_NAMESPACE
+class QChart;
+QT_END_NAMESPACE
+
+namespace moex::views {
+
+class StepTimeChart : public QWidget {
+    Q_OBJECT
+public:
+    explicit StepTimeChart(QWidget* parent = nullptr);
+    ~StepTimeChart() override;
+    void addStep(const StepMetrics& m);  // keeps the last historyLength() steps
+    void clear();
+    void setHistoryLength(int steps);
+    [[nodiscard]] int historyLength() const;
+    [[nodiscard]] int pointCount() const;
+    [[nodiscard]] QChart* chart() const;
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+class GpuBreakdownChart : public QWidget {
+    Q_OBJECT
+public:
+    explicit GpuBreakdownChart(QWidget* parent = nullptr);
+    ~GpuBreakdownChart() override;
+    void setMetrics(const StepMetrics& m);  // one stacked bar per GPU (compute, attention, dispatch, combine, idle)
+    void setSelectedGpu(int gpu);
+    [[nodiscard]] int barCount() const;  // bars (GPUs) shown
+    [[nodiscard]] QChart* chart() const;
+signals:
+    void gpuSelected(int gpu);
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+class LoadHistogramChart : public QWidget {
+    Q_OBJECT
+public:
+    explicit LoadHistogramChart(QWidget* parent = nullptr);
+    ~LoadHistogramChart() override;
+    // Histogram of token-expert pairs per expert for one MoE layer (-1: all layers pooled).
+    void setMetrics(const StepMetrics& m, int moeLayer);
+    [[nodiscard]] int binCount() const;
+    [[nodiscard]] std::vector<int> binCounts() const;  // experts per bin
+    [[nodiscard]] QChart* chart() const;
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+}  // namespace moex::views

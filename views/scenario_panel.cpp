@@ -1,0 +1,311 @@
+// ScenarioPanel: one form row per scenario knob; each committed edit becomes one dotted override
+// (the keys of core/scenario: scenario_checks.cpp and topology_yaml.cpp).
+#include "views/scenario_panel.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include <functional>
+
+namespace moex::views {
+
+namespace {
+QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
+void setCombo(QComboBox* box, const QString& value)
+{
+    int i = box->findData(value);
+    if (i < 0)
+        i = box->findText(value);
+    if (i < 0) {
+        box->addItem(value, value);
+        i = box->count() - 1;
+    }
+    box->setCurrentIndex(i);
+}
+}  // namespace
+
+struct ScenarioPanel::Impl {
+    ScenarioPanel* q;
+    bool updating = false;
+    QLabel* error = nullptr;
+    QLabel* modelInfo = nullptr;
+    QComboBox* model = nullptr;
+    QComboBox* topology = nullptr;
+    QSpinBox* racks = nullptr;
+    QSpinBox* nodes = nullptr;
+    QLabel* topoInfo = nullptr;
+    QComboBox* phase = nullptr;
+    QSpinBox* tokens = nullptr;
+    QSpinBox* context = nullptr;
+    QComboBox* routing = nullptr;
+    QDoubleSpinBox* skew = nullptr;
+    QSpinBox* seed = nullptr;
+    QComboBox* strategy = nullptr;
+    QSpinBox* redundant = nullptr;
+    QComboBox* weights = nullptr;
+    QComboBox* dispatch = nullptr;
+    QComboBox* combine = nullptr;
+    QComboBox* overlap = nullptr;
+    QDoubleSpinBox* defaultSpeed = nullptr;
+    QSpinBox* gpu = nullptr;
+    QDoubleSpinBox* gpuSpeed = nullptr;
+    GpuSpeeds speeds;
+
+    void emitOverride(const QString& key, const QString& value)
+    {
+        if (!updating)
+            emit q->overrideRequested(key, value);
+    }
+    QComboBox* combo(const QString& key, const QStringList& values)
+    {
+        auto* box = new QComboBox;
+        for (const QString& v : values)
+            box->addItem(v, v);
+        QObject::connect(box, &QComboBox::currentIndexChanged, q, [this, box, key] {
+            emitOverride(key, box->currentData().toString());
+        });
+        return box;
+    }
+    QSpinBox* spin(const QString& key, int lo, int hi, int step = 1)
+    {
+        auto* box = new QSpinBox;
+        box->setRange(lo, hi);
+        box->setSingleStep(step);
+        box->setKeyboardTracking(false);  // one override per committed value, not per keystroke
+        QObject::connect(box, &QSpinBox::valueChanged, q, [this, key](int v) { emitOverride(key, QString::number(v)); });
+        return box;
+    }
+    QDoubleSpinBox* dspin(const QString& key, double lo, double hi, double step, int decimals)
+    {
+        auto* box = new QDoubleSpinBox;
+        box->setRange(lo, hi);
+        box->setSingleStep(step);
+        box->setDecimals(decimals);
+        box->setKeyboardTracking(false);
+        if (!key.isEmpty())
+            QObject::connect(box, &QDoubleSpinBox::valueChanged, q,
+                             [this, key](double v) { emitOverride(key, QString::number(v)); });
+        return box;
+    }
+};
+
+ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_unique<Impl>())
+{
+    d->q = this;
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(4, 4, 4, 4);
+    d->error = new QLabel;
+    d->error->setWordWrap(true);
+    d->error->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    d->error->setStyleSheet(QStringLiteral("QLabel { color: #b00020; background: #fdecee; border: 1px solid #f0b8c0;"
+                                           " border-radius: 3px; padding: 4px; }"));
+    d->error->hide();
+    outer->addWidget(d->error);
+
+    auto group = [&](const QString& title) {
+        auto* box = new QGroupBox(title);
+        auto* form = new QFormLayout(box);
+        form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+        form->setLabelAlignment(Qt::AlignRight);
+        outer->addWidget(box);
+        return form;
+    };
+
+    QFormLayout* f = group(tr("Model"));
+    d->model = new QComboBox;
+    connect(d->model, &QComboBox::activated, this, [this] {
+        const QString path = d->model->currentData().toString();
+        if (!path.isEmpty())
+            d->emitOverride(QStringLiteral("model"), path);
+    });
+    f->addRow(tr("Model"), d->model);
+    d->modelInfo = new QLabel;
+    d->modelInfo->setWordWrap(true);
+    f->addRow(QString(), d->modelInfo);
+
+    f = group(tr("Topology"));
+    QStringList topoNames;
+    for (const std::string& n : builtinTopologyNames())
+        topoNames << QString::fromStdString(n);
+    d->topology = d->combo(QStringLiteral("topology.builtin"), topoNames);
+    f->addRow(tr("Built-in"), d->topology);
+    d->racks = d->spin(QStringLiteral("topology.racks"), 1, 16);
+    f->addRow(tr("Racks (NVL72)"), d->racks);
+    d->nodes = d->spin(QStringLiteral("topology.nodes"), 1, 128);
+    f->addRow(tr("Nodes (HGX)"), d->nodes);
+    d->topoInfo = new QLabel;
+    d->topoInfo->setWordWrap(true);
+    f->addRow(QString(), d->topoInfo);
+
+    f = group(tr("Workload"));
+    d->phase = d->combo(QStringLiteral("workload.phase"), {QStringLiteral("decode"), QStringLiteral("prefill")});
+    f->addRow(tr("Phase"), d->phase);
+    d->tokens = d->spin(QStringLiteral("workload.tokens_per_gpu"), 1, 1 << 20, 16);
+    f->addRow(tr("Tokens per GPU"), d->tokens);
+    d->context = d->spin(QStringLiteral("workload.context_tokens"), 1, 16 << 20, 1024);
+    f->addRow(tr("Context tokens"), d->context);
+    d->routing = d->combo(QStringLiteral("workload.routing.kind"),
+                          {QStringLiteral("synthetic"), QStringLiteral("trace"), QStringLiteral("counts")});
+    f->addRow(tr("Routing"), d->routing);
+    d->skew = d->dspin(QStringLiteral("workload.routing.skew"), 0.0, 5.0, 0.1, 2);
+    f->addRow(tr("Skew (Zipf)"), d->skew);
+    d->seed = d->spin(QStringLiteral("workload.routing.seed"), 0, 1 << 30);
+    f->addRow(tr("Seed"), d->seed);
+
+    f = group(tr("Placement"));
+    d->strategy = d->combo(QStringLiteral("placement.strategy"),
+                           {QStringLiteral("contiguous"), QStringLiteral("round-robin"), QStringLiteral("eplb"),
+                            QStringLiteral("gem"), QStringLiteral("search")});
+    f->addRow(tr("Strategy"), d->strategy);
+    d->redundant = d->spin(QStringLiteral("placement.redundant_slots"), 0, 1 << 16);
+    f->addRow(tr("Redundant slots"), d->redundant);
+
+    f = group(tr("Precision"));
+    d->weights = d->combo(QStringLiteral("precision.weights"),
+                          {QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp8"), QStringLiteral("nvfp4"),
+                           QStringLiteral("mxfp4"), QStringLiteral("int4")});
+    f->addRow(tr("Weights"), d->weights);
+    d->dispatch = d->combo(QStringLiteral("precision.dispatch"),
+                           {QStringLiteral("bf16"), QStringLiteral("fp8"), QStringLiteral("nvfp4")});
+    f->addRow(tr("Dispatch"), d->dispatch);
+    d->combine = d->combo(QStringLiteral("precision.combine"), {QStringLiteral("bf16"), QStringLiteral("fp8")});
+    f->addRow(tr("Combine"), d->combine);
+    d->overlap = d->combo(QStringLiteral("overlap"), {QStringLiteral("none"), QStringLiteral("two-batch")});
+    f->addRow(tr("Overlap"), d->overlap);
+
+    f = group(tr("GPUs"));
+    d->defaultSpeed = d->dspin(QStringLiteral("gpus.speed.default"), 0.01, 10.0, 0.05, 2);
+    f->addRow(tr("Default speed"), d->defaultSpeed);
+    auto* row = new QWidget;
+    auto* h = new QHBoxLayout(row);
+    h->setContentsMargins(0, 0, 0, 0);
+    d->gpu = new QSpinBox;
+    d->gpu->setPrefix(tr("GPU "));
+    d->gpuSpeed = d->dspin(QString(), 0.01, 10.0, 0.05, 2);
+    d->gpuSpeed->setPrefix(QStringLiteral("×"));
+    h->addWidget(d->gpu);
+    h->addWidget(d->gpuSpeed);
+    f->addRow(tr("Speed of"), row);
+    connect(d->gpu, &QSpinBox::valueChanged, this, [this](int g) {
+        const bool was = d->updating;
+        d->updating = true;
+        d->gpuSpeed->setValue(d->speeds.of(g));
+        d->updating = was;
+    });
+    connect(d->gpuSpeed, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+        d->emitOverride(QStringLiteral("gpus.speed.gpu%1").arg(d->gpu->value()), QString::number(v));
+    });
+    outer->addStretch(1);
+}
+
+ScenarioPanel::~ScenarioPanel() = default;
+
+void ScenarioPanel::setModelChoices(const QStringList& names, const QStringList& paths)
+{
+    const bool was = d->updating;
+    d->updating = true;
+    d->model->clear();
+    for (int i = 0; i < names.size(); ++i)
+        d->model->addItem(names[i], i < paths.size() ? paths[i] : QString());
+    d->updating = was;
+}
+
+void ScenarioPanel::setScenario(const Scenario& s)
+{
+    const bool was = d->updating;
+    d->updating = true;
+    // Model: select the entry whose path is the scenario's model file, else show its name.
+    const QString modelPath = QString::fromStdString(s.model_source.path);
+    int mi = modelPath.isEmpty() ? -1 : d->model->findData(modelPath);
+    if (mi < 0)
+        mi = d->model->findText(QString::fromStdString(s.model.name));
+    if (mi < 0) {
+        d->model->addItem(QString::fromStdString(s.model.name), modelPath);
+        mi = d->model->count() - 1;
+    }
+    d->model->setCurrentIndex(mi);
+    d->modelInfo->setText(tr("%1 experts, top-%2, %3 MoE layers, %4 weights")
+                              .arg(s.model.routed_experts)
+                              .arg(s.model.experts_per_token)
+                              .arg(s.model.numMoeLayers())
+                              .arg(qs(toString(s.model.weight_dtype))));
+
+    const bool builtin = s.topology_source.kind == SourceRef::Kind::builtin;
+    const QString key = QString::fromStdString(builtin ? s.topology_params.builtin : s.topology.builtin);
+    if (!key.isEmpty())
+        setCombo(d->topology, key);
+    d->topology->setEnabled(builtin);
+    const bool nvl = key.contains(QStringLiteral("nvl72"));
+    d->racks->setValue(s.topology_params.racks);
+    d->nodes->setValue(s.topology_params.nodes);
+    d->racks->setEnabled(builtin && nvl);
+    d->nodes->setEnabled(builtin && !nvl);
+    d->topoInfo->setText(tr("%1: %2 GPUs (%3), %4 NVLink domain(s)")
+                             .arg(QString::fromStdString(s.topology.name))
+                             .arg(s.topology.numGpus())
+                             .arg(QString::fromStdString(s.topology.gpu.name))
+                             .arg(s.topology.numDomains()));
+
+    setCombo(d->phase, qs(toString(s.workload.phase)));
+    d->tokens->setValue(s.workload.tokens_per_gpu);
+    d->context->setValue(s.workload.context_tokens);
+    setCombo(d->routing, qs(toString(s.workload.routing.kind)));
+    d->skew->setValue(s.workload.routing.skew);
+    d->seed->setValue(static_cast<int>(std::min<std::uint64_t>(s.workload.routing.seed, 1u << 30)));
+
+    setCombo(d->strategy, QString::fromStdString(s.placement.strategy));
+    d->redundant->setValue(s.placement.redundant_slots);
+
+    setCombo(d->weights, qs(toString(s.precision.weights)));
+    setCombo(d->dispatch, qs(toString(s.precision.dispatch)));
+    setCombo(d->combine, qs(toString(s.precision.combine)));
+    setCombo(d->overlap, s.overlap == Overlap::two_batch ? QStringLiteral("two-batch") : QStringLiteral("none"));
+
+    d->speeds = s.speeds;
+    d->defaultSpeed->setValue(s.speeds.default_speed);
+    d->gpu->setRange(0, std::max(0, s.topology.numGpus() - 1));
+    d->gpuSpeed->setValue(s.speeds.of(d->gpu->value()));
+    d->updating = was;
+}
+
+void ScenarioPanel::showError(const QString& text)
+{
+    d->error->setText(text);
+    d->error->setVisible(!text.isEmpty());
+}
+
+void ScenarioPanel::clearError() { showError(QString()); }
+
+QString ScenarioPanel::errorText() const { return d->error->isVisible() ? d->error->text() : QString(); }
+
+QStringList ScenarioPanel::keys() const
+{
+    return {QStringLiteral("model"),
+            QStringLiteral("topology.builtin"),
+            QStringLiteral("topology.racks"),
+            QStringLiteral("topology.nodes"),
+            QStringLiteral("workload.phase"),
+            QStringLiteral("workload.tokens_per_gpu"),
+            QStringLiteral("workload.context_tokens"),
+            QStringLiteral("workload.routing.kind"),
+            QStringLiteral("workload.routing.skew"),
+            QStringLiteral("workload.routing.seed"),
+            QStringLiteral("placement.strategy"),
+            QStringLiteral("placement.redundant_slots"),
+            QStringLiteral("precision.weights"),
+            QStringLiteral("precision.dispatch"),
+            QStringLiteral("precision.combine"),
+            QStringLiteral("overlap"),
+            QStringLiteral("gpus.speed.default"),
+            QStringLiteral("gpus.speed.gpu%1").arg(d->gpu->value())};
+}
+
+}  // namespace moex::views

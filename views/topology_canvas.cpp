@@ -1,0 +1,490 @@
+// TopologyCanvas: building the scene once per scenario and recolouring it per step.
+#include "views/canvas_impl.h"
+
+#include <QResizeEvent>
+#include <QScrollBar>
+
+#include <algorithm>
+#include <cmath>
+
+namespace moex::views {
+
+namespace {
+QColor tint(const QColor& c, double amount)  // mix with white: amount 0 = white, 1 = c
+{
+    auto mix = [amount](int v) { return static_cast<int>(std::lround(255 + (v - 255) * amount)); };
+    return QColor(mix(c.red()), mix(c.green()), mix(c.blue()));
+}
+
+BoxItem::Kind boxKind(const LayoutBox& b)
+{
+    if (b.frame)
+        return BoxItem::Frame;
+    switch (b.kind) {
+    case NodeKind::nvswitch: return BoxItem::Switch;
+    case NodeKind::nic: return BoxItem::Nic;
+    case NodeKind::cpu: return BoxItem::Cpu;
+    case NodeKind::leaf: return BoxItem::Leaf;
+    case NodeKind::spine: return BoxItem::Spine;
+    case NodeKind::gpu: break;
+    }
+    return BoxItem::Frame;
+}
+}  // namespace
+
+TopologyCanvas::TopologyCanvas(QWidget* parent) : QGraphicsView(parent), d(std::make_unique<Impl>(this))
+{
+    setScene(&d->scene);
+    d->scene.setItemIndexMethod(QGraphicsScene::BspTreeIndex);
+    setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
+    setViewportUpdateMode(QGraphicsView::MinimalViewportUpdate);
+    setOptimizationFlags(QGraphicsView::DontSavePainterState);
+    setCacheMode(QGraphicsView::CacheBackground);
+    setBackgroundBrush(QColor(0xfb, 0xfb, 0xfc));
+    setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
+    setResizeAnchor(QGraphicsView::AnchorViewCenter);
+    setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    setDragMode(QGraphicsView::NoDrag);
+    setMouseTracking(true);
+    setMinimumSize(320, 240);
+    d->legend = new CanvasLegend(this);
+    d->feedback = new CanvasFeedback(this);
+    d->updateLegend();
+}
+
+TopologyCanvas::~TopologyCanvas()
+{
+    // Items hold no back pointers, but the scene must go before the overlays' parent.
+    d->scene.clear();
+}
+
+void TopologyCanvas::setScenario(const Scenario& scenario, const Placement& placement)
+{
+    d->topo = scenario.topology;
+    d->speeds = scenario.speeds;
+    d->modelName = QString::fromStdString(scenario.model.name);
+    d->moeLayerIndex = scenario.model.moe_layers;
+    d->placement = placement;
+    d->hasMetrics = false;
+    d->metrics = {};
+    d->layer = std::clamp(d->layer, -1, std::max(0, placement.numLayers() - 1));
+    d->buildScene();
+    d->userZoomed = false;
+    d->fit();
+}
+
+void TopologyCanvas::setPlacement(const Placement& placement)
+{
+    d->placement = placement;
+    if (placement.maxSlotsPerGpu() > d->layoutSlots || placement.numGpus() != static_cast<int>(d->gpus.size())) {
+        d->buildScene();  // a GPU got more slots than its box holds: lay out again
+        return;
+    }
+    if (d->layer >= placement.numLayers())
+        d->layer = placement.numLayers() - 1;
+    d->rebuildChips();
+    d->recolour();
+}
+
+void TopologyCanvas::setMetrics(const StepMetrics& metrics)
+{
+    d->metrics = metrics;
+    d->hasMetrics = true;
+    if (d->layer < 0)
+        d->rebuildChips();  // all layers: which experts are the most loaded depends on the step
+    d->recolour();
+}
+
+void TopologyCanvas::setLayer(int moeLayer)
+{
+    moeLayer = std::clamp(moeLayer, -1, std::max(0, d->placement.numLayers() - 1));
+    if (moeLayer == d->layer)
+        return;
+    d->layer = moeLayer;
+    d->rebuildChips();
+    d->recolour();
+    emit layerChanged(moeLayer);
+}
+
+int TopologyCanvas::layer() const { return d->layer; }
+
+void TopologyCanvas::setSelectedGpu(int gpu)
+{
+    d->selectedGpu = gpu;
+    for (GpuItem* g : d->gpus) {
+        const bool sel = g->gpu == gpu;
+        if (g->selected != sel) {
+            g->selected = sel;
+            g->update();
+        }
+    }
+}
+
+void TopologyCanvas::showFeedback(const QString& text) { d->feedback->showMessage(text); }
+
+QString TopologyCanvas::feedbackText() const { return d->feedback->isVisible() ? d->feedback->text() : QString(); }
+
+void TopologyCanvas::fitAll()
+{
+    d->userZoomed = false;
+    d->fit();
+}
+
+QPointF TopologyCanvas::gpuScenePos(int gpu) const
+{
+    if (gpu < 0 || gpu >= static_cast<int>(d->gpus.size()))
+        return {};
+    const QRectF r = d->gpus[static_cast<std::size_t>(gpu)]->rect;
+    return {r.center().x(), r.top() + d->layout.chip.header / 2};
+}
+
+QPointF TopologyCanvas::expertScenePos(int gpu, int expert) const
+{
+    if (gpu < 0 || gpu >= static_cast<int>(d->chips.size()))
+        return {};
+    for (ChipItem* c : d->chips[static_cast<std::size_t>(gpu)])
+        if (c->expert == expert)
+            return c->mapToScene(c->rect.center());
+    return {};
+}
+
+int TopologyCanvas::gpuItemCount() const
+{
+    int n = 0;
+    for (QGraphicsItem* item : d->scene.items())
+        n += item->type() == kGpuItemType ? 1 : 0;
+    return n;
+}
+
+QColor TopologyCanvas::expertColor(int gpu, int expert) const
+{
+    if (gpu < 0 || gpu >= static_cast<int>(d->chips.size()))
+        return {};
+    for (ChipItem* c : d->chips[static_cast<std::size_t>(gpu)])
+        if (c->expert == expert)
+            return c->fill;
+    return {};
+}
+
+void TopologyCanvas::resizeEvent(QResizeEvent* event)
+{
+    QGraphicsView::resizeEvent(event);
+    const QRect vp = viewport()->geometry();
+    d->legend->move(vp.left() + 8, vp.bottom() - d->legend->height() - 8);
+    d->legend->raise();
+    if (d->feedback->isVisible())
+        d->feedback->move((width() - d->feedback->width()) / 2, 12);
+    if (!d->userZoomed)
+        d->fit();
+}
+
+// --- Impl: building -----------------------------------------------------------------------------
+
+void TopologyCanvas::Impl::buildScene()
+{
+    mode = Mode::none;
+    pressChip = nullptr;
+    ghost = nullptr;
+    dropTarget = nullptr;
+    scene.clear();
+    gpus.clear();
+    chips.clear();
+    boxes.clear();
+    boxByNode.clear();
+    links.clear();
+    layoutSlots = std::max(1, placement.maxSlotsPerGpu());
+    layout = layoutTopology(topo, layoutSlots);
+    for (const LayoutBox& b : layout.boxes) {
+        auto* item = new BoxItem(boxKind(b), b.node, b.rect, b.label);
+        scene.addItem(item);
+        boxes.push_back(item);
+        if (b.node >= 0)
+            boxByNode[b.node] = item;
+    }
+    for (const LayoutLink& l : layout.links) {
+        auto* item = new LinkItem(static_cast<LinkItem::Kind>(l.kind), l.nodeA, l.nodeB, l.path);
+        scene.addItem(item);
+        links.push_back(item);
+    }
+    for (int g = 0; g < topo.numGpus(); ++g) {
+        auto* item = new GpuItem(g, layout.gpuRects[static_cast<std::size_t>(g)]);
+        item->setLabel(QStringLiteral("GPU %1").arg(g));
+        item->selected = g == selectedGpu;
+        scene.addItem(item);
+        gpus.push_back(item);
+    }
+    chips.assign(gpus.size(), {});
+    scene.setSceneRect(layout.sceneRect);
+    // Generous margins around the drawing so that panning and the legend offset are never clamped.
+    const QRectF r = layout.sceneRect;
+    q->setSceneRect(r.adjusted(-r.width(), -r.height(), r.width(), r.height()));
+    rebuildChips();
+    recolour();
+}
+
+void TopologyCanvas::Impl::rebuildChips()
+{
+    const int numGpus = static_cast<int>(gpus.size());
+    const int E = placement.num_experts;
+    std::vector<std::vector<std::pair<int, bool>>> shown(static_cast<std::size_t>(numGpus));  // (expert, replica)
+    if (layer >= 0 && layer < placement.numLayers()) {
+        const LayerPlacement& lp = placement.layers[static_cast<std::size_t>(layer)];
+        const auto counts = lp.replicaCounts(E);
+        for (int g = 0; g < std::min(numGpus, lp.numGpus()); ++g)
+            for (ExpertId e : lp.gpu_slots[static_cast<std::size_t>(g)])
+                shown[static_cast<std::size_t>(g)].emplace_back(
+                    e.value, e.valid() && e.index() < counts.size() && counts[e.index()] > 1);
+    } else if (placement.numLayers() > 0) {
+        // All layers: per GPU, the experts it holds weighted by their load summed over the layers
+        // (or by how many layers place them there, before any metrics), the heaviest first.
+        for (int g = 0; g < numGpus; ++g) {
+            std::map<int, double> weight;
+            for (int l = 0; l < placement.numLayers(); ++l) {
+                const LayerPlacement& lp = placement.layers[static_cast<std::size_t>(l)];
+                if (g >= lp.numGpus())
+                    continue;
+                const LayerMetrics* lm = hasMetrics && l < static_cast<int>(metrics.layers.size())
+                                             ? &metrics.layers[static_cast<std::size_t>(l)] : nullptr;
+                for (ExpertId e : lp.gpu_slots[static_cast<std::size_t>(g)]) {
+                    double w = 1;
+                    if (lm && e.index() < lm->expert_load.size())
+                        w = static_cast<double>(lm->expert_load[e.index()]);
+                    weight[e.value] += w;
+                }
+            }
+            std::vector<std::pair<double, int>> order;
+            for (const auto& [e, w] : weight)
+                order.emplace_back(-w, e);
+            std::sort(order.begin(), order.end());
+            for (int k = 0; k < std::min(layoutSlots, static_cast<int>(order.size())); ++k)
+                shown[static_cast<std::size_t>(g)].emplace_back(order[static_cast<std::size_t>(k)].second, false);
+        }
+    }
+    for (int g = 0; g < numGpus; ++g) {
+        auto& list = chips[static_cast<std::size_t>(g)];
+        const auto& want = shown[static_cast<std::size_t>(g)];
+        const int n = std::min(static_cast<int>(want.size()), layoutSlots);
+        while (static_cast<int>(list.size()) > n) {
+            delete list.back();
+            list.pop_back();
+        }
+        GpuItem* gi = gpus[static_cast<std::size_t>(g)];
+        for (int k = 0; k < n; ++k) {
+            const auto [expert, replica] = want[static_cast<std::size_t>(k)];
+            if (k >= static_cast<int>(list.size()))
+                list.push_back(new ChipItem(g, expert, k, chipRect(layout.chip, gi->rect, k), gi));
+            ChipItem* c = list[static_cast<std::size_t>(k)];
+            if (c->expert != expert || c->replica != replica) {
+                c->replica = replica;
+                c->setExpert(expert);
+            }
+        }
+    }
+}
+
+// --- Impl: colouring ----------------------------------------------------------------------------
+
+std::vector<double> TopologyCanvas::Impl::shownLoads() const
+{
+    std::vector<double> loads(static_cast<std::size_t>(std::max(0, placement.num_experts)), 0.0);
+    if (!hasMetrics)
+        return loads;
+    auto add = [&](const LayerMetrics& lm) {
+        for (std::size_t e = 0; e < std::min(loads.size(), lm.expert_load.size()); ++e)
+            loads[e] += static_cast<double>(lm.expert_load[e]);
+    };
+    if (layer >= 0) {
+        if (layer < static_cast<int>(metrics.layers.size()))
+            add(metrics.layers[static_cast<std::size_t>(layer)]);
+    } else {
+        for (const LayerMetrics& lm : metrics.layers)
+            add(lm);
+    }
+    return loads;
+}
+
+int TopologyCanvas::Impl::stragglerGpu() const
+{
+    if (!hasMetrics)
+        return -1;
+    if (layer >= 0 && layer < static_cast<int>(metrics.layers.size()))
+        return metrics.layers[static_cast<std::size_t>(layer)].slowest_gpu;
+    return metrics.summary.straggler_gpu;
+}
+
+void TopologyCanvas::Impl::computeLinkStats()
+{
+    const auto& nodes = topo.nodes();
+    const std::size_t n = nodes.size();
+    nvlOut.assign(n, {});
+    nvlIn.assign(n, {});
+    nodeUtil.assign(n, 0.0);
+    pairs.clear();
+    if (!hasMetrics)
+        return;
+    auto isNvl = [](NodeKind k) { return k == NodeKind::gpu || k == NodeKind::nvswitch; };
+    for (const LinkMetrics& lm : metrics.links) {
+        if (lm.from < 0 || lm.to < 0 || static_cast<std::size_t>(lm.from) >= n || static_cast<std::size_t>(lm.to) >= n)
+            continue;
+        const auto a = static_cast<std::size_t>(lm.from);
+        const auto b = static_cast<std::size_t>(lm.to);
+        nodeUtil[a] = std::max(nodeUtil[a], lm.utilization);
+        nodeUtil[b] = std::max(nodeUtil[b], lm.utilization);
+        if (isNvl(nodes[a].kind) && isNvl(nodes[b].kind)) {
+            nvlOut[a].bytes += lm.bytes;
+            nvlOut[a].util = std::max(nvlOut[a].util, lm.utilization);
+            nvlIn[b].bytes += lm.bytes;
+            nvlIn[b].util = std::max(nvlIn[b].util, lm.utilization);
+            continue;
+        }
+        LinkStat& s = pairs[{std::min(lm.from, lm.to), std::max(lm.from, lm.to)}];
+        s.bytes += lm.bytes;
+        s.util = std::max(s.util, lm.utilization);
+        s.capacity_gbs = std::max(s.capacity_gbs, lm.capacity_gbs);
+    }
+}
+
+const LinkStat* TopologyCanvas::Impl::pairStat(int a, int b) const
+{
+    auto it = pairs.find({std::min(a, b), std::max(a, b)});
+    return it == pairs.end() ? nullptr : &it->second;
+}
+
+void TopologyCanvas::Impl::recolour()
+{
+    const ColorMap viridis = ColorMap::viridis();
+    const ColorMap util = ColorMap::utilisation();
+    // Expert chips by load in the shown layer.
+    const std::vector<double> loads = shownLoads();
+    loadLo = loadHi = 0;
+    if (hasMetrics && !loads.empty()) {
+        const auto [mn, mx] = std::minmax_element(loads.begin(), loads.end());
+        loadLo = *mn;
+        loadHi = *mx;
+    }
+    const QColor neutral(0x9a, 0xa8, 0xb8);
+    for (auto& list : chips)
+        for (ChipItem* c : list) {
+            const bool known = hasMetrics && c->expert >= 0 && static_cast<std::size_t>(c->expert) < loads.size();
+            c->load = known ? loads[static_cast<std::size_t>(c->expert)] : 0;
+            c->setFill(known ? viridis.map(c->load, loadLo, loadHi) : neutral);
+        }
+    // GPUs tinted by busy time, the straggler outlined, slow GPUs with their speed.
+    const int straggler = stragglerGpu();
+    busyLo = busyHi = 0;
+    std::vector<double> busy(gpus.size(), 0.0);
+    if (hasMetrics && metrics.gpus.size() >= gpus.size() && !gpus.empty()) {
+        for (std::size_t g = 0; g < gpus.size(); ++g) {
+            const GpuMetrics& m = metrics.gpus[g];
+            busy[g] = m.compute_us + m.attention_us + m.dispatch_us + m.combine_us;
+        }
+        const auto [mn, mx] = std::minmax_element(busy.begin(), busy.end());
+        busyLo = *mn;
+        busyHi = *mx;
+    }
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+        GpuItem* item = gpus[g];
+        const double speed = hasMetrics && g < metrics.gpus.size() ? metrics.gpus[g].speed : speeds.of(static_cast<int>(g));
+        const QString note = speed < 0.999 ? QStringLiteral("×%1").arg(speed, 0, 'f', 2) : QString();
+        // The busy range is often narrow (a few %): spread it over the whole map, but keep the
+        // tint light so that the chips stay the strongest colour.
+        const QColor fill = hasMetrics && busyHi > busyLo ? tint(util.map(busy[g], busyLo, busyHi), 0.45)
+                            : hasMetrics                 ? tint(util.at(0), 0.45)
+                                                         : QColor(0xee, 0xf0, 0xf3);
+        const bool strag = static_cast<int>(g) == straggler;
+        if (item->fill != fill || item->note != note || item->straggler != strag) {
+            item->fill = fill;
+            item->setNote(note, strag);
+            item->update();
+        }
+    }
+    // Links and the switches/NICs they end at.
+    computeLinkStats();
+    for (LinkItem* l : links) {
+        double u = 0;
+        double bytes = 0;
+        switch (l->kind) {
+        case LinkItem::GpuNvlink:
+        case LinkItem::SwitchStub:
+            if (l->nodeA >= 0 && static_cast<std::size_t>(l->nodeA) < nvlOut.size()) {
+                const auto a = static_cast<std::size_t>(l->nodeA);
+                u = std::max(nvlOut[a].util, nvlIn[a].util);
+                bytes = nvlOut[a].bytes + nvlIn[a].bytes;
+            }
+            break;
+        case LinkItem::Network:
+        case LinkItem::LeafSpine:
+            if (const LinkStat* s = pairStat(l->nodeA, l->nodeB)) {
+                u = s->util;
+                bytes = s->bytes;
+            }
+            break;
+        }
+        l->setUtilisation(u, util.at(u), bytes <= 0);
+    }
+    for (BoxItem* b : boxes) {
+        // Switch chips show their load through their links (and tooltips): a stripe on each of the
+        // 18 NVL72 chips only added noise.
+        if (b->node < 0 || b->kind == BoxItem::Frame || b->kind == BoxItem::Cpu || b->kind == BoxItem::Switch)
+            continue;
+        const double u = static_cast<std::size_t>(b->node) < nodeUtil.size() ? nodeUtil[static_cast<std::size_t>(b->node)] : 0;
+        const QColor accent = hasMetrics && u > 0 ? util.at(u) : QColor();
+        if (accent != b->accent) {
+            b->accent = accent;
+            b->update();
+        }
+    }
+    updateLegend();
+}
+
+void TopologyCanvas::Impl::updateLegend()
+{
+    QString heading = modelName.isEmpty() ? TopologyCanvas::tr("No scenario")
+                                          : modelName + QLatin1Char('\n') + layout.title + QLatin1Char('\n');
+    if (!modelName.isEmpty()) {
+        if (layer >= 0) {
+            const int decoder = layer < static_cast<int>(moeLayerIndex.size()) ? moeLayerIndex[static_cast<std::size_t>(layer)] : layer;
+            heading += TopologyCanvas::tr("MoE layer %1 (decoder layer %2)").arg(layer).arg(decoder);
+        } else {
+            heading += TopologyCanvas::tr("All MoE layers summed (drag disabled)");
+        }
+    }
+    legend->setHeading(heading);
+    double linkHi = 0;
+    for (double u : nodeUtil)
+        linkHi = std::max(linkHi, u);
+    legend->setScales({
+        {layer >= 0 ? TopologyCanvas::tr("Expert load") : TopologyCanvas::tr("Expert load, all layers"), ColorMap::viridis(), loadLo, loadHi,
+         TopologyCanvas::tr("token-expert pairs"), hasMetrics},
+        {TopologyCanvas::tr("GPU busy time"), ColorMap::utilisation(), busyLo, busyHi, QStringLiteral("µs"), hasMetrics},
+        {TopologyCanvas::tr("Link utilisation, max %1%").arg(linkHi * 100, 0, 'f', 0), ColorMap::utilisation(), 0, 100, QStringLiteral("%"),
+         hasMetrics},
+    });
+    const QRect vp = q->viewport()->geometry();
+    legend->move(vp.left() + 8, vp.bottom() - legend->height() - 8);
+    legend->raise();
+}
+
+void TopologyCanvas::Impl::fit()
+{
+    const QRectF content = layout.sceneRect;
+    const QSize vp = q->viewport()->size();
+    if (content.isEmpty() || vp.width() < 10 || vp.height() < 10)
+        return;
+    // Keep the legend's column free when the drawing is narrower than the view.
+    const double legendW = legend->width() + 16;
+    const double s1 = std::min((vp.width() - legendW) / content.width(), vp.height() / content.height());
+    const double s2 = std::min(vp.width() / content.width(), (vp.height() - legend->height() - 16) / content.height());
+    const bool beside = s1 >= s2;
+    const double s = std::max(0.01, std::max(s1, s2)) * 0.98;
+    q->setTransform(QTransform::fromScale(s, s));
+    QPointF centre = content.center();
+    if (beside)
+        centre.rx() -= legendW / 2 / s;
+    else
+        centre.ry() += (legend->height() + 16) / 2.0 / s;
+    q->centerOn(centre);
+}
+
+}  // namespace moex::views
