@@ -327,13 +327,15 @@ int benchPlace(const Args& args)
         results.push_back(runCase(c, runs, steps, budget, seed));
 
     // Targets (issue 4): eplb under 20 ms at 58 x 256 on 72 GPUs; search faster than eplb on both
-    // systems; gem faster than eplb with slow GPUs.
+    // systems; gem faster than eplb with slow GPUs. "Faster" means by more than kTieFraction of
+    // eplb's time: smaller differences are within what the held-out routing steps vary by, a tie.
+    constexpr double kTieFraction = 0.001;
     auto faster = [&](const std::string& caseName, const std::string& a) {
         for (const Result& r : results) {
             const Row* x = r.row(a);
             const Row* eplb = r.row("eplb");
             if (r.name == caseName && x && eplb)
-                return x->moe_ms < eplb->moe_ms;
+                return x->moe_ms < eplb->moe_ms * (1.0 - kTieFraction);
         }
         return false;
     };
@@ -369,7 +371,7 @@ int benchPlace(const Args& args)
         print(r);
     if (!skipped.empty())
         std::cout << skipped << "\n\n";
-    auto yes = [](bool b) { return b ? "met" : "NOT met"; };
+    auto yes = [](bool b) { return b ? "met" : "NOT met (a tie counts as not met: within 0.1%)"; };
     std::cout << "targets: eplb " << fixed(eplbMs, 2) << " ms < 20 ms on 58 x 256 / 72 GPUs: " << yes(eplbFast)
               << "; search faster than eplb on NVL72: " << yes(searchNvl) << ", on 8 x HGX-H200: " << yes(searchHgx)
               << "; gem faster than eplb with slow GPUs: " << yes(gemSlow) << '\n';
