@@ -1,0 +1,88 @@
+#include "command_line.h"
+
+#include <QRegularExpression>
+
+namespace moex::app {
+
+QString usageText()
+{
+    return QStringLiteral(
+        "usage: moex [SCENARIO] [--screenshot OUT.png] [--view all|topology|heatmaps|compare] [--size WxH]\n"
+        "\n"
+        "Opens the moex explorer on SCENARIO (default: samples/scenarios/deepseek-r1-decode-nvl72.yaml).\n"
+        "Without a display it prints the scenario's simulated summary instead.\n"
+        "\n"
+        "  --screenshot OUT.png  render the window offscreen after a few simulated steps, save it, exit\n"
+        "  --view NAME           what to render: all (default), topology, heatmaps, compare\n"
+        "  --size WxH            image size in pixels (default 1600x1000)\n"
+        "  -h, --help            this text\n"
+        "  --version             the version\n");
+}
+
+CommandLine parseCommandLine(const QStringList& args)
+{
+    CommandLine c;
+    bool viewGiven = false, sizeGiven = false;
+    auto value = [&](int& i, const QString& flag) -> QString {
+        const QString a = args[i];
+        const int eq = a.indexOf(QLatin1Char('='));
+        if (eq > 0)
+            return a.mid(eq + 1);
+        if (i + 1 >= args.size()) {
+            c.error = QStringLiteral("%1 needs a value").arg(flag);
+            return {};
+        }
+        return args[++i];
+    };
+    for (int i = 0; i < args.size() && c.error.isEmpty(); ++i) {
+        const QString a = args[i];
+        const QString flag = a.section(QLatin1Char('='), 0, 0);
+        if (a == QLatin1String("-h") || a == QLatin1String("--help")) {
+            c.help = true;
+        } else if (a == QLatin1String("--version")) {
+            c.version = true;
+        } else if (flag == QLatin1String("--screenshot")) {
+            c.screenshot = value(i, flag);
+            if (c.error.isEmpty() && c.screenshot.isEmpty())
+                c.error = QStringLiteral("--screenshot needs an output file name");
+        } else if (flag == QLatin1String("--view")) {
+            c.view = value(i, flag);
+            viewGiven = true;
+            static const QStringList views = {QStringLiteral("all"), QStringLiteral("topology"),
+                                              QStringLiteral("heatmaps"), QStringLiteral("compare")};
+            if (c.error.isEmpty() && !views.contains(c.view))
+                c.error = QStringLiteral("--view '%1' is not one of: %2").arg(c.view, views.join(QStringLiteral(", ")));
+        } else if (flag == QLatin1String("--size")) {
+            const QString v = value(i, flag);
+            sizeGiven = true;
+            static const QRegularExpression re(QStringLiteral("^(\\d{2,5})[xX](\\d{2,5})$"));
+            const auto m = re.match(v);
+            if (!c.error.isEmpty())
+                break;
+            if (!m.hasMatch()) {
+                c.error = QStringLiteral("--size '%1' must be WIDTHxHEIGHT, e.g. 1600x1000").arg(v);
+            } else {
+                c.size = QSize(m.captured(1).toInt(), m.captured(2).toInt());
+                if (c.size.width() < 320 || c.size.height() < 240 || c.size.width() > 8192 || c.size.height() > 8192)
+                    c.error = QStringLiteral("--size %1 is out of range (320x240 .. 8192x8192)").arg(v);
+            }
+        } else if (a.startsWith(QLatin1Char('-')) && a != QLatin1String("-")) {
+            c.error = QStringLiteral("unknown option '%1'").arg(a);
+        } else if (c.scenario.isEmpty()) {
+            c.scenario = a;
+        } else {
+            c.error = QStringLiteral("more than one scenario given ('%1' and '%2')").arg(c.scenario, a);
+        }
+    }
+    if (c.error.isEmpty() && c.screenshot.isEmpty() && (viewGiven || sizeGiven))
+        c.error = QStringLiteral("--view and --size only apply with --screenshot OUT.png");
+    return c;
+}
+
+bool noDisplay()
+{
+    return qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")
+           && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
+}
+
+}  // namespace moex::app

@@ -1,0 +1,27 @@
+// moex [SCENARIO] [--screenshot OUT.png [--view all|topology|heatmaps|compare] [--size WxH]]
+// Parsed before QApplication exists (the screenshot mode chooses the offscreen platform).
+#pragma once
+
+#include <QSize>
+#include <QString>
+#include <QStringList>
+
+namespace moex::app {
+
+struct CommandLine {
+    QString scenario;     // empty: the default sample
+    QString screenshot;   // output PNG; empty: interactive
+    QString view = QStringLiteral("all");
+    QSize size{1600, 1000};
+    bool help = false;
+    bool version = false;
+    QString error;        // non-empty: bad flags (exit 2)
+};
+
+CommandLine parseCommandLine(const QStringList& args);  // args without the program name
+QString usageText();
+
+// No display to open a window on: no DISPLAY, no WAYLAND_DISPLAY and QT_QPA_PLATFORM unset.
+bool noDisplay();
+
+}  // namespace moex::app

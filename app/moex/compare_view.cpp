@@ -1,0 +1,185 @@
+#include "compare_view.h"
+
+#include "compare_model.h"
+#include "qt_text.h"
+
+#include <QBrush>
+#include <QColor>
+#include <QGridLayout>
+#include <QHeaderView>
+#include <QIdentityProxyModel>
+#include <QLabel>
+#include <QLocale>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+namespace moex::app {
+
+namespace {
+
+// Colours the B/A and B-A cells: green where B is better, red where worse.
+class BetterColours : public QIdentityProxyModel {
+public:
+    using QIdentityProxyModel::QIdentityProxyModel;
+    QVariant data(const QModelIndex& index, int role) const override
+    {
+        if (role == Qt::ForegroundRole) {
+            const int better = QIdentityProxyModel::data(index, session::CompareModel::BetterRole).toInt();
+            if (better > 0)
+                return QBrush(QColor(0x1b, 0x7f, 0x3b));
+            if (better < 0)
+                return QBrush(QColor(0xb3, 0x26, 0x1e));
+        }
+        return QIdentityProxyModel::data(index, role);
+    }
+};
+
+QString totals(const StepTotals& t)
+{
+    const QLocale en(QLocale::English);
+    return QObject::tr("<b>%1 ms</b> per step &middot; <b>%2</b> tok/s<br>%3 tok/s per GPU &middot; %4 tok/s per kW"
+                       "<br>imbalance %5")
+        .arg(QLocale::c().toString(t.step_time_us / 1000.0, 'f', 2), en.toString(std::llround(t.tokens_per_s)),
+             en.toString(std::llround(t.tokens_per_s_per_gpu)), en.toString(std::llround(t.tokens_per_s_per_kw)),
+             QLocale::c().toString(t.imbalance, 'f', 3));
+}
+
+QLabel* thumbLabel()
+{
+    auto* l = new QLabel;
+    l->setMinimumSize(160, 100);
+    l->setAlignment(Qt::AlignCenter);
+    l->setFrameShape(QFrame::StyledPanel);
+    l->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+    return l;
+}
+
+}  // namespace
+
+CompareView::CompareView(QWidget* parent)
+    : QWidget(parent),
+      m_model(new session::CompareModel(this)),
+      m_table(new QTableView),
+      m_thumbA(thumbLabel()),
+      m_thumbB(thumbLabel()),
+      m_titleA(new QLabel),
+      m_titleB(new QLabel),
+      m_totalsA(new QLabel),
+      m_totalsB(new QLabel),
+      m_explanation(new QLabel),
+      m_status(new QLabel)
+{
+    auto* proxy = new BetterColours(this);
+    proxy->setSourceModel(m_model);
+    m_table->setModel(proxy);
+    m_table->verticalHeader()->hide();
+    m_table->setAlternatingRowColors(true);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_table->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
+
+    for (QLabel* l : {m_totalsA, m_totalsB, m_explanation, m_status})
+        l->setWordWrap(true);
+    for (QLabel* l : {m_titleA, m_titleB}) {
+        QFont f = l->font();
+        f.setBold(true);
+        l->setFont(f);
+    }
+    m_explanation->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_status->setObjectName(QStringLiteral("compareStatus"));
+
+    auto* sides = new QGridLayout;
+    sides->addWidget(m_titleA, 0, 0);
+    sides->addWidget(m_titleB, 0, 1);
+    sides->addWidget(m_thumbA, 1, 0);
+    sides->addWidget(m_thumbB, 1, 1);
+    sides->addWidget(m_totalsA, 2, 0);
+    sides->addWidget(m_totalsB, 2, 1);
+    sides->setRowStretch(1, 1);
+
+    auto* right = new QVBoxLayout;
+    right->addWidget(m_table, 10);
+    right->addWidget(m_explanation);
+    right->addStretch(1);
+    m_table->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+    m_table->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+
+    auto* top = new QBoxLayout(QBoxLayout::LeftToRight, this);
+    top->setObjectName(QStringLiteral("compareLayout"));
+    auto* leftBox = new QVBoxLayout;
+    leftBox->addWidget(m_status);
+    leftBox->addLayout(sides, 1);
+    top->addLayout(leftBox, 5);
+    top->addLayout(right, 6);
+    setNames(tr("A"), tr("B"));
+    showMessage(tr("Edit \u25b8 Duplicate as B makes a copy of this scenario; change anything in B and the "
+                   "difference shows here, term by term."));
+}
+
+void CompareView::setNames(const QString& a, const QString& b)
+{
+    m_titleA->setText(tr("A: %1").arg(a));
+    m_titleB->setText(tr("B: %1").arg(b));
+}
+
+void CompareView::setResult(const session::ComparisonResult& r)
+{
+    m_model->setTerms(r.terms);
+    // The table as tall as its rows (no empty grid below them), the explanation right under it.
+    const int rowsHeight = m_table->verticalHeader()->defaultSectionSize() * m_model->rowCount()
+                           + m_table->horizontalHeader()->sizeHint().height() + 2 * m_table->frameWidth() + 4;
+    m_table->setMaximumHeight(rowsHeight);
+    m_table->setMinimumHeight(std::min(rowsHeight, 140));
+    m_totalsA->setText(totals(r.a.mean));
+    m_totalsB->setText(totals(r.b.mean));
+    m_explanation->setText(session::qs(r.explanation).trimmed());
+    m_hasResult = true;
+    m_status->setText(tr("Mean of %1 simulated steps each.").arg(r.a.steps));
+}
+
+void CompareView::setThumbnails(const QPixmap& a, const QPixmap& b)
+{
+    m_pixA = a;
+    m_pixB = b;
+    rescaleThumbnails();
+}
+
+void CompareView::rescaleThumbnails()
+{
+    auto fit = [](QLabel* label, const QPixmap& pm) {
+        const QSize box = label->contentsRect().size().expandedTo(QSize(120, 80)) - QSize(8, 8);
+        label->setPixmap(pm.isNull() ? QPixmap() : pm.scaled(box, Qt::KeepAspectRatio, Qt::SmoothTransformation));
+    };
+    fit(m_thumbA, m_pixA);
+    fit(m_thumbB, m_pixB);
+}
+
+void CompareView::resizeEvent(QResizeEvent* event)
+{
+    // Wide and short (a dock): thumbnails left of the table. Tall (a tab, a screenshot): the table
+    // on top and the thumbnails side by side below it.
+    if (auto* box = qobject_cast<QBoxLayout*>(layout())) {
+        const auto dir = height() > 560 ? QBoxLayout::BottomToTop : QBoxLayout::LeftToRight;
+        if (box->direction() != dir)
+            box->setDirection(dir);
+    }
+    QWidget::resizeEvent(event);
+    rescaleThumbnails();
+}
+
+void CompareView::setBusy(bool busy)
+{
+    if (busy)
+        m_status->setText(tr("Simulating A and B\u2026"));
+}
+
+void CompareView::showMessage(const QString& text)
+{
+    m_status->setText(text);
+}
+
+}  // namespace moex::app

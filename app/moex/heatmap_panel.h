@@ -1,0 +1,57 @@
+// The heatmaps dock: expert load (MoE layer x expert, sortable), GPU x GPU traffic, per-GPU
+// latency over the last steps — three HeatmapWidgets in tabs (or tiled, for screenshots).
+#pragma once
+
+#include <QWidget>
+
+#ifndef Q_MOC_RUN
+#include "heatmap_data.h"
+#include "metrics/step_metrics.h"
+#endif
+
+class QCheckBox;
+class QGridLayout;
+class QTabWidget;
+
+namespace moex::views {
+class HeatmapWidget;
+}
+
+namespace moex::app {
+
+class HeatmapPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit HeatmapPanel(QWidget* parent = nullptr);
+
+    void setMetrics(const StepMetrics& m, const std::vector<int>& moeLayerIndices);
+    void clearHistory();
+    void setSelectedGpu(int gpu);
+    void setTiled(bool tiled);  // all three side by side instead of tabs
+
+    [[nodiscard]] views::HeatmapWidget* expertLoad() const { return m_load; }
+    [[nodiscard]] views::HeatmapWidget* traffic() const { return m_traffic; }
+    [[nodiscard]] views::HeatmapWidget* latency() const { return m_latency; }
+
+signals:
+    void gpuSelected(int gpu);
+    void layerSelected(int moeLayer);
+
+private:
+    QWidget* wrap(views::HeatmapWidget* map, QWidget* extra = nullptr);
+
+    views::HeatmapWidget* m_load;
+    views::HeatmapWidget* m_traffic;
+    views::HeatmapWidget* m_latency;
+    QWidget* m_loadPage;
+    QWidget* m_trafficPage;
+    QWidget* m_latencyPage;
+    QCheckBox* m_sort;
+    QTabWidget* m_tabs;
+    QWidget* m_tiles;
+    QGridLayout* m_tileGrid;
+    session::LatencyHistory m_history{60};
+    int m_gpus = 0;
+};
+
+}  // namespace moex::app

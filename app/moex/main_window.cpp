@@ -1,0 +1,577 @@
+#include "main_window.h"
+
+#include "compare_runner.h"
+#include "compare_view.h"
+#include "heatmap_panel.h"
+#include "qt_text.h"
+#include "scenario_document.h"
+#include "sim_runner.h"
+#include "tour_bar.h"
+#include "undo_commands.h"
+
+#include "metrics/step_metrics.h"
+#include "views/charts.h"
+#include "views/scenario_panel.h"
+#include "views/topology_canvas.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QGraphicsScene>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLocale>
+#include <QMessageBox>
+#include <QPainter>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QToolButton>
+#include <QUndoGroup>
+#include <QUndoStack>
+#include <QVBoxLayout>
+
+namespace moex::app {
+
+using session::MetricsPtr;
+using session::ScenarioDocument;
+
+namespace {
+
+QString grouped(double v)
+{
+    return QLocale(QLocale::English).toString(static_cast<qlonglong>(std::llround(v)));
+}
+
+QLabel* statusField(const QString& tip)
+{
+    auto* l = new QLabel;
+    l->setToolTip(tip);
+    l->setContentsMargins(6, 0, 6, 0);
+    return l;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const QString& samplesDir, QWidget* parent)
+    : QMainWindow(parent),
+      m_samplesDir(samplesDir),
+      m_docA(new ScenarioDocument(this)),
+      m_docB(new ScenarioDocument(this)),
+      m_undoGroup(new QUndoGroup(this)),
+      m_stackA(new QUndoStack(m_undoGroup)),
+      m_stackB(new QUndoStack(m_undoGroup)),
+      m_runner(new session::SimRunner(this)),
+      m_compare(new session::CompareRunner(this))
+{
+    setObjectName(QStringLiteral("moexMainWindow"));
+    setWindowIcon(QIcon(QStringLiteral(":/moex/moex.svg")));
+    setDockNestingEnabled(true);
+    m_normalFont = QApplication::font();
+    m_undoGroup->setActiveStack(m_stackA);
+
+    buildViews();
+    buildMenus();
+    buildStatusBar();
+    connectDocument(m_docA, m_stackA);
+    connectDocument(m_docB, m_stackB);
+
+    connect(m_runner, &session::SimRunner::metricsReady, this, &MainWindow::onMetrics);
+    connect(m_runner, &session::SimRunner::errorOccurred, this,
+            [this](const QString& msg) { statusBar()->showMessage(tr("Simulation stopped: %1").arg(msg), 10000); });
+    connect(m_runner, &session::SimRunner::runningChanged, this, [this](bool running) {
+        m_runAction->setEnabled(!running);
+        m_pauseAction->setEnabled(running);
+    });
+    connect(m_compare, &session::CompareRunner::ready, this, &MainWindow::onCompareReady);
+    connect(m_compare, &session::CompareRunner::failed, this,
+            [this](const QString& msg) { m_compareView->showMessage(tr("Comparison failed: %1").arg(msg)); });
+    m_compareTimer.setSingleShot(true);
+    m_compareTimer.setInterval(150);
+    connect(&m_compareTimer, &QTimer::timeout, this, &MainWindow::runCompare);
+    m_chartTimer.setSingleShot(true);
+    m_chartTimer.setInterval(0);
+    connect(&m_chartTimer, &QTimer::timeout, this, &MainWindow::updateCharts);
+    connect(m_chartsDock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        if (visible && m_chartsDirty)
+            m_chartTimer.start(0);
+    });
+
+    restoreSettings();
+    updateTitle();
+    updateStatus();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildViews()
+{
+    m_canvas = new views::TopologyCanvas;
+    m_canvas->setObjectName(QStringLiteral("topologyCanvas"));
+    m_thumbCanvas = new views::TopologyCanvas(this);
+    m_thumbCanvas->hide();
+    m_tourBar = new TourBar;
+
+    m_layerCombo = new QComboBox;
+    m_layerCombo->setObjectName(QStringLiteral("layerCombo"));
+    m_layerCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_layerCombo->setToolTip(tr("The MoE layer whose placement and load the canvas shows"));
+    m_activeCombo = new QComboBox;
+    m_activeCombo->setObjectName(QStringLiteral("activeCombo"));
+    m_activeCombo->addItems({tr("A (original)"), tr("B (what-if)")});
+    m_activeCombo->setToolTip(tr("Which scenario the canvas, the panel and edits act on"));
+    auto* activeLabel = new QLabel(tr("Editing:"));
+    activeLabel->setObjectName(QStringLiteral("activeLabel"));
+    auto* fit = new QToolButton;
+    fit->setText(tr("Fit"));
+    fit->setToolTip(tr("Fit the whole system in view (F)"));
+    connect(fit, &QToolButton::clicked, m_canvas, &views::TopologyCanvas::fitAll);
+
+    auto* bar = new QHBoxLayout;
+    bar->setContentsMargins(6, 4, 6, 2);
+    bar->addWidget(new QLabel(tr("Layer:")));
+    bar->addWidget(m_layerCombo);
+    bar->addSpacing(16);
+    bar->addWidget(activeLabel);
+    bar->addWidget(m_activeCombo);
+    bar->addStretch(1);
+    auto* hint = new QLabel(tr("Drag a chip: move \u00b7 Ctrl+drag: replicate \u00b7 drop on a chip: swap \u00b7 "
+                               "right-click a GPU: speed"));
+    hint->setObjectName(QStringLiteral("canvasHint"));
+    bar->addWidget(hint);
+    bar->addWidget(fit);
+    activeLabel->setVisible(false);
+    m_activeCombo->setVisible(false);
+    connect(m_activeCombo, &QComboBox::currentIndexChanged, this, &MainWindow::setActiveDocument);
+
+    auto* central = new QWidget;
+    auto* v = new QVBoxLayout(central);
+    v->setContentsMargins(0, 0, 0, 0);
+    v->setSpacing(0);
+    v->addWidget(m_tourBar);
+    v->addLayout(bar);
+    v->addWidget(m_canvas, 1);
+    setCentralWidget(central);
+
+    m_panel = new views::ScenarioPanel;
+    m_panelDock = new QDockWidget(tr("Scenario"), this);
+    m_panelDock->setObjectName(QStringLiteral("scenarioDock"));
+    auto* panelScroll = new QScrollArea;  // the panel is tall: it scrolls rather than squeezing the charts
+    panelScroll->setWidget(m_panel);
+    panelScroll->setWidgetResizable(true);
+    panelScroll->setFrameShape(QFrame::NoFrame);
+    panelScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_panelDock->setWidget(panelScroll);
+    addDockWidget(Qt::LeftDockWidgetArea, m_panelDock);
+
+    m_heatmaps = new HeatmapPanel;
+    m_heatmapDock = new QDockWidget(tr("Heatmaps"), this);
+    m_heatmapDock->setObjectName(QStringLiteral("heatmapDock"));
+    m_heatmapDock->setWidget(m_heatmaps);
+    addDockWidget(Qt::RightDockWidgetArea, m_heatmapDock);
+
+    m_stepChart = new views::StepTimeChart;
+    m_breakdown = new views::GpuBreakdownChart;
+    m_histogram = new views::LoadHistogramChart;
+    auto* charts = new QSplitter(Qt::Horizontal);
+    charts->addWidget(m_stepChart);
+    charts->addWidget(m_breakdown);
+    charts->addWidget(m_histogram);
+    charts->setStretchFactor(0, 2);
+    charts->setStretchFactor(1, 3);
+    charts->setStretchFactor(2, 2);
+    m_chartsDock = new QDockWidget(tr("Charts"), this);
+    m_chartsDock->setObjectName(QStringLiteral("chartsDock"));
+    m_chartsDock->setWidget(charts);
+    addDockWidget(Qt::BottomDockWidgetArea, m_chartsDock);
+
+    m_compareView = new CompareView;
+    m_compareDock = new QDockWidget(tr("Compare A / B"), this);
+    m_compareDock->setObjectName(QStringLiteral("compareDock"));
+    m_compareDock->setWidget(m_compareView);
+    addDockWidget(Qt::BottomDockWidgetArea, m_compareDock);
+    tabifyDockWidget(m_chartsDock, m_compareDock);
+    m_chartsDock->raise();
+
+
+    // Views -> intent -> undo commands on the active document.
+    connect(m_canvas, &views::TopologyCanvas::expertMoveRequested, this, [this](int l, int e, int from, int to) {
+        pushEdit(undoStack(), new MoveExpertCommand(document(), l, e, from, to));
+    });
+    connect(m_canvas, &views::TopologyCanvas::expertReplicateRequested, this, [this](int l, int e, int to) {
+        pushEdit(undoStack(), new ReplicateExpertCommand(document(), l, e, to));
+    });
+    connect(m_canvas, &views::TopologyCanvas::expertSwapRequested, this, [this](int l, int ea, int ga, int eb, int gb) {
+        pushEdit(undoStack(), new SwapExpertsCommand(document(), l, ea, ga, eb, gb));
+    });
+    connect(m_canvas, &views::TopologyCanvas::gpuSpeedRequested, this,
+            [this](int g, double s) { pushEdit(undoStack(), new GpuSpeedCommand(document(), g, s)); });
+    connect(m_canvas, &views::TopologyCanvas::gpuSelected, this, &MainWindow::selectGpu);
+    connect(m_canvas, &views::TopologyCanvas::layerChanged, this, [this](int l) {
+        QSignalBlocker block(m_layerCombo);
+        m_layerCombo->setCurrentIndex(l + 1);
+        if (m_latest)
+            m_histogram->setMetrics(*m_latest, l);
+    });
+    connect(m_layerCombo, &QComboBox::currentIndexChanged, this, [this](int i) { setLayer(i - 1); });
+    connect(m_panel, &views::ScenarioPanel::overrideRequested, this, [this](const QString& key, const QString& value) {
+        m_panel->clearError();
+        pushEdit(undoStack(), new OverrideCommand(document(), key, value));
+    });
+    connect(m_breakdown, &views::GpuBreakdownChart::gpuSelected, this, &MainWindow::selectGpu);
+    connect(m_heatmaps, &HeatmapPanel::gpuSelected, this, &MainWindow::selectGpu);
+    connect(m_heatmaps, &HeatmapPanel::layerSelected, this, &MainWindow::setLayer);
+    connect(m_tourBar, &TourBar::stepRequested, this, &MainWindow::onTourStep);
+
+    // Model choices: the sample models.
+    QStringList names, paths;
+    const auto models = QDir(m_samplesDir + QStringLiteral("/models"))
+                            .entryInfoList({QStringLiteral("*.yaml")}, QDir::Files, QDir::Name);
+    for (const QFileInfo& fi : models) {
+        names << fi.completeBaseName();
+        paths << fi.absoluteFilePath();
+    }
+    m_panel->setModelChoices(names, paths);
+}
+
+void MainWindow::buildStatusBar()
+{
+    m_statusSource = statusField(tr("Where the numbers come from"));
+    m_statusStep = statusField(tr("Simulated step"));
+    m_statusStepTime = statusField(tr("Step time: one forward pass of the whole model"));
+    m_statusTokens = statusField(tr("Tokens per second, whole system"));
+    m_statusPerKw = statusField(tr("Tokens per second per kW of GPU + switch power"));
+    m_statusImbalance = statusField(tr("Imbalance: max / mean GPU load, mean over MoE layers (1 = perfect)"));
+    for (QLabel* l : {m_statusSource, m_statusStep, m_statusStepTime, m_statusTokens, m_statusPerKw, m_statusImbalance})
+        statusBar()->addPermanentWidget(l);
+}
+
+void MainWindow::connectDocument(ScenarioDocument* doc, QUndoStack* stack)
+{
+    connect(doc, &ScenarioDocument::scenarioChanged, this, [this, doc] { onScenarioChanged(doc); });
+    connect(doc, &ScenarioDocument::placementChanged, this, [this, doc] { onPlacementChanged(doc); });
+    connect(doc, &ScenarioDocument::modifiedChanged, this, &MainWindow::updateTitle);
+    connect(doc, &ScenarioDocument::filePathChanged, this, &MainWindow::updateTitle);
+    connect(doc, &ScenarioDocument::errorOccurred, this, [this, doc](const QString& msg) {
+        if (doc == document())
+            m_panel->showError(msg);
+        statusBar()->showMessage(msg.section(QLatin1Char('\n'), 0, 0), 10000);
+    });
+    connect(doc, &ScenarioDocument::editRefused, this, [this, doc](const QString& msg) {
+        if (doc == document())
+            m_canvas->showFeedback(msg);
+        statusBar()->showMessage(tr("Refused: %1").arg(msg), 8000);
+    });
+    connect(stack, &QUndoStack::cleanChanged, doc, [doc](bool clean) { doc->setModified(!clean); });
+}
+
+ScenarioDocument* MainWindow::document() const
+{
+    return m_active == 1 && m_docB->hasScenario() ? m_docB : m_docA;
+}
+
+QUndoStack* MainWindow::undoStack() const
+{
+    return document() == m_docB ? m_stackB : m_stackA;
+}
+
+bool MainWindow::openScenario(const QString& path, const Overrides& overrides, bool addToRecent)
+{
+    if (m_active != 0)
+        m_activeCombo->setCurrentIndex(0);
+    statusBar()->showMessage(tr("Loading %1\u2026").arg(QFileInfo(path).fileName()));
+    if (m_interactive && isVisible())
+        QApplication::setOverrideCursor(Qt::WaitCursor);
+    const bool loaded = m_docA->load(path, overrides);
+    if (m_interactive && isVisible())
+        QApplication::restoreOverrideCursor();
+    statusBar()->clearMessage();
+    if (!loaded) {
+        showError(tr("Cannot open %1").arg(QFileInfo(path).fileName()), m_docA->lastError());
+        return false;
+    }
+    m_stackA->clear();
+    if (addToRecent)
+        addRecent(QFileInfo(path).absoluteFilePath());
+    return true;
+}
+
+void MainWindow::setActiveDocument(int which)
+{
+    const int next = which == 1 && m_docB->hasScenario() ? 1 : 0;
+    if (m_activeCombo->currentIndex() != next) {
+        QSignalBlocker block(m_activeCombo);
+        m_activeCombo->setCurrentIndex(next);
+    }
+    if (next == m_active)
+        return;
+    m_active = next;
+    m_undoGroup->setActiveStack(undoStack());
+    onScenarioChanged(document());
+    statusBar()->showMessage(next == 1 ? tr("Editing B: changes go to the what-if copy; A stays as it was.")
+                                       : tr("Editing A."),
+                             6000);
+}
+
+void MainWindow::duplicateAsB()
+{
+    if (!m_docA->hasScenario())
+        return;
+    m_docB->copyFrom(*m_docA);
+    m_stackB->clear();
+    m_activeCombo->setVisible(true);
+    if (auto* label = findChild<QLabel*>(QStringLiteral("activeLabel")))
+        label->setVisible(true);
+    m_compareDock->show();
+    m_compareDock->raise();
+    setActiveDocument(1);
+    scheduleCompare();
+}
+
+void MainWindow::onScenarioChanged(ScenarioDocument* doc)
+{
+    scheduleCompare();
+    if (doc != document())
+        return;
+    const Scenario& s = doc->scenario();
+    m_canvas->setScenario(s, doc->placement());
+    m_panel->setScenario(s);
+    m_panel->clearError();
+    {
+        QSignalBlocker block(m_layerCombo);
+        const int keep = m_layerCombo->currentIndex();
+        m_layerCombo->clear();
+        m_layerCombo->addItem(tr("All layers"));
+        for (int i = 0; i < s.model.numMoeLayers(); ++i)
+            m_layerCombo->addItem(tr("MoE layer %1 (L%2)").arg(i).arg(s.model.moe_layers[static_cast<std::size_t>(i)]));
+        // Default: the first MoE layer, where chips can be dragged ("All layers" is an overview).
+        m_layerCombo->setCurrentIndex(keep >= 0 && keep < m_layerCombo->count() ? keep : std::min(1, m_layerCombo->count() - 1));
+    }
+    m_canvas->setLayer(m_layerCombo->currentIndex() - 1);
+    m_heatmaps->clearHistory();
+    m_stepChart->clear();
+    m_lastChartStep = -1;
+    if (m_selectedGpu >= s.topology.numGpus())
+        m_selectedGpu = -1;
+    // Synchronous first step for an immediate paint; the live worker continues from this state.
+    m_runner->simulateScenario(s, doc->placement());
+    selectGpu(m_selectedGpu);
+    m_canvas->fitAll();
+    updateTitle();
+}
+
+void MainWindow::onPlacementChanged(ScenarioDocument* doc)
+{
+    scheduleCompare();
+    if (doc != document())
+        return;
+    m_canvas->setPlacement(doc->placement());
+    m_runner->simulateOnce(doc->placement(), doc->scenario().speeds);
+    updateTitle();
+}
+
+void MainWindow::onMetrics(const MetricsPtr& m)
+{
+    if (!m)
+        return;
+    m_latest = m;
+    m_canvas->setMetrics(*m);
+    m_heatmaps->setMetrics(*m, document()->scenario().model.moe_layers);
+    updateStatus();
+    // Qt Charts rebuild their series (tens of ms for 72 GPUs): they follow in the next event-loop
+    // pass, so the canvas, heatmaps and numbers of an edit paint first; hidden charts wait.
+    if (m->step != m_lastChartStep) {
+        m_stepChart->addStep(*m);
+        m_lastChartStep = m->step;
+    }
+    // During live runs they refresh at most 5 times a second so that input stays responsive.
+    m_chartsDirty = true;
+    if (!m_chartTimer.isActive()) {
+        const qint64 since = m_sinceCharts.isValid() ? m_sinceCharts.elapsed() : 1000;
+        m_chartTimer.start(static_cast<int>(std::max<qint64>(0, 200 - since)));
+    }
+}
+
+void MainWindow::updateCharts()
+{
+    if (!m_latest || !m_chartsDirty)
+        return;
+    if (m_chartsDock->isHidden() || m_chartsDock->visibleRegion().isEmpty())
+        return;  // updated when shown again
+    m_chartsDirty = false;
+    m_sinceCharts.restart();
+    m_breakdown->setMetrics(*m_latest);
+    m_histogram->setMetrics(*m_latest, m_layerCombo->currentIndex() - 1);
+}
+
+void MainWindow::selectGpu(int gpu)
+{
+    m_selectedGpu = gpu;
+    m_canvas->setSelectedGpu(gpu);
+    m_breakdown->setSelectedGpu(gpu);
+    m_heatmaps->setSelectedGpu(gpu);
+    if (gpu >= 0 && m_latest && gpu < static_cast<int>(m_latest->gpus.size())) {
+        const GpuMetrics& g = m_latest->gpus[static_cast<std::size_t>(gpu)];
+        statusBar()->showMessage(tr("GPU %1: compute %2 \u00b5s, dispatch %3 \u00b5s, combine %4 \u00b5s, idle %5 \u00b5s, "
+                                    "HBM %6 GB, speed %7")
+                                     .arg(gpu)
+                                     .arg(g.compute_us + g.attention_us, 0, 'f', 0)
+                                     .arg(g.dispatch_us, 0, 'f', 0)
+                                     .arg(g.combine_us, 0, 'f', 0)
+                                     .arg(g.idle_us, 0, 'f', 0)
+                                     .arg(g.hbm_used_gb, 0, 'f', 1)
+                                     .arg(g.speed, 0, 'g', 3),
+                                 10000);
+    }
+}
+
+void MainWindow::setLayer(int moeLayer)
+{
+    if (moeLayer < -1 || moeLayer + 1 >= m_layerCombo->count())
+        return;
+    {
+        QSignalBlocker block(m_layerCombo);
+        m_layerCombo->setCurrentIndex(moeLayer + 1);
+    }
+    m_canvas->setLayer(moeLayer);
+    if (m_latest)
+        m_histogram->setMetrics(*m_latest, moeLayer);
+}
+
+void MainWindow::updateTitle()
+{
+    ScenarioDocument* doc = document();
+    QString name = m_docA->hasScenario() ? m_docA->displayName() : tr("no scenario");
+    if (doc == m_docB)
+        name += tr(" \u2014 what-if B");
+    setWindowTitle(tr("%1[*] \u2014 moex").arg(name));
+    setWindowModified(doc->isModified());
+    if (auto* save = action(QStringLiteral("actionSave")))
+        save->setEnabled(doc == m_docA && m_docA->hasScenario());
+}
+
+QString MainWindow::statusText() const
+{
+    QStringList parts;
+    for (QLabel* l : {m_statusSource, m_statusStep, m_statusStepTime, m_statusTokens, m_statusPerKw, m_statusImbalance})
+        parts << l->text();
+    return parts.join(QStringLiteral(" | "));
+}
+
+void MainWindow::updateStatus()
+{
+    const MetricsPtr m = m_latest;
+    m_statusSource->setText(tr("source: %1").arg(m ? session::qs(m->source) : m_runner->sourceName()));
+    if (!m) {
+        for (QLabel* l : {m_statusStep, m_statusStepTime, m_statusTokens, m_statusPerKw, m_statusImbalance})
+            l->clear();
+        return;
+    }
+    const StepTotals& t = m->summary;
+    m_statusStep->setText(tr("step %1").arg(m->step));
+    m_statusStepTime->setText(tr("%1 ms/step").arg(t.step_time_us / 1000.0, 0, 'f', 2));
+    m_statusTokens->setText(tr("%1 tok/s").arg(grouped(t.tokens_per_s)));
+    m_statusPerKw->setText(tr("%1 tok/s/kW").arg(grouped(t.tokens_per_s_per_kw)));
+    m_statusImbalance->setText(tr("imbalance %1").arg(t.imbalance, 0, 'f', 3));
+}
+
+void MainWindow::scheduleCompare()
+{
+    if (m_docB->hasScenario())
+        m_compareTimer.start();
+}
+
+void MainWindow::runCompare()
+{
+    if (!m_docA->hasScenario() || !m_docB->hasScenario())
+        return;
+    m_compareView->setNames(m_docA->displayName(), m_docB->displayName() + tr(" (what-if)"));
+    m_compareView->setBusy(true);
+    m_compare->request(m_docA->scenario(), m_docA->placement(), m_docB->scenario(), m_docB->placement(), 6);
+}
+
+void MainWindow::onCompareReady()
+{
+    const auto r = m_compare->result();
+    if (!r)
+        return;
+    m_compareView->setResult(*r);
+    auto thumb = [this](const ScenarioDocument* doc, const StepMetrics& m) {
+        m_thumbCanvas->setScenario(doc->scenario(), doc->placement());
+        m_thumbCanvas->setLayer(m_layerCombo->currentIndex() - 1);
+        m_thumbCanvas->setMetrics(m);
+        QGraphicsScene* scene = m_thumbCanvas->scene();
+        const QRectF src = scene ? scene->itemsBoundingRect() : QRectF();
+        QSize size(1400, 1000);
+        if (!src.isEmpty())
+            size = QSizeF(src.size()).scaled(QSizeF(1400, 1000), Qt::KeepAspectRatio).toSize().expandedTo(QSize(64, 64));
+        QPixmap pm(size);
+        pm.fill(palette().color(QPalette::Base));
+        if (scene) {
+            QPainter p(&pm);
+            p.setRenderHint(QPainter::Antialiasing);
+            scene->render(&p, QRectF(pm.rect()), src, Qt::KeepAspectRatio);
+        }
+        return pm;
+    };
+    m_compareView->setThumbnails(thumb(m_docA, r->a.last), thumb(m_docB, r->b.last));
+}
+
+void MainWindow::onTourStep(const session::TourStep& step)
+{
+    if (openScenario(step.scenario, step.overrides, false))
+        statusBar()->showMessage(step.title, 6000);
+}
+
+void MainWindow::showError(const QString& title, const QString& message)
+{
+    statusBar()->showMessage(message.section(QLatin1Char('\n'), 0, 0), 10000);
+    if (!m_interactive || !isVisible())
+        return;
+    QMessageBox box(QMessageBox::Warning, title, title, QMessageBox::Ok, this);
+    box.setInformativeText(message);
+    box.exec();
+}
+
+void MainWindow::setPresentationMode(bool on)
+{
+    QFont f = m_normalFont;
+    if (on) {
+        const qreal base = f.pointSizeF() > 0 ? f.pointSizeF() : 10.0;
+        f.setPointSizeF(base * 1.45);
+    }
+    QApplication::setFont(f);
+    if (m_presentationAction && m_presentationAction->isChecked() != on)
+        m_presentationAction->setChecked(on);
+    m_canvas->fitAll();
+}
+
+void MainWindow::showEvent(QShowEvent* event)
+{
+    QMainWindow::showEvent(event);
+    if (m_docksSized)
+        return;
+    m_docksSized = true;
+    if (!m_restoredLayout) {
+        // Default proportions, once the window has its size: panel | canvas | heatmaps, charts below.
+        resizeDocks({m_panelDock, m_heatmapDock}, {300, 460}, Qt::Horizontal);
+        resizeDocks({m_chartsDock}, {std::max(260, height() * 3 / 10)}, Qt::Vertical);
+    }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    if (!maybeSave()) {
+        event->ignore();
+        return;
+    }
+    m_runner->pause();
+    saveSettings();
+    event->accept();
+}
+
+}  // namespace moex::app

@@ -1,0 +1,169 @@
+// MainWindow: the scenario panel, the topology canvas in the centre, heatmaps, charts and the
+// what-if comparison in docks; menus, status bar, undo, live runs (DESIGN.md section 8). It wires
+// the views (moex_views) to the session (moex_session): views report intent through signals,
+// edits become undo commands on the active document, the runner re-simulates, views repaint.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QMainWindow>
+#include <QPointer>
+#include <QTimer>
+
+#ifndef Q_MOC_RUN
+#include "metrics_ptr.h"
+#include "scenario/scenario_yaml.h"
+#endif
+
+class QAction;
+class QActionGroup;
+class QComboBox;
+class QDockWidget;
+class QLabel;
+class QMenu;
+class QUndoGroup;
+class QUndoStack;
+
+namespace moex::views {
+class GpuBreakdownChart;
+class LoadHistogramChart;
+class ScenarioPanel;
+class StepTimeChart;
+class TopologyCanvas;
+}  // namespace moex::views
+
+namespace moex::session {
+class CompareRunner;
+class ScenarioDocument;
+class SimRunner;
+struct TourStep;
+}  // namespace moex::session
+
+namespace moex::app {
+
+class CompareView;
+class HeatmapPanel;
+class TourBar;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(const QString& samplesDir, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Opens a scenario file (with overrides, for tours) into A; false (message shown) on error.
+    bool openScenario(const QString& path, const Overrides& overrides = {}, bool addToRecent = true);
+    bool startTour(const QString& tourFile);
+    void duplicateAsB();
+    void setActiveDocument(int which);  // 0 = A, 1 = B (what the canvas, panel and edits act on)
+    void setPresentationMode(bool on);
+    void selectGpu(int gpu);
+    void setLayer(int moeLayer);
+    // When false, errors go to the status bar only (no modal boxes: screenshots, tests).
+    void setInteractive(bool interactive) { m_interactive = interactive; }
+
+    [[nodiscard]] session::ScenarioDocument* document() const;        // the active one
+    [[nodiscard]] session::ScenarioDocument* documentA() const { return m_docA; }
+    [[nodiscard]] session::ScenarioDocument* documentB() const { return m_docB; }
+    [[nodiscard]] session::SimRunner* runner() const { return m_runner; }
+    [[nodiscard]] session::CompareRunner* compareRunner() const { return m_compare; }
+    [[nodiscard]] QUndoStack* undoStack() const;  // the active document's
+    [[nodiscard]] views::TopologyCanvas* canvas() const { return m_canvas; }
+    [[nodiscard]] views::ScenarioPanel* scenarioPanel() const { return m_panel; }
+    [[nodiscard]] HeatmapPanel* heatmaps() const { return m_heatmaps; }
+    [[nodiscard]] CompareView* compareView() const { return m_compareView; }
+    [[nodiscard]] QDockWidget* compareDock() const { return m_compareDock; }
+    [[nodiscard]] TourBar* tourBar() const { return m_tourBar; }
+    [[nodiscard]] session::MetricsPtr latestMetrics() const { return m_latest; }
+    [[nodiscard]] QString statusText() const;  // the status bar's fields, for tests
+    [[nodiscard]] QAction* action(const QString& name) const;  // by objectName, e.g. "actionUndo"
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void showEvent(QShowEvent* event) override;
+
+private:
+    void buildViews();
+    void buildMenus();
+    void buildStatusBar();
+    void connectDocument(session::ScenarioDocument* doc, QUndoStack* stack);
+    void restoreSettings();
+    void saveSettings();
+    void addRecent(const QString& path);
+    void rebuildRecentMenu();
+
+    void onScenarioChanged(session::ScenarioDocument* doc);
+    void onPlacementChanged(session::ScenarioDocument* doc);
+    void onMetrics(const session::MetricsPtr& m);
+    void updateCharts();
+    void updateTitle();
+    void updateStatus();
+    void scheduleCompare();
+    void runCompare();
+    void onCompareReady();
+    void showError(const QString& title, const QString& message);
+    void onTourStep(const session::TourStep& step);
+
+    bool save();
+    bool saveAs();
+    void open();
+    void newFromSample();
+    void exportPlacement(int format);
+    void exportView(bool svg);
+    void exportMetrics(bool json);
+    void about();
+    void shortcuts();
+    bool maybeSave();
+
+    QString m_samplesDir;
+    session::ScenarioDocument* m_docA;
+    session::ScenarioDocument* m_docB;
+    QUndoGroup* m_undoGroup;
+    QUndoStack* m_stackA;
+    QUndoStack* m_stackB;
+    int m_active = 0;
+    session::SimRunner* m_runner;
+    session::CompareRunner* m_compare;
+    QTimer m_compareTimer;
+    QTimer m_chartTimer;
+    QElapsedTimer m_sinceCharts;
+    bool m_chartsDirty = false;
+
+    views::TopologyCanvas* m_canvas = nullptr;
+    views::TopologyCanvas* m_thumbCanvas = nullptr;  // offscreen, renders the other document's thumbnail
+    views::ScenarioPanel* m_panel = nullptr;
+    views::StepTimeChart* m_stepChart = nullptr;
+    views::GpuBreakdownChart* m_breakdown = nullptr;
+    views::LoadHistogramChart* m_histogram = nullptr;
+    HeatmapPanel* m_heatmaps = nullptr;
+    CompareView* m_compareView = nullptr;
+    TourBar* m_tourBar = nullptr;
+    QComboBox* m_layerCombo = nullptr;
+    QComboBox* m_activeCombo = nullptr;
+    QDockWidget* m_panelDock = nullptr;
+    QDockWidget* m_heatmapDock = nullptr;
+    QDockWidget* m_chartsDock = nullptr;
+    QDockWidget* m_compareDock = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QMenu* m_viewMenu = nullptr;
+    QAction* m_presentationAction = nullptr;
+    QAction* m_runAction = nullptr;
+    QAction* m_pauseAction = nullptr;
+
+    QLabel* m_statusSource = nullptr;
+    QLabel* m_statusStep = nullptr;
+    QLabel* m_statusStepTime = nullptr;
+    QLabel* m_statusTokens = nullptr;
+    QLabel* m_statusPerKw = nullptr;
+    QLabel* m_statusImbalance = nullptr;
+
+    session::MetricsPtr m_latest;
+    int m_lastChartStep = -1;
+    int m_selectedGpu = -1;
+    QStringList m_recent;
+    QFont m_normalFont;
+    bool m_interactive = true;
+    bool m_docksSized = false;
+    bool m_restoredLayout = false;
+};
+
+}  // namespace moex::app

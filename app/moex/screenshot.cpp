@@ -1,0 +1,140 @@
+#include "screenshot.h"
+
+#include "compare_runner.h"
+#include "compare_view.h"
+#include "heatmap_panel.h"
+#include "main_window.h"
+#include "scenario_document.h"
+#include "sim_runner.h"
+
+#include "metrics/step_metrics.h"
+#include "views/topology_canvas.h"
+
+#include <QApplication>
+#include <QDeadlineTimer>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QFile>
+#include <QImage>
+#include <QSaveFile>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <cstdio>
+
+static void moexInitResources()
+{
+    Q_INIT_RESOURCE(moex);
+}
+
+namespace moex::app {
+
+namespace {
+
+void settle(int ms)
+{
+    QEventLoop loop;
+    QTimer::singleShot(ms, &loop, &QEventLoop::quit);
+    loop.exec();
+}
+
+template <class Pred>
+bool waitFor(Pred done, int timeoutMs)
+{
+    QDeadlineTimer deadline(timeoutMs);
+    while (!done()) {
+        if (deadline.hasExpired())
+            return false;
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+        QEventLoop loop;
+        QTimer::singleShot(10, &loop, &QEventLoop::quit);
+        loop.exec();
+    }
+    return true;
+}
+
+QImage render(QWidget* part, QSize size)
+{
+    QWidget host;
+    host.setAttribute(Qt::WA_DontShowOnScreen);
+    auto* layout = new QVBoxLayout(&host);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(part);
+    part->show();
+    host.resize(size);
+    host.show();
+    settle(250);
+    if (auto* canvas = qobject_cast<views::TopologyCanvas*>(part))
+        canvas->fitAll();
+    settle(100);
+    QImage img = host.grab().toImage();
+    layout->removeWidget(part);
+    part->setParent(nullptr);
+    return img;
+}
+
+}  // namespace
+
+void initResources()
+{
+    moexInitResources();
+}
+
+QString styleSheet()
+{
+    QFile f(QStringLiteral(":/moex/moex.qss"));
+    return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+}
+
+int runScreenshot(const CommandLine& cmd, const QString& samplesDir, const QString& scenario)
+{
+    MainWindow w(samplesDir);
+    w.setInteractive(false);
+    w.resize(cmd.size);
+    w.show();
+    if (!w.openScenario(scenario, {}, false)) {
+        std::fprintf(stderr, "moex: %s\n", qPrintable(w.documentA()->lastError()));
+        return 1;
+    }
+    // A few steps so the charts and the latency heatmap have a history.
+    for (int i = 0; i < 8; ++i) {
+        const int want = w.latestMetrics() ? w.latestMetrics()->step + 1 : 1;
+        w.runner()->step();
+        waitFor([&] { return w.latestMetrics() && w.latestMetrics()->step >= want; }, 10000);
+    }
+    if (cmd.view == QLatin1String("compare") || cmd.view == QLatin1String("all")) {
+        if (cmd.view == QLatin1String("compare")) {
+            w.duplicateAsB();
+            // B: the serving systems' default layout instead of the scenario's strategy.
+            const bool contiguous = w.documentA()->scenario().placement.strategy == "contiguous";
+            w.documentB()->applyOverride(QStringLiteral("placement.strategy"),
+                                         contiguous ? QStringLiteral("eplb") : QStringLiteral("contiguous"));
+            waitFor([&] { return w.compareView()->hasResult() && !w.compareRunner()->busy(); }, 60000);
+        }
+    }
+    settle(300);
+    QImage image;
+    if (cmd.view == QLatin1String("all")) {
+        w.canvas()->fitAll();
+        settle(100);
+        image = w.grab().toImage();
+    } else if (cmd.view == QLatin1String("topology")) {
+        image = render(w.canvas(), cmd.size);
+    } else if (cmd.view == QLatin1String("heatmaps")) {
+        w.heatmaps()->setTiled(true);
+        image = render(w.heatmaps(), cmd.size);
+    } else {
+        image = render(w.compareView(), cmd.size);
+    }
+    if (image.size() != cmd.size)
+        image = image.scaled(cmd.size, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
+    QSaveFile out(cmd.screenshot);
+    if (!out.open(QIODevice::WriteOnly) || !image.save(&out, "PNG") || !out.commit()) {
+        std::fprintf(stderr, "moex: cannot write %s: %s\n", qPrintable(cmd.screenshot), qPrintable(out.errorString()));
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace moex::app

@@ -1,0 +1,70 @@
+// Undo commands for every edit of a ScenarioDocument. apply() calls the document's edit method
+// before the command is pushed (pushEdit), so a refused edit never reaches the stack and never
+// discards the redo history; later redo()/undo() put back the exact states after and before, so
+// the numbers after an undo equal the originals.
+#pragma once
+
+#include <QString>
+#include <QUndoCommand>
+
+#include <functional>
+
+#include "scenario_document.h"
+
+namespace moex::app {
+
+class DocumentEditCommand : public QUndoCommand {
+public:
+    // `apply` performs the edit and returns "" or the refusal.
+    DocumentEditCommand(session::ScenarioDocument* doc, const QString& text, std::function<QString()> apply);
+    // Performs the edit now: "" when applied (the next redo() is then a no-op), else the refusal.
+    QString apply();
+    void redo() override;
+    void undo() override;
+    [[nodiscard]] QString refusal() const { return m_refusal; }
+
+private:
+    session::ScenarioDocument* m_doc;
+    std::function<QString()> m_apply;
+    session::ScenarioDocument::State m_before;
+    session::ScenarioDocument::State m_after;
+    bool m_done = false;
+    bool m_skipRedo = false;
+    QString m_refusal;
+};
+
+// Applies `cmd` and pushes it when the document accepted it; deletes it when refused (the
+// document has already said why). Returns the refusal ("" = pushed).
+QString pushEdit(QUndoStack* stack, DocumentEditCommand* cmd);
+
+class MoveExpertCommand : public DocumentEditCommand {
+public:
+    MoveExpertCommand(session::ScenarioDocument* doc, int layer, int expert, int fromGpu, int toGpu);
+};
+
+class ReplicateExpertCommand : public DocumentEditCommand {
+public:
+    ReplicateExpertCommand(session::ScenarioDocument* doc, int layer, int expert, int toGpu);
+};
+
+class SwapExpertsCommand : public DocumentEditCommand {
+public:
+    SwapExpertsCommand(session::ScenarioDocument* doc, int layer, int expertA, int gpuA, int expertB, int gpuB);
+};
+
+class RemoveReplicaCommand : public DocumentEditCommand {
+public:
+    RemoveReplicaCommand(session::ScenarioDocument* doc, int layer, int expert, int gpu);
+};
+
+class GpuSpeedCommand : public DocumentEditCommand {
+public:
+    GpuSpeedCommand(session::ScenarioDocument* doc, int gpu, double speed);
+};
+
+class OverrideCommand : public DocumentEditCommand {
+public:
+    OverrideCommand(session::ScenarioDocument* doc, const QString& key, const QString& value);
+};
+
+}  // namespace moex::app

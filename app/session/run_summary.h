@@ -1,0 +1,27 @@
+// A scenario simulated for a few steps on its own simulator (not the live one): the mean totals
+// and the last step in full. Used by the what-if comparison and the headless summary.
+#pragma once
+
+#include "metrics/step_metrics.h"
+#include "placement/placement.h"
+#include "scenario/scenario.h"
+
+#include <string>
+
+namespace moex::session {
+
+struct RunSummary {
+    Scenario scenario;
+    StepMetrics last;
+    StepTotals mean;
+    int steps = 0;
+    std::string calibration;
+};
+
+// Throws (InputError, std::invalid_argument) like the simulator.
+RunSummary summarize(const Scenario& s, const Placement& p, int steps = 10);
+
+// The plain-text summary `moex SCENARIO` prints when there is no display (like moex-cli simulate).
+std::string headlessSummary(const RunSummary& r);
+
+}  // namespace moex::session

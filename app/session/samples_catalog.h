@@ -1,0 +1,46 @@
+// The samples gallery and guided tours: samples/scenarios/*.yaml with the one-line comment each
+// file opens with, and samples/tours/*.yaml (scenario + overrides + caption per step).
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace moex::session {
+
+struct SampleInfo {
+    QString path;     // absolute
+    QString name;     // file name without .yaml
+    QString summary;  // the first comment line, without '#'
+};
+
+// Sorted by name; empty when the folder does not exist.
+std::vector<SampleInfo> listSamples(const QString& scenariosDir);
+// The first "# ..." line of a file ("" when it has none).
+QString firstCommentLine(const QString& path);
+
+struct TourStep {
+    QString scenario;  // absolute path
+    std::vector<std::pair<std::string, std::string>> overrides;
+    QString title;
+    QString caption;
+};
+
+struct Tour {
+    QString file;
+    QString title;
+    std::vector<TourStep> steps;
+};
+
+// Reads a tour file:
+//   title: TEXT
+//   steps:
+//     - {scenario: PATH (relative to the tour file), set: {KEY: VALUE, ...}, title: TEXT, caption: TEXT}
+// Throws moex::InputError located at the offending line.
+Tour loadTour(const QString& path);
+std::vector<SampleInfo> listTours(const QString& toursDir);
+
+}  // namespace moex::session

@@ -1,0 +1,330 @@
+#include "scenario_document.h"
+
+#include "qt_text.h"
+
+#include "scenario/scenario_yaml.h"
+#include "sim/scenario_run.h"
+
+#include <QFileInfo>
+
+#include <cmath>
+
+namespace moex::session {
+
+namespace {
+
+bool sameShape(const Placement& p, const Scenario& s)
+{
+    return p.num_experts == s.model.routed_experts && p.numLayers() == s.model.numMoeLayers()
+           && p.numGpus() == s.topology.numGpus();
+}
+
+bool uniformShares(const Placement& p)
+{
+    for (const auto& l : p.layers)
+        if (l.shares != p.layers.front().shares)
+            return false;
+    return true;
+}
+
+}  // namespace
+
+ScenarioDocument::ScenarioDocument(QObject* parent) : QObject(parent) {}
+ScenarioDocument::~ScenarioDocument() = default;
+
+bool ScenarioDocument::fail(const QString& message)
+{
+    m_lastError = message;
+    emit errorOccurred(message);
+    return false;
+}
+
+QString ScenarioDocument::refuse(const std::string& reason)
+{
+    const QString r = qs(reason);
+    m_lastError = r;
+    emit editRefused(r);
+    return r;
+}
+
+bool ScenarioDocument::adopt(Scenario s, const QString& path, bool keepPath)
+{
+    State next;
+    MemoryRule memory;
+    try {
+        next.placement = resolvePlacement(s);
+        memory = memoryRuleOf(s);
+    } catch (const std::exception& e) {
+        return fail(errorText(e));
+    }
+    next.base_spec = s.placement;
+    next.scenario = std::move(s);
+    next.scenario_revision = m_nextRevision++;
+    m_state = std::move(next);
+    m_memory = memory;
+    m_loaded = true;
+    m_lastError.clear();
+    if (!keepPath && m_path != path) {
+        m_path = path;
+        emit filePathChanged(m_path);
+    }
+    emit scenarioChanged();
+    return true;
+}
+
+bool ScenarioDocument::load(const QString& path, const Overrides& overrides)
+{
+    Scenario s;
+    try {
+        s = loadScenarioFile(ss(path), overrides);
+    } catch (const std::exception& e) {
+        return fail(errorText(e));
+    }
+    const QString abs = QFileInfo(path).absoluteFilePath();
+    if (!adopt(std::move(s), abs, false))
+        return false;
+    setModified(false);
+    return true;
+}
+
+bool ScenarioDocument::loadFromText(const QString& yaml, const QString& fileName)
+{
+    Scenario s;
+    try {
+        s = loadScenarioText(ss(yaml), ss(fileName));
+    } catch (const std::exception& e) {
+        return fail(errorText(e));
+    }
+    if (!adopt(std::move(s), QString(), false))
+        return false;
+    setModified(false);
+    return true;
+}
+
+Scenario ScenarioDocument::scenarioForSave(std::string* warning) const
+{
+    Scenario s = m_state.scenario;
+    if (m_state.placement_edited) {
+        Placement p = m_state.placement;
+        // A scenario file holds one set of replica shares for every layer; per-layer shares (gem)
+        // cannot be written, so such a placement is saved with the default replica split.
+        if (!uniformShares(p)) {
+            for (auto& l : p.layers)
+                l.shares.clear();
+            if (warning)
+                *warning = "the replica shares differ between layers, which a scenario file cannot hold; "
+                           "the file uses the default split (nearest replica first)";
+        }
+        s.placement.strategy = "explicit";
+        s.placement.explicit_slots = std::move(p);
+    }
+    return s;
+}
+
+QString ScenarioDocument::toYaml() const
+{
+    if (!m_loaded)
+        return {};
+    return qs(scenarioToYaml(scenarioForSave(nullptr)));
+}
+
+bool ScenarioDocument::save()
+{
+    if (m_path.isEmpty())
+        return fail(tr("This scenario has no file yet: use Save As."));
+    return saveAs(m_path);
+}
+
+bool ScenarioDocument::saveAs(const QString& path)
+{
+    if (!m_loaded)
+        return fail(tr("Nothing to save: no scenario is loaded."));
+    std::string warning;
+    const Scenario s = scenarioForSave(&warning);
+    const QString abs = QFileInfo(path).absoluteFilePath();
+    try {
+        saveScenarioFile(s, ss(abs));
+    } catch (const std::exception& e) {
+        return fail(errorText(e));
+    }
+    m_lastWarning = qs(warning);
+    m_state.scenario.file = ss(abs);
+    if (m_path != abs) {
+        m_path = abs;
+        emit filePathChanged(m_path);
+    }
+    setModified(false);
+    return true;
+}
+
+bool ScenarioDocument::applyOverride(const QString& key, const QString& value)
+{
+    if (!m_loaded)
+        return fail(tr("No scenario is loaded."));
+    const std::string k = ss(key.trimmed());
+    Scenario base = m_state.scenario;
+    base.placement = m_state.base_spec;
+    Scenario s;
+    try {
+        // Paths are absolute in the regenerated text; the label makes messages say which change failed.
+        const std::string label = "<with " + k + "=" + ss(value) + ">";
+        s = loadScenarioText(scenarioToYaml(base, std::string()), label, {{k, ss(value)}});
+        s.file = base.file;
+    } catch (const std::exception& e) {
+        return fail(errorText(e));
+    }
+    State next;
+    next.base_spec = s.placement;
+    bool keep = m_state.placement_edited && k.rfind("placement.", 0) != 0 && k != "placement";
+    if (keep && (!sameShape(m_state.placement, s)
+                 || !checkPlacement(m_state.placement, s.model.routed_experts, s.topology.numGpus()).empty()))
+        keep = false;  // the hand-edited placement does not fit the new shape: the strategy decides again
+    MemoryRule memory;
+    try {
+        if (keep) {
+            next.placement = m_state.placement;
+            s.placement.strategy = "explicit";
+            s.placement.explicit_slots = next.placement;
+        } else {
+            next.placement = resolvePlacement(s);
+        }
+        memory = memoryRuleOf(s);
+    } catch (const std::exception& e) {
+        return fail(errorText(e));
+    }
+    next.scenario = std::move(s);
+    next.placement_edited = keep;
+    next.scenario_revision = m_nextRevision++;
+    m_state = std::move(next);
+    m_memory = memory;
+    m_lastError.clear();
+    emit scenarioChanged();
+    setModified(true);
+    return true;
+}
+
+void ScenarioDocument::editedPlacement()
+{
+    m_state.placement_edited = true;
+    m_state.scenario.placement.strategy = "explicit";
+    m_state.scenario.placement.explicit_slots = m_state.placement;
+    m_lastError.clear();
+    emit placementChanged();
+    setModified(true);
+}
+
+QString ScenarioDocument::moveExpert(int layer, int expert, int fromGpu, int toGpu)
+{
+    if (!m_loaded)
+        return refuse("no scenario is loaded");
+    if (auto r = session::moveExpert(m_state.placement, m_memory, layer, expert, fromGpu, toGpu); !r.empty())
+        return refuse(r);
+    editedPlacement();
+    return {};
+}
+
+QString ScenarioDocument::replicateExpert(int layer, int expert, int toGpu)
+{
+    if (!m_loaded)
+        return refuse("no scenario is loaded");
+    if (auto r = session::replicateExpert(m_state.placement, m_memory, layer, expert, toGpu); !r.empty())
+        return refuse(r);
+    editedPlacement();
+    return {};
+}
+
+QString ScenarioDocument::swapExperts(int layer, int expertA, int gpuA, int expertB, int gpuB)
+{
+    if (!m_loaded)
+        return refuse("no scenario is loaded");
+    if (auto r = session::swapExperts(m_state.placement, layer, expertA, gpuA, expertB, gpuB); !r.empty())
+        return refuse(r);
+    editedPlacement();
+    return {};
+}
+
+QString ScenarioDocument::removeReplica(int layer, int expert, int gpu)
+{
+    if (!m_loaded)
+        return refuse("no scenario is loaded");
+    if (auto r = session::removeReplica(m_state.placement, layer, expert, gpu); !r.empty())
+        return refuse(r);
+    editedPlacement();
+    return {};
+}
+
+QString ScenarioDocument::setGpuSpeed(int gpu, double speed)
+{
+    if (!m_loaded)
+        return refuse("no scenario is loaded");
+    if (gpu < 0 || gpu >= m_state.scenario.topology.numGpus())
+        return refuse("GPU " + std::to_string(gpu) + " does not exist (0.."
+                      + std::to_string(m_state.scenario.topology.numGpus() - 1) + ")");
+    if (!std::isfinite(speed) || speed < 0.01 || speed > 10.0)
+        return refuse("a GPU's speed factor must be between 0.01 and 10 (1 = nominal, slower < 1)");
+    GpuSpeeds& speeds = m_state.scenario.speeds;
+    if (speeds.of(gpu) == speed)
+        return refuse("GPU " + std::to_string(gpu) + " already runs at that speed");
+    if (speed == speeds.default_speed)
+        speeds.per_gpu.erase(gpu);
+    else
+        speeds.per_gpu[gpu] = speed;
+    m_lastError.clear();
+    emit placementChanged();
+    setModified(true);
+    return {};
+}
+
+void ScenarioDocument::restoreState(const State& state)
+{
+    const bool rebuild = !m_loaded || state.scenario_revision != m_state.scenario_revision;
+    if (rebuild) {
+        try {
+            m_memory = memoryRuleOf(state.scenario);
+        } catch (const std::exception& e) {
+            fail(errorText(e));
+            return;
+        }
+    }
+    m_state = state;
+    m_loaded = true;
+    if (rebuild)
+        emit scenarioChanged();
+    else
+        emit placementChanged();
+}
+
+QString ScenarioDocument::displayName() const
+{
+    if (m_loaded && !m_state.scenario.name.empty())
+        return qs(m_state.scenario.name);
+    if (!m_path.isEmpty())
+        return QFileInfo(m_path).completeBaseName();
+    return tr("untitled");
+}
+
+void ScenarioDocument::setModified(bool modified)
+{
+    if (m_modified == modified)
+        return;
+    m_modified = modified;
+    emit modifiedChanged(modified);
+}
+
+void ScenarioDocument::copyFrom(const ScenarioDocument& other)
+{
+    m_state = other.m_state;
+    m_state.scenario_revision = m_nextRevision++;
+    m_memory = other.m_memory;
+    m_loaded = other.m_loaded;
+    m_lastError.clear();
+    if (!m_path.isEmpty()) {
+        m_path.clear();
+        emit filePathChanged(m_path);
+    }
+    emit scenarioChanged();
+    m_modified = false;
+    setModified(true);
+}
+
+}  // namespace moex::session

@@ -1,0 +1,82 @@
+// SimRunner: live runs without blocking the UI. A worker QThread owns the MetricsSource (the
+// simulator now; engine and remote later) and steps it at the chosen speed; snapshots reach the
+// UI thread as MetricsPtr, coalesced to at most maxUpdatesPerSecond() (30) signals a second.
+// setScenario/setPlacement are queued to the worker; simulateOnce is the synchronous path for the
+// immediate re-simulation after an edit (same routing input as the last step, new placement).
+#pragma once
+
+#include "metrics_ptr.h"
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#ifndef Q_MOC_RUN
+#include "metrics_source.h"
+#endif
+
+#include <memory>
+
+class QThread;
+
+namespace moex::session {
+
+class SimWorker;
+struct SimShared;
+
+class SimRunner : public QObject {
+    Q_OBJECT
+public:
+    explicit SimRunner(QObject* parent = nullptr);  // source "sim"
+    ~SimRunner() override;
+
+    // Replaces the source (e.g. an engine); reconfigured with the current scenario.
+    void setSource(std::unique_ptr<MetricsSource> source);
+    [[nodiscard]] QString sourceName() const;
+
+    // Queued: the worker rebuilds, restarts at step 0 and publishes that step.
+    void setScenario(const Scenario& scenario, const Placement& placement);
+    // Queued: same scenario, new placement / speeds; the worker republishes the last step.
+    void setPlacement(const Placement& placement, const GpuSpeeds& speeds);
+    // Synchronous: applies anything pending, then the new placement, and re-simulates the last
+    // step's input. Publishes the result at once (metricsReady) and returns it; null on error.
+    MetricsPtr simulateOnce(const Placement& placement, const GpuSpeeds& speeds);
+    // Synchronous full rebuild + step 0 (first paint, screenshots); null on error.
+    MetricsPtr simulateScenario(const Scenario& scenario, const Placement& placement);
+
+    void run();
+    void pause();
+    void step();   // one step (pauses a run first)
+    void reset();  // back to step 0, publishes it
+    // Steps per second of a run; 0 = as fast as the source goes.
+    void setStepsPerSecond(double stepsPerSecond);
+    [[nodiscard]] double stepsPerSecond() const { return m_stepsPerSecond; }
+    [[nodiscard]] bool isRunning() const { return m_running; }
+    [[nodiscard]] MetricsPtr latest() const { return m_latest; }
+    void setMaxUpdatesPerSecond(int n);
+    [[nodiscard]] int maxUpdatesPerSecond() const { return m_maxUpdates; }
+
+signals:
+    void metricsReady(moex::session::MetricsPtr metrics);
+    void runningChanged(bool running);
+    void errorOccurred(const QString& message);
+
+private:
+    void onProduced();
+    void deliver(MetricsPtr m);
+    void flush();
+
+    std::shared_ptr<SimShared> m_shared;
+    QThread* m_thread = nullptr;
+    SimWorker* m_worker = nullptr;
+    QTimer m_coalesce;
+    QElapsedTimer m_sinceEmit;
+    MetricsPtr m_pending;
+    MetricsPtr m_latest;
+    double m_stepsPerSecond = 10;
+    int m_maxUpdates = 30;
+    bool m_running = false;
+};
+
+}  // namespace moex::session

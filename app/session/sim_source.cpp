@@ -1,0 +1,80 @@
+// MetricsSource "sim": moex::Simulator over the scenario's RoutingSource.
+#include "metrics_source.h"
+
+#include "sim/scenario_run.h"
+#include "sim/simulator.h"
+
+namespace moex::session {
+
+namespace {
+
+class SimSource final : public MetricsSource {
+public:
+    std::string name() const override { return "sim"; }
+
+    void configure(const Scenario& scenario, const Placement& placement) override
+    {
+        const Calibration cal = resolveCalibration(scenario);
+        auto routing = makeRoutingSource(scenario);
+        auto sim = std::make_unique<Simulator>(scenario, placement, cal);
+        m_routing = std::move(routing);
+        m_sim = std::move(sim);
+        m_sample = RoutingSample{};
+        m_hasSample = false;
+        m_step = 0;
+    }
+
+    bool configured() const override { return m_sim != nullptr; }
+
+    void setPlacement(const Placement& placement, const GpuSpeeds& speeds) override
+    {
+        if (!m_sim)
+            throw std::logic_error("the simulator has no scenario yet");
+        m_sim->setSpeeds(speeds);
+        m_sim->setPlacement(placement);
+    }
+
+    void reset() override
+    {
+        if (m_routing)
+            m_routing->reset();
+        m_hasSample = false;
+        m_step = 0;
+    }
+
+    void next(StepMetrics& out) override
+    {
+        if (!m_sim)
+            throw std::logic_error("the simulator has no scenario yet");
+        m_routing->next(m_sample);
+        m_hasSample = true;
+        m_sim->step(m_sample, out);
+        out.step = m_step++;
+    }
+
+    void repeat(StepMetrics& out) override
+    {
+        if (!m_hasSample) {
+            next(out);
+            return;
+        }
+        m_sim->step(m_sample, out);
+        out.step = m_step - 1;
+    }
+
+private:
+    std::unique_ptr<RoutingSource> m_routing;
+    std::unique_ptr<Simulator> m_sim;
+    RoutingSample m_sample;
+    bool m_hasSample = false;
+    int m_step = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<MetricsSource> makeSimSource()
+{
+    return std::make_unique<SimSource>();
+}
+
+}  // namespace moex::session

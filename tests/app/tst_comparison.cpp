@@ -1,0 +1,140 @@
+// What-if comparison (terms, model, background runner), heatmap data, samples gallery and tours,
+// CSV and headless summaries.
+#include "compare_model.h"
+#include "compare_runner.h"
+#include "heatmap_data.h"
+#include "metrics_csv.h"
+#include "run_summary.h"
+#include "samples_catalog.h"
+#include "scenario_document.h"
+
+#include "common/diagnostics.h"
+
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace moex::session;
+
+namespace {
+
+QString samples() { return QStringLiteral(MOEX_SOURCE_DIR "/samples"); }
+QString sample(const char* name) { return samples() + QStringLiteral("/scenarios/") + QLatin1String(name); }
+
+}  // namespace
+
+class TestComparison : public QObject {
+    Q_OBJECT
+private slots:
+    void termsAndExplanation()
+    {
+        ScenarioDocument a, b;
+        QVERIFY(a.load(sample("deepseek-r1-decode-hgx-h200x8.yaml")));
+        QVERIFY(b.load(sample("deepseek-r1-decode-nvl72.yaml")));
+        const ComparisonResult r = compareScenarios(a.scenario(), a.placement(), b.scenario(), b.placement(), 3);
+        QCOMPARE(r.terms.size(), std::size_t(13));
+        QCOMPARE(QString::fromStdString(r.terms.front().key), QStringLiteral("dispatch_us"));
+        QVERIFY(r.terms.front().a > r.terms.front().b);  // NICs are slower than NVLink
+        const QString text = QString::fromStdString(r.explanation);
+        QVERIFY2(text.contains(QStringLiteral("NVLink domain")), qPrintable(text));
+        QVERIFY(text.contains(QStringLiteral("tokens/s per GPU")));
+
+        CompareModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setTerms(r.terms);
+        QCOMPARE(model.rowCount(), 13);
+        QCOMPARE(model.columnCount(), 5);
+        QVERIFY(model.data(model.index(0, CompareModel::AColumn)).toString().endsWith(QStringLiteral(" ms")));
+        QVERIFY(model.data(model.index(0, CompareModel::RatioColumn)).toString().endsWith(QLatin1Char('x')));
+        QCOMPARE(model.data(model.index(0, CompareModel::DeltaColumn), CompareModel::BetterRole).toInt(), 1);
+        model.clear();
+        QCOMPARE(model.rowCount(), 0);
+    }
+
+    void runnerWorksInTheBackground()
+    {
+        ScenarioDocument a;
+        QVERIFY(a.load(sample("mixtral-8x7b-decode-hgx-h100.yaml")));
+        ScenarioDocument b;
+        b.copyFrom(a);
+        QVERIFY(b.isModified());
+        QVERIFY(b.filePath().isEmpty());
+        QVERIFY(b.applyOverride(QStringLiteral("workload.tokens_per_gpu"), QStringLiteral("32")));
+        CompareRunner runner;
+        QSignalSpy ready(&runner, &CompareRunner::ready);
+        runner.request(a.scenario(), a.placement(), b.scenario(), b.placement(), 2);
+        QTRY_COMPARE(ready.count(), 1);
+        QVERIFY(runner.result());
+        QVERIFY(runner.result()->terms[4].b != runner.result()->terms[4].a);  // another batch, another step time
+    }
+
+    void heatmapDataAndHistory()
+    {
+        ScenarioDocument doc;
+        QVERIFY(doc.load(sample("mixtral-8x7b-decode-hgx-h100.yaml")));
+        RunSummary r = summarize(doc.scenario(), doc.placement(), 2);
+        const Matrix load = expertLoadMatrix(r.last);
+        QCOMPARE(load.rows, doc.scenario().model.numMoeLayers());
+        QCOMPARE(load.cols, 8);
+        const Matrix traffic = trafficMatrix(r.last);
+        QCOMPARE(traffic.rows, 8);
+        QCOMPARE(traffic.cols, 8);
+        LatencyHistory h(3);
+        for (int i = 0; i < 5; ++i) {
+            r.last.step = i;
+            h.add(r.last);
+        }
+        QCOMPARE(h.size(), 3);
+        QCOMPARE(h.steps(), (std::vector<int>{2, 3, 4}));
+        h.add(r.last);  // step 4 again (re-simulated after an edit) replaces its row
+        QCOMPARE(h.size(), 3);
+        r.last.step = 0;
+        h.add(r.last);  // reset
+        QCOMPARE(h.size(), 1);
+        QCOMPARE(h.matrix().cols, 8);
+        QVERIFY(h.matrix().at(0, 0) > 0);
+
+        const std::string csv = metricsToCsv(r.last);
+        QVERIFY(csv.rfind("gpu,compute_us", 0) == 0);
+        QVERIFY(csv.find("step_time_us,") != std::string::npos);
+        const QString text = QString::fromStdString(headlessSummary(r));
+        QVERIFY(text.contains(QStringLiteral("tokens/s")));
+        QVERIFY(text.contains(QStringLiteral("straggler")));
+    }
+
+    void samplesGalleryAndTours()
+    {
+        const auto list = listSamples(samples() + QStringLiteral("/scenarios"));
+        QVERIFY(list.size() >= 10);
+        for (const auto& s : list)
+            QVERIFY2(!s.summary.isEmpty(), qPrintable(s.path));
+        const auto tours = listTours(samples() + QStringLiteral("/tours"));
+        QVERIFY(!tours.empty());
+        for (const auto& info : tours) {
+            const Tour t = loadTour(info.path);
+            QVERIFY(t.steps.size() >= 2);
+            for (const auto& step : t.steps) {
+                ScenarioDocument doc;
+                QVERIFY2(doc.load(step.scenario, step.overrides), qPrintable(doc.lastError()));
+                QVERIFY(!step.caption.isEmpty());
+            }
+        }
+        QTemporaryDir dir;
+        const QString bad = dir.filePath(QStringLiteral("bad-tour.yaml"));
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("title: x\nsteps:\n  - {scenario: nowhere.yaml, caption: c}\n");
+        f.close();
+        try {
+            loadTour(bad);
+            QFAIL("a tour naming a missing scenario loaded");
+        } catch (const moex::InputError& e) {
+            const QString msg = QString::fromStdString(e.diagnostics().format());
+            QVERIFY2(msg.contains(QStringLiteral("bad-tour.yaml:3:")), qPrintable(msg));
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestComparison)
+#include "tst_comparison.moc"

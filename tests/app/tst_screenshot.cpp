@@ -1,0 +1,119 @@
+// moex --screenshot: the PNG exists, has the requested size and is not blank; bad flags exit 2;
+// with no display `moex SCENARIO` prints the headless summary.
+#include <QImage>
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QSet>
+#include <QTemporaryDir>
+#include <QTest>
+
+namespace {
+
+const QString kMoex = QStringLiteral(MOEX_BINARY);
+
+QString sample(const char* name)
+{
+    return QStringLiteral(MOEX_SOURCE_DIR "/samples/scenarios/") + QLatin1String(name);
+}
+
+struct Result {
+    int code = -1;
+    QString out;
+    QString err;
+};
+
+Result run(const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())
+{
+    QProcess p;
+    p.setProcessEnvironment(env);
+    p.start(kMoex, args);
+    if (!p.waitForFinished(240000)) {
+        p.kill();
+        return {};
+    }
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
+            QString::fromUtf8(p.readAllStandardError())};
+}
+
+int distinctColours(const QImage& img)
+{
+    QSet<QRgb> colours;
+    for (int y = 0; y < img.height(); y += 3)
+        for (int x = 0; x < img.width(); x += 3)
+            colours.insert(img.pixel(x, y));
+    return static_cast<int>(colours.size());
+}
+
+}  // namespace
+
+class TestScreenshot : public QObject {
+    Q_OBJECT
+private slots:
+    void wholeWindowAtRequestedSize()
+    {
+        QTemporaryDir dir;
+        const QString out = dir.filePath(QStringLiteral("main.png"));
+        const Result r = run({QStringLiteral("--screenshot"), out, sample("mixtral-8x7b-decode-hgx-h100.yaml"),
+                              QStringLiteral("--size"), QStringLiteral("1280x800")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QImage img(out);
+        QVERIFY(!img.isNull());
+        QCOMPARE(img.size(), QSize(1280, 800));
+        QVERIFY2(distinctColours(img) > 100, qPrintable(QString::number(distinctColours(img))));
+    }
+
+    void partsRender()
+    {
+        QTemporaryDir dir;
+        for (const char* view : {"topology", "heatmaps", "compare"}) {
+            const QString out = dir.filePath(QLatin1String(view) + QStringLiteral(".png"));
+            const Result r = run({QStringLiteral("--screenshot"), out, QStringLiteral("--view"), QLatin1String(view),
+                                  sample("mixtral-8x7b-decode-hgx-h100.yaml"), QStringLiteral("--size=900x600")});
+            QVERIFY2(r.code == 0, qPrintable(QLatin1String(view) + QStringLiteral(": ") + r.err));
+            QImage img(out);
+            QCOMPARE(img.size(), QSize(900, 600));
+            QVERIFY2(distinctColours(img) > 50, view);
+        }
+    }
+
+    void badFlagsExitTwo()
+    {
+        for (const QStringList& args : {QStringList{QStringLiteral("--screenshot")},
+                                        QStringList{QStringLiteral("--screenshot"), QStringLiteral("x.png"),
+                                                    QStringLiteral("--view"), QStringLiteral("sideways")},
+                                        QStringList{QStringLiteral("--screenshot"), QStringLiteral("x.png"),
+                                                    QStringLiteral("--size"), QStringLiteral("big")},
+                                        QStringList{QStringLiteral("--frobnicate")}}) {
+            const Result r = run(args);
+            QCOMPARE(r.code, 2);
+            QVERIFY2(r.err.startsWith(QStringLiteral("moex: ")), qPrintable(r.err));
+        }
+    }
+
+    void badScenarioFailsClearly()
+    {
+        QTemporaryDir dir;
+        const Result r = run({QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("x.png")),
+                              dir.filePath(QStringLiteral("missing.yaml"))});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains(QStringLiteral("missing.yaml")), qPrintable(r.err));
+        QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("x.png"))));
+    }
+
+    void headlessSummaryWithoutDisplay()
+    {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("DISPLAY"));
+        env.remove(QStringLiteral("WAYLAND_DISPLAY"));
+        env.remove(QStringLiteral("QT_QPA_PLATFORM"));
+        const Result r = run({sample("mixtral-8x7b-decode-hgx-h100.yaml")}, env);
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        for (const char* word : {"step time", "tokens/s", "per kW", "imbalance", "dispatch", "combine",
+                                 "expert compute", "attention", "memory", "straggler"})
+            QVERIFY2(r.out.contains(QLatin1String(word)), word);
+        QVERIFY(r.err.contains(QStringLiteral("no display")));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestScreenshot)
+#include "tst_screenshot.moc"
