@@ -78,7 +78,7 @@ StepTimeChart::StepTimeChart(QWidget* parent) : QWidget(parent), d(std::make_uni
 {
     d->chart->setTitle(tr("Step time and throughput"));
     d->time->setName(tr("step time (ms)"));
-    d->tps->setName(tr("tokens/s"));
+    d->tps->setName(tr("k tokens/s"));
     d->time->setPen(QPen(QColor(0x1f, 0x77, 0xb4), 2));
     d->tps->setPen(QPen(QColor(0xff, 0x7f, 0x0e), 2));
     d->chart->addSeries(d->time);
@@ -86,8 +86,8 @@ StepTimeChart::StepTimeChart(QWidget* parent) : QWidget(parent), d(std::make_uni
     d->x->setTitleText(tr("step"));
     d->x->setLabelFormat(QStringLiteral("%d"));
     d->yTime->setTitleText(tr("ms"));
-    d->yTps->setTitleText(tr("tokens/s"));
-    d->yTps->setLabelFormat(QStringLiteral("%.3g"));
+    d->yTps->setTitleText(tr("k tokens/s"));
+    d->yTps->setLabelFormat(QStringLiteral("%.4g"));
     d->chart->addAxis(d->x, Qt::AlignBottom);
     d->chart->addAxis(d->yTime, Qt::AlignLeft);
     d->chart->addAxis(d->yTps, Qt::AlignRight);
@@ -106,7 +106,7 @@ StepTimeChart::~StepTimeChart() = default;
 void StepTimeChart::addStep(const StepMetrics& m)
 {
     d->timePts.emplace_back(m.step, m.summary.step_time_us / 1000.0);
-    d->tpsPts.emplace_back(m.step, m.summary.tokens_per_s);
+    d->tpsPts.emplace_back(m.step, m.summary.tokens_per_s / 1e3);  // plotted in thousands
     while (static_cast<int>(d->timePts.size()) > d->history) {
         d->timePts.pop_front();
         d->tpsPts.pop_front();
