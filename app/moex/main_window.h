@@ -57,6 +57,11 @@ public:
     void setActiveDocument(int which);  // 0 = A, 1 = B (what the canvas, panel and edits act on)
     void setPresentationMode(bool on);
     void selectGpu(int gpu);
+    // The File > Export actions without their file dialogs; each returns an error message, or an
+    // empty string when the file was written (atomically).
+    QString exportPlacementTo(int format, const QString& path);  // format: an ExportFormat
+    QString exportViewTo(const QString& path, bool svg);
+    QString exportMetricsTo(const QString& path, bool json);
     void setLayer(int moeLayer);
     // When false, errors go to the status bar only (no modal boxes: screenshots, tests).
     void setInteractive(bool interactive) { m_interactive = interactive; }

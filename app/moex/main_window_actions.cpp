@@ -302,6 +302,27 @@ bool MainWindow::startTour(const QString& tourFile)
     }
 }
 
+QString MainWindow::exportPlacementTo(int format, const QString& path)
+{
+    const session::ScenarioDocument* doc = document();
+    if (!doc->hasScenario())
+        return tr("No scenario is loaded");
+    const auto fmt = static_cast<ExportFormat>(format);
+    const auto problems = exportProblems(doc->placement(), doc->scenario().model, fmt);
+    if (!problems.empty()) {
+        QStringList lines;
+        for (const auto& p : problems)
+            lines << session::qs(p);
+        return lines.join(QLatin1Char('\n'));
+    }
+    try {
+        writePlacementExport(session::ss(path), doc->placement(), doc->scenario().model, fmt);
+    } catch (const std::exception& e) {
+        return session::errorText(e);
+    }
+    return {};
+}
+
 void MainWindow::exportPlacement(int format)
 {
     const session::ScenarioDocument* doc = document();
@@ -309,12 +330,9 @@ void MainWindow::exportPlacement(int format)
         return;
     const auto fmt = static_cast<ExportFormat>(format);
     const QString name = session::qs(std::string(toString(fmt)));
-    const auto problems = exportProblems(doc->placement(), doc->scenario().model, fmt);
-    if (!problems.empty()) {
-        QStringList lines;
-        for (const auto& p : problems)
-            lines << session::qs(p);
-        showError(tr("This placement cannot be exported as %1").arg(name), lines.join(QLatin1Char('\n')));
+    // Refuse before asking for a file name when the placement cannot be written in this format.
+    if (const auto problems = exportProblems(doc->placement(), doc->scenario().model, fmt); !problems.empty()) {
+        showError(tr("This placement cannot be exported as %1").arg(name), exportPlacementTo(format, QString()));
         return;
     }
     const bool yaml = fmt == ExportFormat::native || fmt == ExportFormat::trtllm;
@@ -322,21 +340,14 @@ void MainWindow::exportPlacement(int format)
     const QString path = QFileDialog::getSaveFileName(this, tr("Export Placement (%1)").arg(name), suggested);
     if (path.isEmpty())
         return;
-    try {
-        writePlacementExport(session::ss(path), doc->placement(), doc->scenario().model, fmt);
+    if (const QString error = exportPlacementTo(format, path); !error.isEmpty())
+        showError(tr("Export failed"), error);
+    else
         statusBar()->showMessage(tr("Exported the placement as %1 to %2").arg(name, path), 6000);
-    } catch (const std::exception& e) {
-        showError(tr("Export failed"), session::errorText(e));
-    }
 }
 
-void MainWindow::exportView(bool svg)
+QString MainWindow::exportViewTo(const QString& path, bool svg)
 {
-    const QString path = QFileDialog::getSaveFileName(this, svg ? tr("Export View as SVG") : tr("Export View as PNG"),
-                                                      document()->displayName() + (svg ? QStringLiteral(".svg") : QStringLiteral(".png")),
-                                                      svg ? tr("SVG images (*.svg)") : tr("PNG images (*.png)"));
-    if (path.isEmpty())
-        return;
     QWidget* view = m_canvas;
     QSaveFile out(path);
     bool ok = out.open(QIODevice::WriteOnly);
@@ -354,20 +365,26 @@ void MainWindow::exportView(bool svg)
         ok = view->grab().save(&out, "PNG");
     }
     ok = ok && out.commit();
-    if (!ok)
-        showError(tr("Export failed"), tr("Cannot write %1: %2").arg(path, out.errorString()));
+    return ok ? QString() : tr("Cannot write %1: %2").arg(path, out.errorString());
+}
+
+void MainWindow::exportView(bool svg)
+{
+    const QString path = QFileDialog::getSaveFileName(this, svg ? tr("Export View as SVG") : tr("Export View as PNG"),
+                                                      document()->displayName() + (svg ? QStringLiteral(".svg") : QStringLiteral(".png")),
+                                                      svg ? tr("SVG images (*.svg)") : tr("PNG images (*.png)"));
+    if (path.isEmpty())
+        return;
+    if (const QString error = exportViewTo(path, svg); !error.isEmpty())
+        showError(tr("Export failed"), error);
     else
         statusBar()->showMessage(tr("Exported %1").arg(path), 5000);
 }
 
-void MainWindow::exportMetrics(bool json)
+QString MainWindow::exportMetricsTo(const QString& path, bool json)
 {
     if (!m_latest)
-        return;
-    const QString path = QFileDialog::getSaveFileName(this, json ? tr("Export Metrics as JSON") : tr("Export Metrics as CSV"),
-                                                      document()->displayName() + (json ? QStringLiteral(".json") : QStringLiteral(".csv")));
-    if (path.isEmpty())
-        return;
+        return tr("No metrics yet: run or step the simulation first");
     try {
         std::string text;
         if (json) {
@@ -381,10 +398,24 @@ void MainWindow::exportMetrics(bool json)
             text = session::metricsToCsv(*m_latest);
         }
         writeFileAtomically(session::ss(path), text);
-        statusBar()->showMessage(tr("Exported %1").arg(path), 5000);
     } catch (const std::exception& e) {
-        showError(tr("Export failed"), session::errorText(e));
+        return session::errorText(e);
     }
+    return {};
+}
+
+void MainWindow::exportMetrics(bool json)
+{
+    if (!m_latest)
+        return;
+    const QString path = QFileDialog::getSaveFileName(this, json ? tr("Export Metrics as JSON") : tr("Export Metrics as CSV"),
+                                                      document()->displayName() + (json ? QStringLiteral(".json") : QStringLiteral(".csv")));
+    if (path.isEmpty())
+        return;
+    if (const QString error = exportMetricsTo(path, json); !error.isEmpty())
+        showError(tr("Export failed"), error);
+    else
+        statusBar()->showMessage(tr("Exported %1").arg(path), 5000);
 }
 
 void MainWindow::about()

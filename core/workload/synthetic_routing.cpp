@@ -52,7 +52,15 @@ int binomial(Rng& rng, int n, double p)
         // BINV (Kachitvichyanukul & Schmeiser 1988): walk the pmf up from 0; about mean + 1 steps.
         const double s = p / q;
         const double a = (n + 1) * s;
-        double r = std::exp(n * std::log1p(-p));
+        // P(0) = q^n by repeated squaring (exact to a few ulp; an exp/log1p pair costs more and
+        // this runs for every heavy expert and mixture component of every sub-batch).
+        double r = 1.0;
+        double base = q;
+        for (int e = n; e > 0; e >>= 1) {
+            if (e & 1)
+                r *= base;
+            base *= base;
+        }
         double u = rng.uniform();
         int x = 0;
         while (u > r) {
@@ -475,11 +483,31 @@ void SyntheticRouting::sampleSource(Layer& layer, int src, std::int32_t* row)
         if (m_components.empty())  // all mass in heavy experts: what they cannot take goes uniformly
             steady(m_chosen.front(), 0.0);
 
-        std::int32_t* counts = numSub == 1 ? row : m_subCounts.data();
+        if (numSub == 1) {
+            std::fill_n(row, m_numExperts, 0);
+            fillBatch(row, tokens, tokens * m_topK, mask, rng);
+            continue;
+        }
+        // m_subCounts is all zero between sub-batches: only the chosen routing groups' experts
+        // can be drawn, so only they are added to the row and cleared (all of them after the rare
+        // fallback that places a pair outside the chosen groups).
+        std::int32_t* counts = m_subCounts.data();
+        m_outsideMask = false;
         fillBatch(counts, tokens, tokens * m_topK, mask, rng);
-        if (numSub > 1)
-            for (int x = 0; x < m_numExperts; ++x)
+        if (m_outsideMask) {
+            for (int x = 0; x < m_numExperts; ++x) {
                 row[x] += counts[x];
+                counts[x] = 0;
+            }
+            continue;
+        }
+        for (int j : m_chosen) {
+            const int end = std::min(m_numExperts, (j + 1) * m_groupSize);
+            for (int x = j * m_groupSize; x < end; ++x) {
+                row[x] += counts[x];
+                counts[x] = 0;
+            }
+        }
     }
     layer.rng = rng;
 }
@@ -587,7 +615,7 @@ void SyntheticRouting::fillBatch(std::int32_t* counts, int cap, int pairs, std::
     // whose expert is at the cap is redrawn from the same mixture until it lands on an expert with
     // room: the excess goes to the experts with room in proportion to their weight. Rejected pairs
     // are redrawn in rounds; a pathological skew ends with the first experts with room.
-    std::fill_n(counts, m_numExperts, 0);
+    // `counts` arrives all zero.
     double massLeft = 0.0;
     for (const Component& comp : m_components)
         massLeft += comp.mass;
@@ -611,8 +639,11 @@ void SyntheticRouting::fillBatch(std::int32_t* counts, int cap, int pairs, std::
     m_componentTable.build(std::span<const double>(m_weightScratch.data(), numComponents));
     for (int round = 0; missing > 0 && round < kMaxRounds; ++round)
         missing = drawMixed(counts, cap, missing, rng);
-    for (; missing > 0; --missing)
-        ++counts[firstWithRoom(counts, cap, mask, rng.next())];
+    for (; missing > 0; --missing) {
+        const int x = firstWithRoom(counts, cap, mask, rng.next());
+        m_outsideMask = m_outsideMask || ((mask >> (x / m_groupSize)) & 1u) == 0;
+        ++counts[x];
+    }
 }
 
 int SyntheticRouting::firstWithRoom(const std::int32_t* counts, int cap, std::uint64_t mask, std::uint64_t r) const

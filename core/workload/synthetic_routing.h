@@ -212,7 +212,8 @@ private:
     std::vector<std::uint8_t> m_flag;  // scratch, per expert
 
     // Per-source scratch, sized once.
-    std::vector<std::int32_t> m_subCounts;
+    std::vector<std::int32_t> m_subCounts;  // one sub-batch's counts; all zero between sub-batches
+    bool m_outsideMask = false;             // fillBatch placed a pair outside the chosen groups
     std::vector<double> m_weightScratch;
     std::vector<double> m_groupWeight;  // per routing group, mass for this source
     std::vector<int> m_chosen;          // chosen routing groups

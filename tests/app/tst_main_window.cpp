@@ -12,7 +12,11 @@
 #include "tour_bar.h"
 
 #include "compare_model.h"
+#ifndef Q_MOC_RUN
+#include "common/atomic_file.h"
 #include "metrics/step_metrics.h"
+#include "placement/exporters.h"
+#endif
 #include "views/scenario_panel.h"
 #include "views/topology_canvas.h"
 
@@ -20,11 +24,13 @@
 #include <QAction>
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QMenu>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUndoStack>
 
 #include <algorithm>
+#include <memory>
 
 using moex::app::MainWindow;
 using moex::session::MetricsPtr;
@@ -86,6 +92,93 @@ private slots:
 
     void init() { g_warnings.clear(); }
     void cleanup() { QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join(QLatin1Char('\n')))); }
+
+    // File > Export without its dialogs: every placement format parses back (by the format's own
+    // rules) into the window's placement; the view exports as a real PNG and SVG; metrics as CSV
+    // with one row per GPU and as JSON with the contract keys; an unwritable path is an error and
+    // leaves nothing behind.
+    void exportsWriteWhatTheirReadersAccept()
+    {
+        MainWindow w(samples());
+        w.setInteractive(false);
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.openScenario(sample("deepseek-r1-decode-nvl72.yaml"), {}, false));
+        QTemporaryDir dir;
+        const auto& doc = *w.documentA();
+        const int G = doc.scenario().topology.numGpus();
+        using moex::ExportFormat;
+        for (ExportFormat f : {ExportFormat::native, ExportFormat::sglang, ExportFormat::trtllm, ExportFormat::vllm_ascend,
+                               ExportFormat::eplb}) {
+            const QString name = QString::fromStdString(std::string(moex::toString(f)));
+            const QString path = dir.filePath(QStringLiteral("placement-") + name);
+            const QString error = w.exportPlacementTo(static_cast<int>(f), path);
+            QVERIFY2(error.isEmpty(), qPrintable(name + QStringLiteral(": ") + error));
+            const std::string text = moex::readFile(path.toStdString());
+            const moex::Placement back = moex::parsePlacementExport(text, doc.scenario().model, G, f, path.toStdString());
+            QCOMPARE(back.numLayers(), doc.placement().numLayers());
+            for (int l = 0; l < back.numLayers(); ++l)
+                QVERIFY2(back.layers[static_cast<std::size_t>(l)].gpu_slots == doc.placement().layers[static_cast<std::size_t>(l)].gpu_slots,
+                         qPrintable(name + QStringLiteral(" layer ") + QString::number(l)));
+        }
+        const QString png = dir.filePath(QStringLiteral("view.png"));
+        QVERIFY(w.exportViewTo(png, false).isEmpty());
+        const QImage image(png);
+        QCOMPARE(image.size(), w.canvas()->size());
+        const QString svg = dir.filePath(QStringLiteral("view.svg"));
+        QVERIFY(w.exportViewTo(svg, true).isEmpty());
+        const std::string svgText = moex::readFile(svg.toStdString());
+        QVERIFY(svgText.find("<svg") != std::string::npos);
+        QVERIFY(svgText.find("GPU 0") != std::string::npos);
+
+        const QString csv = dir.filePath(QStringLiteral("metrics.csv"));
+        QVERIFY(w.exportMetricsTo(csv, false).isEmpty());
+        const std::string csvText = moex::readFile(csv.toStdString());
+        QVERIFY(std::count(csvText.begin(), csvText.end(), '\n') > G);
+        const QString json = dir.filePath(QStringLiteral("metrics.json"));
+        QVERIFY(w.exportMetricsTo(json, true).isEmpty());
+        const std::string jsonText = moex::readFile(json.toStdString());
+        for (const char* key : {"\"summary\"", "\"gpus\"", "\"links\"", "\"traffic\"", "\"layers\""})
+            QVERIFY2(jsonText.find(key) != std::string::npos, key);
+
+        const QString bad = dir.filePath(QStringLiteral("no-such-dir/metrics.csv"));
+        QVERIFY(!w.exportMetricsTo(bad, false).isEmpty());
+        QVERIFY(!QFile::exists(bad));
+        QVERIFY(!w.exportViewTo(dir.filePath(QStringLiteral("no-such-dir/view.png")), false).isEmpty());
+    }
+
+    // Right-click a GPU > 0.80: the GPU runs at 0.8 in the document and the metrics, its compute
+    // takes longer; undo restores speed 1 and every number exactly.
+    void gpuSpeedMenuSlowsTheGpuAndUndoRestores()
+    {
+        MainWindow w(samples());
+        w.setInteractive(false);
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.openScenario(sample("deepseek-r1-decode-nvl72.yaml"), {}, false));
+        const MetricsPtr before = w.latestMetrics();
+        QVERIFY(before);
+        QCOMPARE(w.documentA()->scenario().speeds.of(5), 1.0);
+        std::unique_ptr<QMenu> menu(w.canvas()->createSpeedMenu(5, &w));
+        QAction* slow = nullptr;
+        for (QAction* a : menu->actions())
+            if (a->text() == QStringLiteral("0.80"))
+                slow = a;
+        QVERIFY(slow);
+        slow->trigger();
+        QTRY_VERIFY(w.latestMetrics() != before);
+        QCOMPARE(w.documentA()->scenario().speeds.of(5), 0.8);
+        const MetricsPtr after = w.latestMetrics();
+        QCOMPARE(after->gpus[5].speed, 0.8);
+        QVERIFY(after->gpus[5].compute_us > before->gpus[5].compute_us);
+        QVERIFY(w.undoStack()->canUndo());
+        w.undoStack()->undo();
+        QTRY_VERIFY(w.latestMetrics() != after);
+        QCOMPARE(w.documentA()->scenario().speeds.of(5), 1.0);
+        compareExactly(*w.latestMetrics(), *before);
+    }
 
     void everySampleLoadsAndRendersWithoutWarnings()
     {
