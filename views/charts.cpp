@@ -160,6 +160,24 @@ static void labelAxis(QValueAxis* axis, double lo, double hi, int bars, int maxL
     axis->setMinorTickCount(0);
 }
 
+// The series on a hidden category axis, labelled by a value axis over the same span (labelAxis),
+// with a value axis for the heights.
+static void addBarAxes(QChart* chart, QAbstractBarSeries* series, QBarCategoryAxis* x, QValueAxis* xLabels,
+                       QValueAxis* y, const QString& xTitle, const QString& yTitle, const QString& yFormat)
+{
+    chart->addSeries(series);
+    x->setVisible(false);
+    xLabels->setTitleText(xTitle);
+    xLabels->setGridLineVisible(false);
+    y->setTitleText(yTitle);
+    y->setLabelFormat(yFormat);
+    chart->addAxis(xLabels, Qt::AlignBottom);
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addAxis(y, Qt::AlignLeft);
+    series->attachAxis(x);
+    series->attachAxis(y);
+}
+
 struct GpuBreakdownChart::Impl {
     QChart* chart = new QChart;
     QStackedBarSeries* series = new QStackedBarSeries;
@@ -190,17 +208,7 @@ GpuBreakdownChart::GpuBreakdownChart(QWidget* parent) : QWidget(parent), d(std::
         });
     }
     d->series->setBarWidth(0.85);
-    d->chart->addSeries(d->series);
-    d->x->setVisible(false);
-    d->xLabels->setTitleText(tr("GPU"));
-    d->xLabels->setGridLineVisible(false);
-    d->y->setTitleText(tr("µs per step"));
-    d->y->setLabelFormat(QStringLiteral("%.0f"));
-    d->chart->addAxis(d->xLabels, Qt::AlignBottom);
-    d->chart->addAxis(d->x, Qt::AlignBottom);
-    d->chart->addAxis(d->y, Qt::AlignLeft);
-    d->series->attachAxis(d->x);
-    d->series->attachAxis(d->y);
+    addBarAxes(d->chart, d->series, d->x, d->xLabels, d->y, tr("GPU"), tr("µs per step"), QStringLiteral("%.0f"));
     makeView(this, d->chart);
 }
 
@@ -277,18 +285,9 @@ LoadHistogramChart::LoadHistogramChart(QWidget* parent) : QWidget(parent), d(std
     d->set->setBorderColor(QColor(0x3b, 0x52, 0x8b));
     d->series->append(d->set);
     d->series->setBarWidth(0.92);
-    d->chart->addSeries(d->series);
     d->chart->legend()->hide();
-    d->x->setVisible(false);
-    d->xLabels->setTitleText(tr("token-expert pairs per expert"));
-    d->xLabels->setGridLineVisible(false);
-    d->y->setTitleText(tr("experts"));
-    d->y->setLabelFormat(QStringLiteral("%d"));
-    d->chart->addAxis(d->xLabels, Qt::AlignBottom);
-    d->chart->addAxis(d->x, Qt::AlignBottom);
-    d->chart->addAxis(d->y, Qt::AlignLeft);
-    d->series->attachAxis(d->x);
-    d->series->attachAxis(d->y);
+    addBarAxes(d->chart, d->series, d->x, d->xLabels, d->y, tr("token-expert pairs per expert"), tr("experts"),
+               QStringLiteral("%d"));
     makeView(this, d->chart);
 }
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <optional>
+#include <utility>
 
 namespace moex::session {
 
@@ -222,6 +223,17 @@ void SimRunner::setPlacement(const Placement& placement, const GpuSpeeds& speeds
     QMetaObject::invokeMethod(m_worker, &SimWorker::applyPending, Qt::QueuedConnection);
 }
 
+// A synchronous result replaces whatever was waiting to be coalesced and is delivered at once.
+MetricsPtr SimRunner::deliverNow(MetricsPtr result)
+{
+    m_latest = result;
+    m_pending.reset();
+    m_coalesce.stop();
+    m_sinceEmit.restart();
+    emit metricsReady(result);
+    return result;
+}
+
 MetricsPtr SimRunner::simulateOnce(const Placement& placement, const GpuSpeeds& speeds)
 {
     MetricsPtr result;
@@ -240,12 +252,7 @@ MetricsPtr SimRunner::simulateOnce(const Placement& placement, const GpuSpeeds& 
             return nullptr;
         }
     }
-    m_latest = result;
-    m_pending.reset();
-    m_coalesce.stop();
-    m_sinceEmit.restart();
-    emit metricsReady(result);
-    return result;
+    return deliverNow(std::move(result));
 }
 
 MetricsPtr SimRunner::simulateScenario(const Scenario& scenario, const Placement& placement)
@@ -265,12 +272,7 @@ MetricsPtr SimRunner::simulateScenario(const Scenario& scenario, const Placement
             return nullptr;
         }
     }
-    m_latest = result;
-    m_pending.reset();
-    m_coalesce.stop();
-    m_sinceEmit.restart();
-    emit metricsReady(result);
-    return result;
+    return deliverNow(std::move(result));
 }
 
 void SimRunner::run()

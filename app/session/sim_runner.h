@@ -65,6 +65,7 @@ signals:
 private:
     void onProduced();
     void deliver(MetricsPtr m);
+    MetricsPtr deliverNow(MetricsPtr result);
     void flush();
 
     std::shared_ptr<SimShared> m_shared;
