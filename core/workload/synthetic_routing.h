@@ -44,6 +44,9 @@ namespace moex {
 
 namespace detail {
 
+// One step of splitmix64: advances `x` and returns a well-mixed 64-bit value (seeds, sub-seeds).
+std::uint64_t splitmix64(std::uint64_t& x);
+
 // xoshiro256**: fast and statistically sound; seeded through splitmix64 so any seed is fine.
 class Rng {
 public:

@@ -106,6 +106,16 @@ void TestCliSim::simulateJsonContract()
     }
     QVERIFY(summary.value(QStringLiteral("step_time_us")).toDouble() > 0);
     QVERIFY(summary.value(QStringLiteral("tokens_per_s")).toDouble() > 0);
+    // tokens/s is the whole system's batch per step over the step time.
+    const double stepUs = summary.value(QStringLiteral("step_time_us")).toDouble();
+    const double batch = summary.value(QStringLiteral("batch_per_gpu")).toDouble();
+    QVERIFY(batch > 0);
+    const double expectedTps = batch * gpus / (stepUs * 1e-6);
+    QVERIFY2(std::abs(summary.value(QStringLiteral("tokens_per_s")).toDouble() - expectedTps) <= 1e-3 * expectedTps,
+             qPrintable(QStringLiteral("tokens_per_s %1 vs batch x GPUs / step %2")
+                            .arg(summary.value(QStringLiteral("tokens_per_s")).toDouble()).arg(expectedTps)));
+    // The step holds its MoE layers and at least the dispatch and combine they contain.
+    QVERIFY(stepUs >= summary.value(QStringLiteral("moe_time_us")).toDouble());
     QVERIFY(summary.value(QStringLiteral("imbalance")).toDouble() >= 1.0);
     QVERIFY(std::abs(summary.value(QStringLiteral("tokens_per_s_per_gpu")).toDouble() * gpus
                      - summary.value(QStringLiteral("tokens_per_s")).toDouble())
