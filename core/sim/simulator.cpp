@@ -1,5 +1,7 @@
 #include "sim/simulator.h"
 
+#include "sim/route_kernel.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -60,112 +62,52 @@ double Simulator::combineBytesPerToken() const
 
 // Route step 1 (DESIGN.md 5.1): token-expert pairs of each source go to the expert's replicas
 // (explicit shares, else a replica on the same GPU, else in the same NVLink domain, else all
-// evenly). m_notSent[src][dst] becomes the probability that a token of src has none of its
+// evenly). m_notSent (block layout, route_kernel.h) becomes for each src, dst the probability that a token of src has none of its
 // experts on dst: a token is sent once per destination GPU however many of its experts sit there.
 void Simulator::routeLayer(const RoutingSample& r, int layer, double tokensPerGpu)
 {
     const LayerPlan& plan = m_plans[static_cast<std::size_t>(layer)];
-    const int G = m_fabric.numGpus();
     const int E = r.num_experts;
     const int T = r.tokens_per_gpu;
     const int R = static_cast<int>(plan.rep_slot.size());
     // Counts are scaled when memory limits the batch below the sample's tokens per GPU.
     const double scale = T > 0 ? tokensPerGpu / T : 0.0;
-    const float invSampleT = T > 0 ? 1.0f / static_cast<float>(T) : 0.0f;
     std::fill(m_slotTokens.begin(), m_slotTokens.end(), 0.0);
-    std::fill(m_expertTotals.begin(), m_expertTotals.end(), 0);
     if (m_zeroRow.size() < static_cast<std::size_t>(E))
         m_zeroRow.assign(static_cast<std::size_t>(E), 0);
-    const std::int32_t* counts = r.counts[static_cast<std::size_t>(layer)].data();
-    std::int32_t* totals = m_expertTotals.data();
-    double* slotTokens = m_slotTokens.data();
-
-    // Eight sources at a time, as two 4-wide vectors (SSE registers; GCC vector extensions).
-    using V4 = float __attribute__((vector_size(16)));
-    using V4i = std::int32_t __attribute__((vector_size(16)));
-    constexpr int kBlock = 8;
-    const std::size_t rows = static_cast<std::size_t>(E + R);
-    m_keep.resize(rows * kBlock + kBlock);  // + room to align to 32 bytes
+    // Scratch of the kernel, 32-byte aligned: keep rows (E + R) x 8, then the replicas' sums R x 8.
+    constexpr std::size_t kBlock = detail::kRouteBlock;
+    m_keep.resize(static_cast<std::size_t>(E + 2 * R) * kBlock + kBlock);
     float* keep = m_keep.data();
     keep += (32 - reinterpret_cast<std::uintptr_t>(keep) % 32) % 32 / sizeof(float);
-    V4* keepV = reinterpret_cast<V4*>(keep);  // row k: keepV[2k] sources 0-3, keepV[2k+1] sources 4-7
-    const V4 one = {1, 1, 1, 1};
-    const V4 invT = {invSampleT, invSampleT, invSampleT, invSampleT};
-    const int E4 = E - E % 4;
-    for (int src0 = 0; src0 < G; src0 += kBlock) {
-        const int nsrc = std::min(kBlock, G - src0);
-        // Pass 1: read the block's rows once (contiguous): per-expert totals, and the keep rows
-        // 1 - c/T transposed 4 x 4 into expert-major order.
-        for (int half = 0; half < 2; ++half) {
-            const std::int32_t* row[4];
-            for (int b = 0; b < 4; ++b) {
-                const int src = src0 + half * 4 + b;
-                row[b] = src < G ? counts + static_cast<std::size_t>(src) * E : m_zeroRow.data();
-            }
-            for (int e = 0; e < E4; e += 4) {
-                V4i c0, c1, c2, c3, t;
-                std::memcpy(&c0, row[0] + e, sizeof c0);
-                std::memcpy(&c1, row[1] + e, sizeof c1);
-                std::memcpy(&c2, row[2] + e, sizeof c2);
-                std::memcpy(&c3, row[3] + e, sizeof c3);
-                std::memcpy(&t, totals + e, sizeof t);
-                t += (c0 + c1) + (c2 + c3);
-                std::memcpy(totals + e, &t, sizeof t);
-                const V4 f0 = one - __builtin_convertvector(c0, V4) * invT;
-                const V4 f1 = one - __builtin_convertvector(c1, V4) * invT;
-                const V4 f2 = one - __builtin_convertvector(c2, V4) * invT;
-                const V4 f3 = one - __builtin_convertvector(c3, V4) * invT;
-                const V4 a = __builtin_shuffle(f0, f1, V4i{0, 4, 1, 5});
-                const V4 b = __builtin_shuffle(f2, f3, V4i{0, 4, 1, 5});
-                const V4 c = __builtin_shuffle(f0, f1, V4i{2, 6, 3, 7});
-                const V4 d = __builtin_shuffle(f2, f3, V4i{2, 6, 3, 7});
-                keepV[2 * (e + 0) + half] = __builtin_shuffle(a, b, V4i{0, 1, 4, 5});
-                keepV[2 * (e + 1) + half] = __builtin_shuffle(a, b, V4i{2, 3, 6, 7});
-                keepV[2 * (e + 2) + half] = __builtin_shuffle(c, d, V4i{0, 1, 4, 5});
-                keepV[2 * (e + 3) + half] = __builtin_shuffle(c, d, V4i{2, 3, 6, 7});
-            }
-            for (int e = E4; e < E; ++e) {
-                for (int b = 0; b < 4; ++b) {
-                    totals[e] += row[b][e];
-                    keep[static_cast<std::size_t>(e) * kBlock + static_cast<std::size_t>(half * 4 + b)] =
-                        1.0f - static_cast<float>(row[b][e]) * invSampleT;
-                }
-            }
-        }
-        // Replicas: replica r takes fraction f of what each source sends to its expert, so its
-        // keep row is 1 - f (1 - keep[expert]); its tokens are T f c/T summed over sources.
-        for (int rep = 0; rep < R; ++rep) {
-            const int e = plan.rep_expert[static_cast<std::size_t>(rep)];
-            const float* frac = plan.rep_fraction.data() + (static_cast<std::size_t>(src0 / kBlock) * R + static_cast<std::size_t>(rep)) * kBlock;
-            V4 flo, fhi;
-            std::memcpy(&flo, frac, sizeof flo);
-            std::memcpy(&fhi, frac + 4, sizeof fhi);
-            const V4 takenLo = (one - keepV[2 * e]) * flo;
-            const V4 takenHi = (one - keepV[2 * e + 1]) * fhi;
-            keepV[2 * (E + rep)] = one - takenLo;
-            keepV[2 * (E + rep) + 1] = one - takenHi;
-            const V4 sum = takenLo + takenHi;
-            const double taken = static_cast<double>(sum[0]) + sum[1] + sum[2] + sum[3];
-            slotTokens[plan.rep_slot[static_cast<std::size_t>(rep)]] += taken * tokensPerGpu;
-        }
-        // Pass 2: m_notSent[src][g] = product of the keep rows of every slot on GPU g, the chance
-        // a token of src has none of its experts there (it is sent once per destination GPU).
-        const int* slotKeep = plan.slot_keep.data();
-        const int* gpuBegin = plan.gpu_slot_begin.data();
-        float* notSent = m_notSent.data() + static_cast<std::size_t>(src0) * G;
-        for (int g = 0; g < G; ++g) {
-            V4 lo = one, hi = one;
-            for (int k = gpuBegin[g]; k < gpuBegin[g + 1]; ++k) {
-                const int row = slotKeep[k];
-                lo *= keepV[2 * row];
-                hi *= keepV[2 * row + 1];
-            }
-            for (int b = 0; b < nsrc; ++b)
-                notSent[static_cast<std::size_t>(b) * G + g] = b < 4 ? lo[b] : hi[b - 4];
-        }
-    }
+    m_repTaken.resize(static_cast<std::size_t>(R));
+
+    detail::RouteKernelIn in;
+    in.counts = r.counts[static_cast<std::size_t>(layer)].data();
+    in.zero_row = m_zeroRow.data();
+    in.G = m_fabric.numGpus();
+    in.E = E;
+    in.inv_tokens = T > 0 ? 1.0f / static_cast<float>(T) : 0.0f;
+    in.slot_keep = plan.slot_keep.data();
+    in.gpu_slot_begin = plan.gpu_slot_begin.data();
+    in.R = R;
+    in.rep_expert = plan.rep_expert.data();
+    in.rep_fraction = plan.rep_fraction.data();
+    if (layer + 1 < r.numLayers() && r.counts[static_cast<std::size_t>(layer) + 1].size() >= static_cast<std::size_t>(8 * E))
+        in.prefetch_next = r.counts[static_cast<std::size_t>(layer) + 1].data();
+    detail::RouteKernelOut out;
+    out.totals = m_expertTotals.data();
+    out.not_sent = m_notSent.data();
+    out.rep_taken = m_repTaken.data();
+    out.keep = keep;
+    out.rep_acc = keep + static_cast<std::size_t>(E + R) * kBlock;
+    detail::routeKernel(in, out);
+
+    double* slotTokens = m_slotTokens.data();
+    for (int rep = 0; rep < R; ++rep)
+        slotTokens[plan.rep_slot[static_cast<std::size_t>(rep)]] += static_cast<double>(m_repTaken[static_cast<std::size_t>(rep)]) * tokensPerGpu;
     for (std::size_t k = 0; k < plan.single_slot.size(); ++k)
-        slotTokens[plan.single_slot[k]] = static_cast<double>(totals[plan.single_expert[k]]) * scale;
+        slotTokens[plan.single_slot[k]] = static_cast<double>(m_expertTotals[static_cast<std::size_t>(plan.single_expert[k])]) * scale;
 }
 
 // Route step 2 (DESIGN.md 5.2): bytes of each GPU pair onto the fabric's ports, for dispatch
@@ -190,34 +132,50 @@ void Simulator::accumulatePorts(double tokensPerGpu)
     };
     const float T = static_cast<float>(tokensPerGpu);
     float* inTokens = m_inTokens.data();
-    for (int src = 0; src < G; ++src) {
-        float* notSent = m_notSent.data() + static_cast<std::size_t>(src) * G;
-        float* sent = m_sentSum.data() + static_cast<std::size_t>(src) * G;
-        notSent[src] = 1.0f;  // a GPU's tokens for its own experts never touch the network
+    constexpr int kBlock = detail::kRouteBlock;
+    // A GPU's tokens for its own experts never touch the network.
+    for (int src = 0; src < G; ++src)
+        m_notSent[detail::notSentIndex(src, src, G)] = 1.0f;
+    if (D == 1) {
+        // One NVLink domain (NVL72, one HGX node): every pair is one switch hop. Eight sources at a
+        // time in the kernel's block layout (lanes past the last source send nothing); vectorises.
+        for (int src0 = 0; src0 < G; src0 += kBlock) {
+            const std::size_t base = static_cast<std::size_t>(src0 / kBlock) * static_cast<std::size_t>(G) * kBlock;
+            const float* notSent = m_notSent.data() + base;
+            float* sent = m_sentSum.data() + base;
+            float out[kBlock] = {};
+            for (int dst = 0; dst < G; ++dst) {
+                const float* ns = notSent + static_cast<std::size_t>(dst) * kBlock;
+                float* se = sent + static_cast<std::size_t>(dst) * kBlock;
+                float in = 0;
+#pragma omp simd reduction(+ : in)
+                for (int b = 0; b < kBlock; ++b) {
+                    const float u = T * (1.0f - ns[b]);
+                    se[b] += u;
+                    out[b] += u;
+                    in += u;
+                }
+                inTokens[dst] += in;
+            }
+            for (int b = 0; b < kBlock && src0 + b < G; ++b) {
+                const int src = src0 + b;
+                const double outIntra = out[b];
+                m_messages[static_cast<std::size_t>(src)] = static_cast<std::int64_t>(outIntra + 0.5);
+                add(m_dispatchPort, m_fabric.nvOut(src), outIntra * bd);
+                add(m_combinePort, m_fabric.nvIn(src), outIntra * bc);
+            }
+        }
+    }
+    for (int src = 0; src < G && D > 1; ++src) {
         const int srcDom = m_fabric.domainOf(src);
         double outIntra = 0;
-        if (D == 1) {
-            // One NVLink domain (NVL72, one HGX node): every pair is one switch hop; vectorises.
-            float out = 0;
-#pragma omp simd reduction(+ : out)
-            for (int dst = 0; dst < G; ++dst) {
-                const float u = T * (1.0f - notSent[dst]);
-                sent[dst] += u;
-                inTokens[dst] += u;
-                out += u;
-            }
-            outIntra = out;
-            m_messages[static_cast<std::size_t>(src)] = static_cast<std::int64_t>(outIntra + 0.5);
-            add(m_dispatchPort, m_fabric.nvOut(src), outIntra * bd);
-            add(m_combinePort, m_fabric.nvIn(src), outIntra * bc);
-            continue;
-        }
         double outTotal = 0;
         for (int dst = 0; dst < G; ++dst) {
-            const float u = T * (1.0f - notSent[dst]);
+            const float notSent = m_notSent[detail::notSentIndex(src, dst, G)];
+            const float u = T * (1.0f - notSent);
             if (u <= 0.0f)
                 continue;
-            sent[dst] += u;
+            m_sentSum[detail::notSentIndex(src, dst, G)] += u;
             outTotal += u;
             const double tokens = u;
             const int dstDom = m_fabric.domainOf(dst);
@@ -230,7 +188,7 @@ void Simulator::accumulatePorts(double tokensPerGpu)
             if (ht) {
                 // DeepEP normal kernels: one RDMA copy per destination domain to the GPU on the
                 // source's rail there, then NVLink forwarding to each destination GPU.
-                m_notSentDom[static_cast<std::size_t>(src) * D + dstDom] *= notSent[dst];
+                m_notSentDom[static_cast<std::size_t>(src) * D + dstDom] *= notSent;
                 // The GPU that receives the domain's RDMA copy (same rail, else the domain's
                 // first GPU, as below) forwards it over NVLink.
                 int relay = m_fabric.gpuOnRail(dstDom, m_fabric.railOf(src));
@@ -360,7 +318,7 @@ void Simulator::setLayerPlacement(int layer, const LayerPlacement& placement)
     if (slots > m_slotTokens.size())
         m_slotTokens.resize(slots, 0.0);
     if (!sameSlotsPerGpu)
-        m_batchTokens = batchTokens();
+        m_memory = memoryBudget(&m_weightsPerGpu);
 }
 
 double Simulator::layerTimeUs(const RoutingSample& r, int layer)
@@ -374,7 +332,7 @@ double Simulator::layerTimeUs(const RoutingSample& r, int layer)
                                     + " experts) does not match the scenario");
     if (layer < 0 || layer >= r.numLayers())
         throw std::invalid_argument("layerTimeUs: MoE layer " + std::to_string(layer) + " out of range");
-    const double tokens = m_batchTokens;
+    const double tokens = m_memory.tokens;
     const bool tbo = m_scenario.overlap == Overlap::two_batch;
     routeLayer(r, layer, tokens);
     accumulatePorts(tokens);
@@ -419,7 +377,7 @@ double Simulator::allToAllUs(const std::vector<double>& pairBytes, double floorU
     const double T = maxBytes;
     for (int s = 0; s < G; ++s)
         for (int d = 0; d < G; ++d)
-            m_notSent[static_cast<std::size_t>(s) * G + d] =
+            m_notSent[detail::notSentIndex(s, d, G)] =
                 static_cast<float>(1.0 - pairBytes[static_cast<std::size_t>(s) * G + d] / T);
     const double savedD = dispatchBytesPerToken();
     accumulatePorts(T);

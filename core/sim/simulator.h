@@ -99,7 +99,6 @@ private:
         double kv_per_sequence = 0;      // bytes
     };
     [[nodiscard]] MemoryBudget memoryBudget(std::vector<double>* weightsPerGpu = nullptr) const;
-    [[nodiscard]] double batchTokens() const { return memoryBudget().tokens; }
     void routeLayer(const RoutingSample& r, int layer, double tokensPerGpu);
     void accumulatePorts(double tokensPerGpu);
     PhaseResult phaseTime(const std::vector<double>& portBytes, double floorUs, bool crossDomain) const;
@@ -118,16 +117,20 @@ private:
     std::vector<double> m_portRate;    // [port] bytes per microsecond (portRate)
 
     // Scratch reused every layer and step (no allocation after warm-up).
-    std::vector<float> m_notSent;      // [src * G + dst] probability a token of src has no expert on dst
+    // Probability a token of src has no expert on dst, in route_kernel.h's block layout
+    // (detail::notSentIndex(src, dst, G)).
+    std::vector<float> m_notSent;
     std::vector<float> m_notSentDom;   // [src * D + domain]
     std::vector<double> m_slotTokens;  // [slot]
     // [keep row][8] for eight sources: 1 - c / T, the chance a token avoids an expert (row < E)
-    // or a replica (row E + r) that took c of its T tokens.
+    // or a replica (row E + r) that took c of its T tokens; then the replicas' per-lane sums.
     std::vector<float> m_keep;
+    std::vector<float> m_repTaken;            // [replica] share of the layer's tokens / T
     std::vector<std::int32_t> m_zeroRow;  // [expert] counts of an absent source
     std::vector<std::int32_t> m_expertTotals;  // [expert] pairs this layer (all sources)
     std::vector<double> m_expertScaled;        // [expert] pairs scaled to a memory-limited batch
-    std::vector<float> m_sentSum;      // [src * G + dst] tokens sent this step (summed over layers)
+    std::vector<std::uint32_t> m_roundOrder;   // scratch of the largest-remainder rounding
+    std::vector<float> m_sentSum;      // tokens src sent dst this step (summed over layers), layout of m_notSent
     std::vector<double> m_dispatchPort, m_combinePort;  // [port] bytes this layer
     std::vector<double> m_stepPortBytes;                // [port] bytes this step
     std::vector<double> m_gpuDispatch, m_gpuCombine;    // [gpu] own port time this layer
@@ -140,7 +143,10 @@ private:
     bool m_crossTraffic = false;
     std::vector<int> m_fill;       // [expert] scratch of buildLayerPlan
     std::vector<float> m_repFractions, m_expertFractions;  // scratch of buildLayerPlan
-    double m_batchTokens = 0;      // batchTokens() of the current placement, for layerTimeUs
+    // memoryBudget() of the current placement (it depends on the slots per GPU only) and the
+    // weight bytes per GPU behind it; kept up to date by buildPlans and setLayerPlacement.
+    MemoryBudget m_memory;
+    std::vector<double> m_weightsPerGpu;
 };
 
 }  // namespace moex

@@ -3,6 +3,8 @@
 // placement, and per layer during a placement search (setLayerPlacement).
 #include "sim/simulator.h"
 
+#include "sim/route_kernel.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -29,9 +31,12 @@ void Simulator::buildPlans()
     }
     m_expertTotals.assign(static_cast<std::size_t>(E), 0);
     m_expertScaled.assign(static_cast<std::size_t>(E), 0.0);
-    m_sentSum.assign(static_cast<std::size_t>(G) * static_cast<std::size_t>(G), 0.0f);
-    const auto g2 = static_cast<std::size_t>(G) * static_cast<std::size_t>(G);
-    m_notSent.assign(g2, 1.0f);
+    m_roundOrder.reserve(static_cast<std::size_t>(std::max(E, G)));
+    // Block layout of route_kernel.h: whole blocks of eight sources, lanes past the last source 1.
+    const auto blocked = static_cast<std::size_t>((G + detail::kRouteBlock - 1) / detail::kRouteBlock) * static_cast<std::size_t>(G)
+                         * detail::kRouteBlock;
+    m_sentSum.assign(blocked, 0.0f);
+    m_notSent.assign(blocked, 1.0f);
     m_notSentDom.assign(static_cast<std::size_t>(G) * static_cast<std::size_t>(m_fabric.numDomains()), 1.0f);
     m_slotTokens.assign(maxSlots, 0.0);
     const std::size_t ports = m_fabric.ports().size();
@@ -47,7 +52,8 @@ void Simulator::buildPlans()
     m_stragglerCount.assign(static_cast<std::size_t>(G), 0);
     m_messages.assign(static_cast<std::size_t>(G), 0);
     m_inTokens.assign(static_cast<std::size_t>(G), 0.0f);
-    m_batchTokens = batchTokens();
+    m_weightsPerGpu.assign(static_cast<std::size_t>(G), 0.0);
+    m_memory = memoryBudget(&m_weightsPerGpu);
 }
 
 // One layer's plan from m_placement. Vectors are cleared and refilled, so rebuilding a layer

@@ -1,9 +1,12 @@
 // Simulator::step: one step of every MoE layer plus the layers around them (DESIGN.md 5.4-5.8).
 #include "sim/simulator.h"
 
+#include "sim/route_kernel.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 
 namespace moex {
@@ -18,11 +21,9 @@ void resizeMetrics(StepMetrics& out, int G, int E, int layers, std::size_t links
     out.traffic.resize(static_cast<std::size_t>(G) * static_cast<std::size_t>(G));
     std::fill(out.traffic.begin(), out.traffic.end(), 0.0);
     out.layers.resize(static_cast<std::size_t>(layers));
-    for (auto& l : out.layers) {
+    for (auto& l : out.layers) {  // every element is written by the layer loop
         l.expert_load.resize(static_cast<std::size_t>(E));
-        std::fill(l.expert_load.begin(), l.expert_load.end(), 0);
         l.gpu_load.resize(static_cast<std::size_t>(G));
-        std::fill(l.gpu_load.begin(), l.gpu_load.end(), 0);
     }
     out.links.reserve(links);
     out.links.clear();
@@ -33,8 +34,9 @@ void resizeMetrics(StepMetrics& out, int G, int E, int layers, std::size_t links
 // remainder): replica shares make per-GPU pair counts fractional, and a memory-limited batch
 // scales every expert's count; rounding each on its own would break the invariant that a layer's
 // loads sum to its token-expert pairs.
+// The `missing` units go to the largest remainders, the lower index first among equal ones.
 template <typename In>
-void roundPreservingSum(const In* in, std::int64_t* out, std::size_t n)
+void roundPreservingSum(const In* in, std::int64_t* out, std::size_t n, std::vector<std::uint32_t>& order)
 {
     double total = 0;
     std::int64_t floored = 0;
@@ -43,18 +45,19 @@ void roundPreservingSum(const In* in, std::int64_t* out, std::size_t n)
         out[i] = static_cast<std::int64_t>(std::floor(static_cast<double>(in[i])));
         floored += out[i];
     }
-    for (std::int64_t missing = std::llround(total) - floored; missing > 0; --missing) {
-        std::size_t best = 0;
-        double bestFrac = -1;
-        for (std::size_t i = 0; i < n; ++i) {
-            const double frac = static_cast<double>(in[i]) - static_cast<double>(out[i]);
-            if (frac > bestFrac) {
-                bestFrac = frac;
-                best = i;
-            }
-        }
-        ++out[best];
-    }
+    const std::int64_t missing = std::min<std::int64_t>(std::llround(total) - floored, static_cast<std::int64_t>(n));
+    if (missing <= 0)
+        return;
+    order.resize(n);
+    std::iota(order.begin(), order.end(), 0u);
+    const auto larger = [&](std::uint32_t a, std::uint32_t b) {
+        const double fa = static_cast<double>(in[a]) - static_cast<double>(out[a]);
+        const double fb = static_cast<double>(in[b]) - static_cast<double>(out[b]);
+        return fa > fb || (fa == fb && a < b);
+    };
+    std::nth_element(order.begin(), order.begin() + (missing - 1), order.end(), larger);
+    for (std::int64_t k = 0; k < missing; ++k)
+        ++out[order[static_cast<std::size_t>(k)]];
 }
 
 }  // namespace
@@ -78,8 +81,8 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     const bool tbo = m_scenario.overlap == Overlap::two_batch;
 
     // 5.7 Memory (memoryBudget): the KV cache left after weights bounds the decode batch.
-    std::vector<double>& weightsPerGpu = m_gpuBusy;  // reused as scratch before the layer loop
-    const MemoryBudget mb = memoryBudget(&weightsPerGpu);
+    const std::vector<double>& weightsPerGpu = m_weightsPerGpu;
+    const MemoryBudget& mb = m_memory;
     const double reserve = m_cal.activation_reserve_gb * 1e9;
     const double kvPerSeq = mb.kv_per_sequence;
     const std::int64_t usersPerGpu = mb.users_per_gpu;
@@ -144,7 +147,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
             slowestHalf = std::max(slowestHalf, half);
         }
         ++m_stragglerCount[static_cast<std::size_t>(slowestGpu)];
-        roundPreservingSum(m_gpuPairs.data(), lm.gpu_load.data(), m_gpuPairs.size());
+        roundPreservingSum(m_gpuPairs.data(), lm.gpu_load.data(), m_gpuPairs.size(), m_roundOrder);
         for (int g = 0; g < G; ++g)
             out.gpus[static_cast<std::size_t>(g)].expert_pairs += lm.gpu_load[static_cast<std::size_t>(g)];
         if (tokens == r.tokens_per_gpu) {
@@ -153,7 +156,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
             const double scale = r.tokens_per_gpu > 0 ? tokens / r.tokens_per_gpu : 0.0;
             for (int e = 0; e < E; ++e)
                 m_expertScaled[static_cast<std::size_t>(e)] = m_expertTotals[static_cast<std::size_t>(e)] * scale;
-            roundPreservingSum(m_expertScaled.data(), lm.expert_load.data(), m_expertScaled.size());
+            roundPreservingSum(m_expertScaled.data(), lm.expert_load.data(), m_expertScaled.size(), m_roundOrder);
         }
 
         const PhaseResult dispatch = phaseTime(m_dispatchPort, m_cal.dispatch_floor_us, m_crossTraffic);
@@ -204,7 +207,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         const double bd = dispatchBytesPerToken(), bc = combineBytesPerToken();
         for (int s = 0; s < G; ++s)
             for (int d = 0; d < G; ++d) {
-                const double t = m_sentSum[static_cast<std::size_t>(s) * G + d];
+                const double t = m_sentSum[detail::notSentIndex(s, d, G)];
                 out.traffic[static_cast<std::size_t>(s) * G + d] += t * bd;
                 out.traffic[static_cast<std::size_t>(d) * G + s] += t * bc;
             }

@@ -1,0 +1,62 @@
+// The hot loop of Simulator::routeLayer (DESIGN.md 5.1), on its own so that it can be compiled for
+// two instruction sets and tested against a plain reference: for one MoE layer, per-expert totals,
+// and for every (source GPU, destination GPU) pair the chance that a token of the source has none
+// of its experts on the destination (a token is sent once per destination GPU).
+//
+// Sources are taken eight at a time ("blocks"); the not-sent matrix is stored block-major,
+// not_sent[((src / 8) * G + dst) * 8 + src % 8], which is the order the kernel produces it in and
+// the order Simulator::accumulatePorts consumes it in. Lanes past the last source hold 1 (nothing
+// sent).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace moex::detail {
+
+constexpr int kRouteBlock = 8;
+
+[[nodiscard]] inline std::size_t notSentIndex(int src, int dst, int G)
+{
+    return (static_cast<std::size_t>(src / kRouteBlock) * static_cast<std::size_t>(G) + static_cast<std::size_t>(dst))
+               * kRouteBlock
+           + static_cast<std::size_t>(src % kRouteBlock);
+}
+
+struct RouteKernelIn {
+    const std::int32_t* counts = nullptr;  // [G][E] token-expert pairs of each source this layer
+    const std::int32_t* zero_row = nullptr;  // [E] zeros (stands in for the absent sources of the last block)
+    int G = 0;
+    int E = 0;
+    float inv_tokens = 0;  // 1 / tokens per source in the sample
+    // The layer's plan: keep row of each slot (expert e, or E + r for replica r of a replicated
+    // expert), slots of GPU g in [gpu_slot_begin[g], gpu_slot_begin[g + 1]).
+    const int* slot_keep = nullptr;
+    const int* gpu_slot_begin = nullptr;
+    int R = 0;                           // replicas of replicated experts
+    const int* rep_expert = nullptr;     // [R]
+    const float* rep_fraction = nullptr; // [(src / 8) * R + r][src % 8] share of src's tokens replica r takes
+    // Optional: the counts read next (the next layer's), 8 E of them fetched into cache during the
+    // last block.
+    const std::int32_t* prefetch_next = nullptr;
+};
+
+struct RouteKernelOut {
+    std::int32_t* totals = nullptr;  // [E] pairs per expert over all sources (overwritten)
+    float* not_sent = nullptr;       // [blocks][G][8] (overwritten)
+    float* rep_taken = nullptr;      // [R] sum over sources of share x c / T (overwritten)
+    // Scratch, 32-byte aligned: keep rows (E + R) x 8 floats and replica sums R x 8 floats.
+    float* keep = nullptr;
+    float* rep_acc = nullptr;
+};
+
+// Picks the AVX2 version where the CPU has it, else the portable one. Both do the same float
+// operations in the same order (no fused multiply-add), so their results are bit-identical.
+void routeKernel(const RouteKernelIn& in, const RouteKernelOut& out);
+// The two versions, for tests and benchmarks: portable (4-wide GCC vectors: SSE2 on x86-64) and
+// AVX2 (8-wide), which must only be called where routeKernelHasAvx2() is true.
+void routeKernelPortable(const RouteKernelIn& in, const RouteKernelOut& out);
+void routeKernelAvx2(const RouteKernelIn& in, const RouteKernelOut& out);
+[[nodiscard]] bool routeKernelHasAvx2();
+
+}  // namespace moex::detail
