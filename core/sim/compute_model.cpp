@@ -42,6 +42,30 @@ ComputeModel::ComputeModel(const ModelSpec& m, const GpuSpec& gpu, const Calibra
     m_slotMemoryUsPerToken = bytesPerUs > 0 ? (h * 2.0 + inter * 4.0 + h * 2.0) / bytesPerUs : 0.0;
 }
 
+void ComputeModel::expertSlotsUs(const double* tokens, std::size_t n, double* full, double* half) const
+{
+    const double tile = m_tile, perPadded = m_slotComputeUsPerToken;
+    const double mem0 = m_slotMemoryUs, memPerToken = m_slotMemoryUsPerToken;
+    // Branch-free so that it vectorises. For 0 <= q < 2^51, (q + 2^52) - 2^52 is q rounded to an
+    // integer, so ceil(q) = r + (r < q), the same value as std::ceil in expertSlotUs; a slot
+    // without tokens costs 0.
+    const auto slotUs = [=](double t) {
+        constexpr double kRound = 4503599627370496.0;  // 2^52
+        const double q = t / tile;
+        const double r = (q + kRound) - kRound;
+        const double tiles = r + (r < q ? 1.0 : 0.0);
+        const double computeUs = tiles * tile * perPadded;
+        const double memoryUs = mem0 + t * memPerToken;
+        const double us = computeUs > memoryUs ? computeUs : memoryUs;
+        return t > 0 ? us : 0.0;
+    };
+    for (std::size_t i = 0; i < n; ++i)
+        full[i] = slotUs(tokens[i]);
+    if (half)
+        for (std::size_t i = 0; i < n; ++i)
+            half[i] = slotUs(tokens[i] * 0.5);
+}
+
 double ComputeModel::roofline(double flops, double bytes, double peakTflops, double eff) const
 {
     const double computeUs = peakTflops > 0 ? flops / (peakTflops * 1e12 * eff) * 1e6 : 0.0;

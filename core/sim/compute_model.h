@@ -9,6 +9,7 @@
 #include "topology/gpu_spec.h"
 
 #include <cmath>
+#include <cstddef>
 
 namespace moex {
 
@@ -24,11 +25,19 @@ public:
         if (tokens <= 0)
             return 0.0;
         // Tokens are padded to the GEMM M-tile: 3 tokens cost as much math as a full tile.
-        const double padded = std::ceil(tokens / m_tile) * m_tile;
+        // (std::ceil of a positive quotient, without the libm call x86-64's baseline makes.)
+        const double q = tokens / m_tile;
+        double tiles = static_cast<double>(static_cast<long long>(q));
+        tiles += tiles < q ? 1.0 : 0.0;
+        const double padded = tiles * m_tile;
         const double computeUs = padded * m_slotComputeUsPerToken;
         const double memoryUs = m_slotMemoryUs + tokens * m_slotMemoryUsPerToken;
         return computeUs > memoryUs ? computeUs : memoryUs;
     }
+    // expertSlotUs over a layer's slots: full[i] = expertSlotUs(tokens[i]) and, when half is not
+    // null, half[i] = expertSlotUs(tokens[i] / 2) (a two-batch-overlap micro-batch). The same
+    // values as the scalar calls, computed without branches so that the loop vectorises.
+    void expertSlotsUs(const double* tokens, std::size_t n, double* full, double* half) const;
     // Shared experts + router gate of one MoE layer for this GPU's own tokens, plus GEMM launches.
     [[nodiscard]] double sharedAndRouterUs(double tokens) const;
     // Attention of one decoder layer for `tokens` tokens (decode: one per sequence, each reading

@@ -130,6 +130,34 @@ void routeKernelPortable(const RouteKernelIn& in, const RouteKernelOut& out)
     finishReplicas(in, out);
 }
 
+void sendTotalsPortable(const SendTotals& a)
+{
+    using V4 = float __attribute__((vector_size(16)));
+    const int blocks = (a.G + kRouteBlock - 1) / kRouteBlock;
+    const std::size_t stride = static_cast<std::size_t>(a.G) * kRouteBlock;
+    const V4 t = {a.tokens, a.tokens, a.tokens, a.tokens};
+    std::fill(a.out, a.out + static_cast<std::size_t>(blocks) * kRouteBlock, 0.0f);
+    for (int dst = 0; dst < a.G; ++dst) {
+        V4 inLo = {}, inHi = {};
+        for (int blk = 0; blk < blocks; ++blk) {
+            const std::size_t at = static_cast<std::size_t>(blk) * stride + static_cast<std::size_t>(dst) * kRouteBlock;
+            for (int half = 0; half < 2; ++half) {
+                V4 v, sent, o;
+                std::memcpy(&v, a.not_sent + at + half * 4, sizeof v);
+                std::memcpy(&sent, a.sent_sum + at + half * 4, sizeof sent);
+                std::memcpy(&o, a.out + blk * kRouteBlock + half * 4, sizeof o);
+                const V4 u = t * (1.0f - v);
+                sent += u;
+                o += u;
+                std::memcpy(a.sent_sum + at + half * 4, &sent, sizeof sent);
+                std::memcpy(a.out + blk * kRouteBlock + half * 4, &o, sizeof o);
+                (half == 0 ? inLo : inHi) += u;
+            }
+        }
+        a.in[dst] += ((inLo[0] + inLo[1]) + (inLo[2] + inLo[3])) + ((inHi[0] + inHi[1]) + (inHi[2] + inHi[3]));
+    }
+}
+
 #ifdef MOEX_ROUTE_X86
 
 __attribute__((target("avx2"), always_inline)) inline __m256 keepRow(const float* keep, int k)
@@ -249,6 +277,32 @@ __attribute__((target("avx2"))) void routeKernelAvx2(const RouteKernelIn& in, co
     finishReplicas(in, out);
 }
 
+__attribute__((target("avx2"))) void sendTotalsAvx2(const SendTotals& a)
+{
+    const int blocks = (a.G + kRouteBlock - 1) / kRouteBlock;
+    const std::size_t stride = static_cast<std::size_t>(a.G) * kRouteBlock;
+    const __m256 t = _mm256_set1_ps(a.tokens);
+    const __m256 one = _mm256_set1_ps(1.0f);
+    std::fill(a.out, a.out + static_cast<std::size_t>(blocks) * kRouteBlock, 0.0f);
+    const float* notSent = a.not_sent;
+    float* sentSum = a.sent_sum;
+    float* out = a.out;
+    for (int dst = 0; dst < a.G; ++dst) {
+        __m256 in = _mm256_setzero_ps();
+        for (int blk = 0; blk < blocks; ++blk) {
+            const std::size_t at = static_cast<std::size_t>(blk) * stride + static_cast<std::size_t>(dst) * kRouteBlock;
+            const __m256 u = _mm256_mul_ps(t, _mm256_sub_ps(one, _mm256_loadu_ps(notSent + at)));
+            _mm256_storeu_ps(sentSum + at, _mm256_add_ps(_mm256_loadu_ps(sentSum + at), u));
+            _mm256_storeu_ps(out + blk * kRouteBlock, _mm256_add_ps(_mm256_loadu_ps(out + blk * kRouteBlock), u));
+            in = _mm256_add_ps(in, u);
+        }
+        // The portable version's order: ((0+1)+(2+3)) + ((4+5)+(6+7)).
+        alignas(32) float l[8];
+        _mm256_store_ps(l, in);
+        a.in[dst] += ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    }
+}
+
 bool routeKernelHasAvx2()
 {
     static const bool has = [] {
@@ -261,6 +315,7 @@ bool routeKernelHasAvx2()
 #else
 
 void routeKernelAvx2(const RouteKernelIn& in, const RouteKernelOut& out) { routeKernelPortable(in, out); }
+void sendTotalsAvx2(const SendTotals& a) { sendTotalsPortable(a); }
 bool routeKernelHasAvx2() { return false; }
 
 #endif
@@ -271,6 +326,14 @@ void routeKernel(const RouteKernelIn& in, const RouteKernelOut& out)
         routeKernelAvx2(in, out);
     else
         routeKernelPortable(in, out);
+}
+
+void sendTotals(const SendTotals& a)
+{
+    if (routeKernelHasAvx2())
+        sendTotalsAvx2(a);
+    else
+        sendTotalsPortable(a);
 }
 
 }  // namespace moex::detail

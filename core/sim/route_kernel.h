@@ -59,4 +59,19 @@ void routeKernelPortable(const RouteKernelIn& in, const RouteKernelOut& out);
 void routeKernelAvx2(const RouteKernelIn& in, const RouteKernelOut& out);
 [[nodiscard]] bool routeKernelHasAvx2();
 
+// Tokens sent between GPUs of one NVLink domain, from the not-sent matrix (block layout):
+// u = T (1 - not_sent) per pair; adds u to sent_sum (same layout), out[src] = sum over dst
+// (overwritten, blocks x 8 floats), in[dst] += sum over src.
+struct SendTotals {
+    const float* not_sent = nullptr;
+    float* sent_sum = nullptr;
+    float* out = nullptr;
+    float* in = nullptr;
+    int G = 0;
+    float tokens = 0;
+};
+void sendTotals(const SendTotals& a);
+void sendTotalsPortable(const SendTotals& a);
+void sendTotalsAvx2(const SendTotals& a);
+
 }  // namespace moex::detail

@@ -39,9 +39,29 @@ Simulator::Simulator(const Scenario& scenario, const Placement& placement, const
       m_compute(scenario.model, scenario.topology.gpu, calibration, scenario.precision.weights)
 {
     m_mode = scenario.workload.phase == Phase::decode ? KernelMode::low_latency : KernelMode::high_throughput;
-    for (const Port& port : m_fabric.ports())
-        m_portRate.push_back(portRate(port));
+    for (std::size_t p = 0; p < m_fabric.ports().size(); ++p) {
+        const Port& port = m_fabric.ports()[p];
+        const double rate = portRate(port);
+        m_invPortRate.push_back(rate > 0 ? 1.0 / rate : 0.0);
+        // A GPU's own time in a phase counts its NVLink and NIC ports, not the switches'.
+        if (rate > 0 && port.kind != PortKind::leafUp && port.kind != PortKind::leafDown)
+            m_gpuPorts.emplace_back(static_cast<int>(p), port.owner);
+    }
+    setSpeeds(scenario.speeds);
     buildPlans();
+}
+
+void Simulator::setSpeeds(const GpuSpeeds& speeds)
+{
+    m_scenario.speeds = speeds;
+    m_speed.resize(static_cast<std::size_t>(m_fabric.numGpus()));
+    for (int g = 0; g < m_fabric.numGpus(); ++g)
+        m_speed[static_cast<std::size_t>(g)] = speeds.of(g);
+}
+
+const char* Simulator::routeKernelName()
+{
+    return detail::routeKernelHasAvx2() ? "avx2" : "portable";
 }
 
 void Simulator::setPlacement(const Placement& placement)
@@ -132,38 +152,25 @@ void Simulator::accumulatePorts(double tokensPerGpu)
     };
     const float T = static_cast<float>(tokensPerGpu);
     float* inTokens = m_inTokens.data();
-    constexpr int kBlock = detail::kRouteBlock;
     // A GPU's tokens for its own experts never touch the network.
     for (int src = 0; src < G; ++src)
         m_notSent[detail::notSentIndex(src, src, G)] = 1.0f;
     if (D == 1) {
-        // One NVLink domain (NVL72, one HGX node): every pair is one switch hop. Eight sources at a
-        // time in the kernel's block layout (lanes past the last source send nothing); vectorises.
-        for (int src0 = 0; src0 < G; src0 += kBlock) {
-            const std::size_t base = static_cast<std::size_t>(src0 / kBlock) * static_cast<std::size_t>(G) * kBlock;
-            const float* notSent = m_notSent.data() + base;
-            float* sent = m_sentSum.data() + base;
-            float out[kBlock] = {};
-            for (int dst = 0; dst < G; ++dst) {
-                const float* ns = notSent + static_cast<std::size_t>(dst) * kBlock;
-                float* se = sent + static_cast<std::size_t>(dst) * kBlock;
-                float in = 0;
-#pragma omp simd reduction(+ : in)
-                for (int b = 0; b < kBlock; ++b) {
-                    const float u = T * (1.0f - ns[b]);
-                    se[b] += u;
-                    out[b] += u;
-                    in += u;
-                }
-                inTokens[dst] += in;
-            }
-            for (int b = 0; b < kBlock && src0 + b < G; ++b) {
-                const int src = src0 + b;
-                const double outIntra = out[b];
-                m_messages[static_cast<std::size_t>(src)] = static_cast<std::int64_t>(outIntra + 0.5);
-                add(m_dispatchPort, m_fabric.nvOut(src), outIntra * bd);
-                add(m_combinePort, m_fabric.nvIn(src), outIntra * bc);
-            }
+        // One NVLink domain (NVL72, one HGX node): every pair is one switch hop; the tokens each
+        // GPU sends and receives come from the routing kernel's not-sent matrix in one pass.
+        detail::SendTotals st;
+        st.not_sent = m_notSent.data();
+        st.sent_sum = m_sentSum.data();
+        st.out = m_blockOut.data();
+        st.in = inTokens;
+        st.G = G;
+        st.tokens = T;
+        detail::sendTotals(st);
+        for (int src = 0; src < G; ++src) {
+            const double outIntra = m_blockOut[static_cast<std::size_t>(src)];
+            m_messages[static_cast<std::size_t>(src)] = static_cast<std::int64_t>(outIntra + 0.5);
+            add(m_dispatchPort, m_fabric.nvOut(src), outIntra * bd);
+            add(m_combinePort, m_fabric.nvIn(src), outIntra * bc);
         }
     }
     for (int src = 0; src < G && D > 1; ++src) {
@@ -315,8 +322,11 @@ void Simulator::setLayerPlacement(int layer, const LayerPlacement& placement)
     m_placement.layers[static_cast<std::size_t>(layer)] = placement;
     buildLayerPlan(layer);
     const std::size_t slots = m_plans[static_cast<std::size_t>(layer)].slot_expert.size();
-    if (slots > m_slotTokens.size())
+    if (slots > m_slotTokens.size()) {
         m_slotTokens.resize(slots, 0.0);
+        m_slotUs.resize(slots, 0.0);
+        m_slotUsHalf.resize(slots, 0.0);
+    }
     if (!sameSlotsPerGpu)
         m_memory = memoryBudget(&m_weightsPerGpu);
 }
@@ -340,16 +350,15 @@ double Simulator::layerTimeUs(const RoutingSample& r, int layer)
     const double sharedLayer = m_compute.sharedAndRouterUs(tokens);
     const double sharedLayerHalf = m_compute.sharedAndRouterUs(tokens / 2.0);
     double slowest = 0, slowestHalf = 0, minSpeed = 1e9;
+    m_compute.expertSlotsUs(m_slotTokens.data(), plan.slot_expert.size(), m_slotUs.data(), tbo ? m_slotUsHalf.data() : nullptr);
     for (int g = 0; g < G; ++g) {
         double full = 0, half = 0;
         const int end = plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1];
         for (int s = plan.gpu_slot_begin[static_cast<std::size_t>(g)]; s < end; ++s) {
-            const double n = m_slotTokens[static_cast<std::size_t>(s)];
-            full += m_compute.expertSlotUs(n);
-            if (tbo)
-                half += m_compute.expertSlotUs(n / 2.0);
+            full += m_slotUs[static_cast<std::size_t>(s)];
+            half += m_slotUsHalf[static_cast<std::size_t>(s)];  // stays 0 without two-batch overlap
         }
-        const double speed = m_scenario.speeds.of(g);
+        const double speed = m_speed[static_cast<std::size_t>(g)];
         minSpeed = std::min(minSpeed, speed);
         slowest = std::max(slowest, (full + sharedLayer) / speed);
         slowestHalf = std::max(slowestHalf, (half + sharedLayerHalf) / speed);
@@ -414,13 +423,22 @@ double Simulator::portRate(const Port& port) const
 // the per-message cost of low-latency kernels, and never less than the kernel's floor.
 Simulator::PhaseResult Simulator::phaseTime(const std::vector<double>& portBytes, double floorUs, bool crossDomain) const
 {
-    const auto& ports = m_fabric.ports();
-    double slowest = 0;
-    for (std::size_t p = 0; p < ports.size(); ++p) {
-        if (portBytes[p] <= 0 || m_portRate[p] <= 0)
-            continue;
-        slowest = std::max(slowest, portBytes[p] / m_portRate[p]);
+    // Bytes over rate, the rate as a reciprocal (0 for a port that carries nothing): branch-free.
+    // Four running maxima: one would wait on each comparison before the next.
+    const double* bytes = portBytes.data();
+    const double* inv = m_invPortRate.data();
+    const std::size_t n = m_invPortRate.size();
+    double m0 = 0, m1 = 0, m2 = 0, m3 = 0;
+    std::size_t p = 0;
+    for (; p + 4 <= n; p += 4) {
+        m0 = std::max(m0, bytes[p] * inv[p]);
+        m1 = std::max(m1, bytes[p + 1] * inv[p + 1]);
+        m2 = std::max(m2, bytes[p + 2] * inv[p + 2]);
+        m3 = std::max(m3, bytes[p + 3] * inv[p + 3]);
     }
+    for (; p < n; ++p)
+        m0 = std::max(m0, bytes[p] * inv[p]);
+    const double slowest = std::max(std::max(m0, m1), std::max(m2, m3));
     double messages = 0;
     if (m_mode == KernelMode::low_latency && m_cal.ll_message_us > 0)
         messages = static_cast<double>(*std::max_element(m_messages.begin(), m_messages.end())) * m_cal.ll_message_us;
@@ -434,14 +452,10 @@ Simulator::PhaseResult Simulator::phaseTime(const std::vector<double>& portBytes
 
 void Simulator::portTimesPerGpu(const std::vector<double>& portBytes, std::vector<double>& out) const
 {
-    const auto& ports = m_fabric.ports();
     std::fill(out.begin(), out.end(), 0.0);
-    for (std::size_t p = 0; p < ports.size(); ++p) {
-        const Port& port = ports[p];
-        if (port.kind == PortKind::leafUp || port.kind == PortKind::leafDown || m_portRate[p] <= 0)
-            continue;
-        const double t = portBytes[p] / m_portRate[p];
-        double& slot = out[static_cast<std::size_t>(port.owner)];
+    for (const auto& [port, gpu] : m_gpuPorts) {
+        const double t = portBytes[static_cast<std::size_t>(port)] * m_invPortRate[static_cast<std::size_t>(port)];
+        double& slot = out[static_cast<std::size_t>(gpu)];
         slot = std::max(slot, t);
     }
 }

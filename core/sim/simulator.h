@@ -11,6 +11,7 @@
 #include "sim/fabric.h"
 #include "workload/routing_sample.h"
 
+#include <utility>
 #include <vector>
 
 namespace moex {
@@ -24,8 +25,10 @@ public:
     Simulator(const Scenario& scenario, const Placement& placement, const Calibration& calibration);
 
     void setPlacement(const Placement& placement);
-    void setSpeeds(const GpuSpeeds& speeds) { m_scenario.speeds = speeds; }
+    void setSpeeds(const GpuSpeeds& speeds);
     void setKernelMode(KernelMode mode) { m_mode = mode; }
+    // The routing kernel this CPU runs ("avx2" or "portable"; core/sim/route_kernel.h).
+    [[nodiscard]] static const char* routeKernelName();
 
     [[nodiscard]] const Scenario& scenario() const { return m_scenario; }
     [[nodiscard]] const Placement& placement() const { return m_placement; }
@@ -114,7 +117,9 @@ private:
     ComputeModel m_compute;
     KernelMode m_mode = KernelMode::low_latency;
     std::vector<LayerPlan> m_plans;
-    std::vector<double> m_portRate;    // [port] bytes per microsecond (portRate)
+    std::vector<double> m_speed;       // [gpu] m_scenario.speeds.of(gpu), read in every layer
+    std::vector<double> m_invPortRate;  // [port] microseconds per byte (1 / portRate), 0 if it cannot carry any
+    std::vector<std::pair<int, int>> m_gpuPorts;  // (port, owner GPU) of the ports in a GPU's own phase time
 
     // Scratch reused every layer and step (no allocation after warm-up).
     // Probability a token of src has no expert on dst, in route_kernel.h's block layout
@@ -122,6 +127,7 @@ private:
     std::vector<float> m_notSent;
     std::vector<float> m_notSentDom;   // [src * D + domain]
     std::vector<double> m_slotTokens;  // [slot]
+    std::vector<double> m_slotUs, m_slotUsHalf;  // [slot] expert time for the batch, and for half of it (two-batch overlap)
     // [keep row][8] for eight sources: 1 - c / T, the chance a token avoids an expert (row < E)
     // or a replica (row E + r) that took c of its T tokens; then the replicas' per-lane sums.
     std::vector<float> m_keep;
@@ -129,7 +135,7 @@ private:
     std::vector<std::int32_t> m_zeroRow;  // [expert] counts of an absent source
     std::vector<std::int32_t> m_expertTotals;  // [expert] pairs this layer (all sources)
     std::vector<double> m_expertScaled;        // [expert] pairs scaled to a memory-limited batch
-    std::vector<std::uint32_t> m_roundOrder;   // scratch of the largest-remainder rounding
+    std::vector<std::pair<double, std::uint32_t>> m_roundOrder;  // scratch of the largest-remainder rounding
     std::vector<float> m_sentSum;      // tokens src sent dst this step (summed over layers), layout of m_notSent
     std::vector<double> m_dispatchPort, m_combinePort;  // [port] bytes this layer
     std::vector<double> m_stepPortBytes;                // [port] bytes this step
@@ -139,6 +145,7 @@ private:
     std::vector<double> m_gpuPairs;       // [gpu] token-expert pairs this layer (fractional with shares)
     std::vector<int> m_stragglerCount;
     std::vector<float> m_inTokens;         // [gpu] tokens arriving over NVLink this layer
+    std::vector<float> m_blockOut;         // [src] tokens leaving src this layer (one NVLink domain)
     std::vector<std::int64_t> m_messages;  // [gpu] token messages sent off-GPU this layer
     bool m_crossTraffic = false;
     std::vector<int> m_fill;       // [expert] scratch of buildLayerPlan

@@ -39,6 +39,8 @@ void Simulator::buildPlans()
     m_notSent.assign(blocked, 1.0f);
     m_notSentDom.assign(static_cast<std::size_t>(G) * static_cast<std::size_t>(m_fabric.numDomains()), 1.0f);
     m_slotTokens.assign(maxSlots, 0.0);
+    m_slotUs.assign(maxSlots, 0.0);
+    m_slotUsHalf.assign(maxSlots, 0.0);
     const std::size_t ports = m_fabric.ports().size();
     m_dispatchPort.assign(ports, 0.0);
     m_combinePort.assign(ports, 0.0);
@@ -52,6 +54,7 @@ void Simulator::buildPlans()
     m_stragglerCount.assign(static_cast<std::size_t>(G), 0);
     m_messages.assign(static_cast<std::size_t>(G), 0);
     m_inTokens.assign(static_cast<std::size_t>(G), 0.0f);
+    m_blockOut.assign(static_cast<std::size_t>((G + detail::kRouteBlock - 1) / detail::kRouteBlock) * detail::kRouteBlock, 0.0f);
     m_weightsPerGpu.assign(static_cast<std::size_t>(G), 0.0);
     m_memory = memoryBudget(&m_weightsPerGpu);
 }

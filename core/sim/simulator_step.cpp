@@ -36,28 +36,36 @@ void resizeMetrics(StepMetrics& out, int G, int E, int layers, std::size_t links
 // loads sum to its token-expert pairs.
 // The `missing` units go to the largest remainders, the lower index first among equal ones.
 template <typename In>
-void roundPreservingSum(const In* in, std::int64_t* out, std::size_t n, std::vector<std::uint32_t>& order)
+void roundPreservingSum(const In* in, std::int64_t* out, std::size_t n, std::vector<std::pair<double, std::uint32_t>>& order)
 {
     double total = 0;
     std::int64_t floored = 0;
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = 0; i < n; ++i) {  // counts are >= 0: truncation is the floor
         total += static_cast<double>(in[i]);
-        out[i] = static_cast<std::int64_t>(std::floor(static_cast<double>(in[i])));
+        out[i] = static_cast<std::int64_t>(static_cast<double>(in[i]));
         floored += out[i];
     }
     const std::int64_t missing = std::min<std::int64_t>(std::llround(total) - floored, static_cast<std::int64_t>(n));
     if (missing <= 0)
         return;
-    order.resize(n);
-    std::iota(order.begin(), order.end(), 0u);
-    const auto larger = [&](std::uint32_t a, std::uint32_t b) {
-        const double fa = static_cast<double>(in[a]) - static_cast<double>(out[a]);
-        const double fb = static_cast<double>(in[b]) - static_cast<double>(out[b]);
-        return fa > fb || (fa == fb && a < b);
+    // (remainder, index) pairs, ordered by remainder descending then index ascending.
+    // Only the positive remainders compete: they sum to about `missing` and each is below 1, so
+    // there are at least `missing` of them.
+    order.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+        const double frac = static_cast<double>(in[i]) - static_cast<double>(out[i]);
+        if (frac > 0)
+            order.emplace_back(frac, static_cast<std::uint32_t>(i));
+    }
+    if (order.empty())
+        return;
+    const auto larger = [](const std::pair<double, std::uint32_t>& a, const std::pair<double, std::uint32_t>& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
     };
-    std::nth_element(order.begin(), order.begin() + (missing - 1), order.end(), larger);
-    for (std::int64_t k = 0; k < missing; ++k)
-        ++out[order[static_cast<std::size_t>(k)]];
+    const auto take = std::min(missing, static_cast<std::int64_t>(order.size()));
+    std::nth_element(order.begin(), order.begin() + (take - 1), order.end(), larger);
+    for (std::int64_t k = 0; k < take; ++k)
+        ++out[order[static_cast<std::size_t>(k)].second];
 }
 
 }  // namespace
@@ -92,7 +100,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     for (int g = 0; g < G; ++g) {
         GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
         gm.hbm_used_gb = (weightsPerGpu[static_cast<std::size_t>(g)] + reserve + sequences * kvPerSeq) / 1e9;
-        gm.speed = m_scenario.speeds.of(g);
+        gm.speed = m_speed[static_cast<std::size_t>(g)];
         gm.tokens = static_cast<std::int64_t>(tokens);
     }
     std::fill(m_gpuBusy.begin(), m_gpuBusy.end(), 0.0);
@@ -102,7 +110,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
 
     double minSpeed = 1e9;
     for (int g = 0; g < G; ++g)
-        minSpeed = std::min(minSpeed, m_scenario.speeds.of(g));
+        minSpeed = std::min(minSpeed, m_speed[static_cast<std::size_t>(g)]);
     // 5.6 Attention per layer (data-parallel attention: every GPU runs its own tokens); layers
     // are synchronous, so the slowest GPU's attention sets the pace.
     const double attnLayer = m_compute.attentionUs(tokens, w.context_tokens, w.phase);
@@ -123,16 +131,15 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         // experts and router for the GPU's own tokens, divided by the GPU's speed.
         double slowest = 0, slowestHalf = 0, loadSum = 0, loadMax = 0;
         int slowestGpu = 0;
+        m_compute.expertSlotsUs(m_slotTokens.data(), plan.slot_expert.size(), m_slotUs.data(), tbo ? m_slotUsHalf.data() : nullptr);
         for (int g = 0; g < G; ++g) {
             double full = 0, half = 0, pairs = 0;
             for (int s = plan.gpu_slot_begin[static_cast<std::size_t>(g)]; s < plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1]; ++s) {
-                const double n = m_slotTokens[static_cast<std::size_t>(s)];
-                pairs += n;
-                full += m_compute.expertSlotUs(n);
-                if (tbo)
-                    half += m_compute.expertSlotUs(n / 2.0);
+                pairs += m_slotTokens[static_cast<std::size_t>(s)];
+                full += m_slotUs[static_cast<std::size_t>(s)];
+                half += m_slotUsHalf[static_cast<std::size_t>(s)];  // stays 0 without two-batch overlap
             }
-            const double speed = m_scenario.speeds.of(g);
+            const double speed = m_speed[static_cast<std::size_t>(g)];
             full = (full + sharedLayer) / speed;
             half = (half + sharedLayerHalf) / speed;
             m_gpuCompute[static_cast<std::size_t>(g)] = full;
@@ -188,7 +195,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
 
         for (int g = 0; g < G; ++g) {
             GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
-            const double speed = m_scenario.speeds.of(g);
+            const double speed = m_speed[static_cast<std::size_t>(g)];
             const double attn = attnLayer / speed;
             gm.compute_us += m_gpuCompute[static_cast<std::size_t>(g)];
             gm.attention_us += attn;

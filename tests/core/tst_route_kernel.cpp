@@ -232,6 +232,64 @@ private slots:
         if (!routeKernelHasAvx2())
             qInfo("this CPU has no AVX2: only the portable version was checked");
     }
+
+    // Tokens each GPU sends and receives in one NVLink domain, from a not-sent matrix.
+    void sendTotalsMatchReference()
+    {
+        for (int G : {1, 8, 13, 72}) {
+            const int blocks = (G + kRouteBlock - 1) / kRouteBlock;
+            std::mt19937 rng(static_cast<std::uint32_t>(G));
+            std::vector<float> notSent(static_cast<std::size_t>(blocks) * static_cast<std::size_t>(G) * kRouteBlock, 1.0f);
+            std::vector<float> sent0(notSent.size());
+            for (int src = 0; src < G; ++src)
+                for (int dst = 0; dst < G; ++dst) {
+                    notSent[notSentIndex(src, dst, G)] = std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
+                    sent0[notSentIndex(src, dst, G)] = static_cast<float>(src + dst);  // earlier layers' sums
+                }
+            const float T = 128.0f;
+            auto runWith = [&](void (*fn)(const SendTotals&), std::vector<float>& sent, std::vector<float>& out, std::vector<float>& in) {
+                sent = sent0;
+                out.assign(static_cast<std::size_t>(blocks) * kRouteBlock, -7.0f);
+                in.assign(static_cast<std::size_t>(G), 1.0f);  // accumulates onto what is there
+                SendTotals a;
+                a.not_sent = notSent.data();
+                a.sent_sum = sent.data();
+                a.out = out.data();
+                a.in = in.data();
+                a.G = G;
+                a.tokens = T;
+                fn(a);
+            };
+            std::vector<float> sent, out, in;
+            runWith(sendTotalsPortable, sent, out, in);
+            for (int src = 0; src < G; ++src) {
+                double wantOut = 0;
+                for (int dst = 0; dst < G; ++dst) {
+                    const double u = T * (1.0 - notSent[notSentIndex(src, dst, G)]);
+                    wantOut += u;
+                    QVERIFY(std::abs(sent[notSentIndex(src, dst, G)] - (sent0[notSentIndex(src, dst, G)] + u)) < 1e-3);
+                }
+                QVERIFY2(std::abs(out[static_cast<std::size_t>(src)] - wantOut) < 1e-4 * std::max(1.0, wantOut),
+                         qPrintable(QStringLiteral("G=%1 out[%2] = %3, reference %4").arg(G).arg(src).arg(out[static_cast<std::size_t>(src)]).arg(wantOut)));
+            }
+            for (int src = G; src < blocks * kRouteBlock; ++src)  // absent sources send nothing
+                QCOMPARE(out[static_cast<std::size_t>(src)], 0.0f);
+            for (int dst = 0; dst < G; ++dst) {
+                double wantIn = 1.0;
+                for (int src = 0; src < G; ++src)
+                    wantIn += T * (1.0 - notSent[notSentIndex(src, dst, G)]);
+                QVERIFY2(std::abs(in[static_cast<std::size_t>(dst)] - wantIn) < 1e-4 * wantIn,
+                         qPrintable(QStringLiteral("G=%1 in[%2] = %3, reference %4").arg(G).arg(dst).arg(in[static_cast<std::size_t>(dst)]).arg(wantIn)));
+            }
+            if (!routeKernelHasAvx2())
+                continue;
+            std::vector<float> sent2, out2, in2;
+            runWith(sendTotalsAvx2, sent2, out2, in2);
+            QVERIFY(sent2 == sent);
+            QVERIFY(out2 == out);
+            QVERIFY(in2 == in);
+        }
+    }
 };
 
 QTEST_APPLESS_MAIN(TestRouteKernel)
