@@ -82,8 +82,9 @@ double Simulator::combineBytesPerToken() const
 
 // Route step 1 (DESIGN.md 5.1): token-expert pairs of each source go to the expert's replicas
 // (explicit shares, else a replica on the same GPU, else in the same NVLink domain, else all
-// evenly). m_notSent (block layout, route_kernel.h) becomes for each src, dst the probability that a token of src has none of its
-// experts on dst: a token is sent once per destination GPU however many of its experts sit there.
+// evenly). m_notSent (block layout, route_kernel.h) becomes, for each src and dst, the probability
+// that a token of src has none of its experts on dst: a token is sent once per destination GPU
+// however many of its experts sit there.
 void Simulator::routeLayer(const RoutingSample& r, int layer, double tokensPerGpu)
 {
     const LayerPlan& plan = m_plans[static_cast<std::size_t>(layer)];
