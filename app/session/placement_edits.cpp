@@ -115,6 +115,28 @@ std::string finalCheck(Placement& p, const Placement& before)
     return "the edit would break the placement: " + problems.front();
 }
 
+std::string alreadyHolds(int gpu, int expert, int layer)
+{
+    return "GPU " + std::to_string(gpu) + " already holds a replica of expert " + std::to_string(expert)
+           + " in MoE layer " + std::to_string(layer) + "; two replicas on one GPU add nothing";
+}
+
+// The end of an edit that puts `applied` slots on `toGpu`: a refusal from the per-layer step, else
+// the memory rule, else the structural check; any refusal restores `before`.
+std::string finishSlotEdit(Placement& p, const Placement& before, const MemoryRule& mem, int toGpu, int applied,
+                           const std::string& refusal)
+{
+    if (!refusal.empty()) {
+        p = before;
+        return refusal;
+    }
+    if (auto m = memoryRefusal(before, mem, toGpu, applied); !m.empty()) {
+        p = before;
+        return m;
+    }
+    return finalCheck(p, before);
+}
+
 }  // namespace
 
 long long MemoryRule::maxSlotsPerGpu() const
@@ -176,8 +198,7 @@ std::string moveExpert(Placement& p, const MemoryRule& mem, int layer, int exper
                 return layer < 0 ? "-" : "GPU " + std::to_string(fromGpu) + " holds no replica of expert "
                                              + std::to_string(expert) + " in MoE layer " + std::to_string(li);
             if (indexOf(to, expert) >= 0)
-                return "GPU " + std::to_string(toGpu) + " already holds a replica of expert " + std::to_string(expert)
-                       + " in MoE layer " + std::to_string(li) + "; two replicas on one GPU add nothing";
+                return alreadyHolds(toGpu, expert, li);
             from.erase(from.begin() + k);
             to.push_back(ExpertId(expert));
             if (!l.shares.empty()) {
@@ -191,15 +212,7 @@ std::string moveExpert(Placement& p, const MemoryRule& mem, int layer, int exper
         &applied);
     if (r == "-")
         r = "GPU " + std::to_string(fromGpu) + " holds no replica of expert " + std::to_string(expert) + " " + where(layer);
-    if (!r.empty()) {
-        p = before;
-        return r;
-    }
-    if (auto m = memoryRefusal(before, mem, toGpu, applied); !m.empty()) {
-        p = before;
-        return m;
-    }
-    return finalCheck(p, before);
+    return finishSlotEdit(p, before, mem, toGpu, applied, r);
 }
 
 std::string replicateExpert(Placement& p, const MemoryRule& mem, int layer, int expert, int toGpu)
@@ -213,8 +226,7 @@ std::string replicateExpert(Placement& p, const MemoryRule& mem, int layer, int 
         [&](LayerPlacement& l, int li) -> std::string {
             auto& to = l.gpu_slots[static_cast<std::size_t>(toGpu)];
             if (indexOf(to, expert) >= 0)
-                return "GPU " + std::to_string(toGpu) + " already holds a replica of expert " + std::to_string(expert)
-                       + " in MoE layer " + std::to_string(li) + "; two replicas on one GPU add nothing";
+                return alreadyHolds(toGpu, expert, li);
             to.push_back(ExpertId(expert));
             if (!l.shares.empty()) {
                 l.shares[static_cast<std::size_t>(toGpu)].push_back(0.0);
@@ -223,15 +235,7 @@ std::string replicateExpert(Placement& p, const MemoryRule& mem, int layer, int 
             return {};
         },
         &applied);
-    if (!r.empty()) {
-        p = before;
-        return r;
-    }
-    if (auto m = memoryRefusal(before, mem, toGpu, applied); !m.empty()) {
-        p = before;
-        return m;
-    }
-    return finalCheck(p, before);
+    return finishSlotEdit(p, before, mem, toGpu, applied, r);
 }
 
 std::string swapExperts(Placement& p, int layer, int expertA, int gpuA, int expertB, int gpuB)

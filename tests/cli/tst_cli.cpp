@@ -1,27 +1,12 @@
 // The moex-cli contract (DESIGN.md section 4): commands, exit codes 0/2/1, located errors.
+#include "cli_runner.h"
+
 #include <QtTest>
 
 namespace {
 
-struct Result {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
-
-Result runCli(const QStringList& args, const QString& workdir = QString())
-{
-    QProcess p;
-    if (!workdir.isEmpty())
-        p.setWorkingDirectory(workdir);
-    p.start(QStringLiteral(MOEX_CLI_PATH), args);
-    if (!p.waitForFinished(120000)) {
-        p.kill();
-        return {};
-    }
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
-}
+using Result = moex::test::CliResult;
+using moex::test::runCli;
 
 QString src(const QString& rel)
 {

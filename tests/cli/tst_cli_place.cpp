@@ -8,33 +8,20 @@
 #include "sim/scenario_run.h"
 #endif
 
+#include "cli_runner.h"
+
 #include <QtTest>
 
 using namespace moex;
 
 namespace {
 
-struct Result {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
-
-Result runCli(const QStringList& args)
-{
-    QProcess p;
-    p.start(QStringLiteral(MOEX_CLI_PATH), args);
-    if (!p.waitForFinished(300000)) {
-        p.kill();
-        return {};
-    }
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
-}
+using Result = moex::test::CliResult;
+using moex::test::runCli;
 
 QString scenarioPath(const QString& name)
 {
-    return QStringLiteral(MOEX_SOURCE_DIR "/samples/scenarios/") + name + QStringLiteral(".yaml");
+    return moex::test::sampleScenario(name);
 }
 
 const char* const kMixtral = "mixtral-8x7b-decode-hgx-h100";

@@ -1,34 +1,20 @@
 // moex-cli simulate / compare / bench against the contract of DESIGN.md section 4 and issue 3
 // (items 4, 5, 7): the JSON keys and shapes, conservation of token-expert pairs in the JSON,
 // atomic --json FILE, exit code 2 with clear messages on bad input, and --set overrides.
+#include "cli_runner.h"
+
 #include <QtTest>
 
 #include <cmath>
 
 namespace {
 
-struct Result {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
-
-Result runCli(const QStringList& args)
-{
-    QProcess p;
-    p.start(QStringLiteral(MOEX_CLI_PATH), args);
-    if (!p.waitForFinished(180000)) {
-        p.kill();
-        p.waitForFinished();
-        return {};
-    }
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
-}
+using Result = moex::test::CliResult;
+using moex::test::runCli;
 
 QString scenario(const char* name)
 {
-    return QStringLiteral(MOEX_SOURCE_DIR "/samples/scenarios/") + QLatin1String(name) + QStringLiteral(".yaml");
+    return moex::test::sampleScenario(QLatin1String(name));
 }
 
 QJsonDocument parse(const QString& text, QString* error)
