@@ -5,7 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-
+#include <string_view>
+#include <vector>
 
 namespace moex {
 
@@ -36,6 +37,34 @@ Calibration defaultCalibration(GpuArch arch)
     return c;
 }
 
+namespace {
+
+// The numeric keys of a calibration file, in the order they are written, with their range: one
+// list that reading, the accepted keys and writing all follow. `name` (text) and
+// `gemm_tile_tokens` (integer, written after gemm_efficiency) are handled beside it.
+struct NumericKey {
+    const char* key;
+    double Calibration::*field;
+    double lo, hi;
+};
+constexpr double kUs = 1e5;  // microsecond fields: 0 .. 0.1 s
+const NumericKey kNumericKeys[] = {
+    {"nvlink_efficiency", &Calibration::nvlink_efficiency, 0.01, 1.0},
+    {"network_efficiency", &Calibration::network_efficiency, 0.01, 1.0},
+    {"pcie_efficiency", &Calibration::pcie_efficiency, 0.01, 1.0},
+    {"dispatch_floor_us", &Calibration::dispatch_floor_us, 0.0, kUs},
+    {"combine_floor_us", &Calibration::combine_floor_us, 0.0, kUs},
+    {"ll_message_us", &Calibration::ll_message_us, 0.0, kUs},
+    {"gemm_efficiency", &Calibration::gemm_efficiency, 0.01, 1.0},
+    {"gemm_launch_us", &Calibration::gemm_launch_us, 0.0, kUs},
+    {"hbm_efficiency", &Calibration::hbm_efficiency, 0.01, 1.0},
+    {"attention_efficiency", &Calibration::attention_efficiency, 0.01, 1.0},
+    {"activation_reserve_gb", &Calibration::activation_reserve_gb, 0.0, 1000.0},
+};
+constexpr const char* kTileKey = "gemm_tile_tokens";
+
+}  // namespace
+
 Calibration loadCalibrationFile(const std::string& path, const Calibration& base)
 {
     Diagnostics diags;
@@ -45,35 +74,17 @@ Calibration loadCalibrationFile(const std::string& path, const Calibration& base
         throw InputError(diags);
     YamlReader r(path, diags);
     Calibration c = base;
-    const std::vector<std::string> keys = {"name", "nvlink_efficiency", "network_efficiency", "pcie_efficiency",
-                                           "dispatch_floor_us", "combine_floor_us",
-                                           "ll_message_us", "gemm_efficiency", "gemm_tile_tokens", "gemm_launch_us",
-                                           "hbm_efficiency", "attention_efficiency", "activation_reserve_gb"};
+    std::vector<std::string> keys = {"name", kTileKey};
+    for (const NumericKey& k : kNumericKeys)
+        keys.emplace_back(k.key);
     if (r.expectMap(*node, "calibration", keys)) {
         const YAML::Node& n = *node;
         if (auto v = r.getString(n, "name", false))
             c.name = *v;
-        auto eff = [&](const char* key, double& field) {
-            if (auto v = r.getDouble(n, key, false, 0.01, 1.0))
-                field = *v;
-        };
-        auto us = [&](const char* key, double& field) {
-            if (auto v = r.getDouble(n, key, false, 0.0, 1e5))
-                field = *v;
-        };
-        eff("nvlink_efficiency", c.nvlink_efficiency);
-        eff("network_efficiency", c.network_efficiency);
-        eff("pcie_efficiency", c.pcie_efficiency);
-        eff("gemm_efficiency", c.gemm_efficiency);
-        eff("hbm_efficiency", c.hbm_efficiency);
-        eff("attention_efficiency", c.attention_efficiency);
-        us("dispatch_floor_us", c.dispatch_floor_us);
-        us("combine_floor_us", c.combine_floor_us);
-        us("ll_message_us", c.ll_message_us);
-        us("gemm_launch_us", c.gemm_launch_us);
-        if (auto v = r.getDouble(n, "activation_reserve_gb", false, 0.0, 1000.0))
-            c.activation_reserve_gb = *v;
-        if (auto v = r.getInt(n, "gemm_tile_tokens", false, 1, 1024))
+        for (const NumericKey& k : kNumericKeys)
+            if (auto v = r.getDouble(n, k.key, false, k.lo, k.hi))
+                c.*k.field = *v;
+        if (auto v = r.getInt(n, kTileKey, false, 1, 1024))
             c.gemm_tile_tokens = static_cast<int>(*v);
     }
     if (!diags.empty())
@@ -87,27 +98,18 @@ std::string calibrationToYaml(const Calibration& c)
     YAML::Emitter out;
     out << YAML::BeginMap;
     out << YAML::Key << "name" << YAML::Value << c.name;
-    auto num = [&](const char* key, double v) {
+    for (const NumericKey& k : kNumericKeys) {
+        const double v = c.*k.field;
         char text[40];
         for (int prec = 1; prec <= 17; ++prec) {
             std::snprintf(text, sizeof text, "%.*g", prec, v);
             if (std::strtod(text, nullptr) == v)
                 break;
         }
-        out << YAML::Key << key << YAML::Value << std::string(text);
-    };
-    num("nvlink_efficiency", c.nvlink_efficiency);
-    num("network_efficiency", c.network_efficiency);
-    num("pcie_efficiency", c.pcie_efficiency);
-    num("dispatch_floor_us", c.dispatch_floor_us);
-    num("combine_floor_us", c.combine_floor_us);
-    num("ll_message_us", c.ll_message_us);
-    num("gemm_efficiency", c.gemm_efficiency);
-    out << YAML::Key << "gemm_tile_tokens" << YAML::Value << c.gemm_tile_tokens;
-    num("gemm_launch_us", c.gemm_launch_us);
-    num("hbm_efficiency", c.hbm_efficiency);
-    num("attention_efficiency", c.attention_efficiency);
-    num("activation_reserve_gb", c.activation_reserve_gb);
+        out << YAML::Key << k.key << YAML::Value << std::string(text);
+        if (std::string_view(k.key) == "gemm_efficiency")
+            out << YAML::Key << kTileKey << YAML::Value << c.gemm_tile_tokens;
+    }
     out << YAML::EndMap;
     return std::string(out.c_str()) + "\n";
 }
