@@ -99,12 +99,16 @@ void CanvasLegend::paintEvent(QPaintEvent*)
     }
     // Marker key: straggler outline, selection, replica notch.
     p.setFont(f);
-    const QRectF a(kPad, y + 2, 16, 10);
-    p.setBrush(QColor(0xee, 0xf0, 0xf3));
-    p.setPen(QPen(QColor(0xd0, 0x10, 0x10), 2));
-    p.drawRoundedRect(a, 2, 2);
-    p.setPen(QColor(0x33, 0x3a, 0x44));
-    p.drawText(QRectF(a.right() + 5, a.top() - 2, 70, 14), Qt::AlignLeft | Qt::AlignVCenter, tr("straggler"));
+    const QColor text(0x33, 0x3a, 0x44);
+    // A GPU swatch with a coloured outline, and its label.
+    auto outlinedKey = [&](const QRectF& r, const QColor& outline, qreal labelWidth, const QString& label) {
+        p.setBrush(QColor(0xee, 0xf0, 0xf3));
+        p.setPen(QPen(outline, 2));
+        p.drawRoundedRect(r, 2, 2);
+        p.setPen(text);
+        p.drawText(QRectF(r.right() + 5, r.top() - 2, labelWidth, 14), Qt::AlignLeft | Qt::AlignVCenter, label);
+    };
+    outlinedKey(QRectF(kPad, y + 2, 16, 10), QColor(0xd0, 0x10, 0x10), 70, tr("straggler"));
     const QRectF b(kPad + 100, y + 2, 16, 10);
     p.setPen(Qt::NoPen);
     p.setBrush(QColor(0x3b, 0x52, 0x8b));
@@ -113,14 +117,9 @@ void CanvasLegend::paintEvent(QPaintEvent*)
     tri << QPointF(b.right() - 6, b.top()) << b.topRight() << QPointF(b.right(), b.top() + 6);
     p.setBrush(Qt::white);
     p.drawPolygon(tri);
-    p.setPen(QColor(0x33, 0x3a, 0x44));
+    p.setPen(text);
     p.drawText(QRectF(b.right() + 5, b.top() - 2, 70, 14), Qt::AlignLeft | Qt::AlignVCenter, tr("replica"));
-    const QRectF c(kPad, y + 18, 16, 10);
-    p.setBrush(QColor(0xee, 0xf0, 0xf3));
-    p.setPen(QPen(QColor(0x1e, 0x64, 0xd8), 2));
-    p.drawRoundedRect(c, 2, 2);
-    p.setPen(QColor(0x33, 0x3a, 0x44));
-    p.drawText(QRectF(c.right() + 5, c.top() - 2, 90, 14), Qt::AlignLeft | Qt::AlignVCenter, tr("selected GPU"));
+    outlinedKey(QRectF(kPad, y + 18, 16, 10), QColor(0x1e, 0x64, 0xd8), 90, tr("selected GPU"));
 }
 
 CanvasFeedback::CanvasFeedback(QWidget* parent) : QLabel(parent)

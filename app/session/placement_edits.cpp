@@ -167,19 +167,6 @@ long long slotsOnGpu(const Placement& p, int gpu)
     return n;
 }
 
-bool samePlacement(const Placement& a, const Placement& b)
-{
-    if (a.num_experts != b.num_experts || a.numLayers() != b.numLayers())
-        return false;
-    for (int l = 0; l < a.numLayers(); ++l) {
-        const auto& x = a.layers[static_cast<std::size_t>(l)];
-        const auto& y = b.layers[static_cast<std::size_t>(l)];
-        if (x.gpu_slots != y.gpu_slots || x.shares != y.shares)
-            return false;
-    }
-    return true;
-}
-
 std::string moveExpert(Placement& p, const MemoryRule& mem, int layer, int expert, int fromGpu, int toGpu)
 {
     if (auto bad = checkArgs(p, layer, {expert}, {fromGpu, toGpu}); !bad.empty())

@@ -33,6 +33,5 @@ std::string removeReplica(Placement& p, int layer, int expert, int gpu);
 
 // Slots one GPU holds over all layers.
 long long slotsOnGpu(const Placement& p, int gpu);
-bool samePlacement(const Placement& a, const Placement& b);
 
 }  // namespace moex::session

@@ -213,44 +213,34 @@ void ScenarioDocument::editedPlacement()
     setModified(true);
 }
 
-QString ScenarioDocument::moveExpert(int layer, int expert, int fromGpu, int toGpu)
+QString ScenarioDocument::editPlacement(const std::function<std::string(Placement&)>& edit)
 {
     if (!m_loaded)
         return refuse("no scenario is loaded");
-    if (auto r = session::moveExpert(m_state.placement, m_memory, layer, expert, fromGpu, toGpu); !r.empty())
+    if (auto r = edit(m_state.placement); !r.empty())
         return refuse(r);
     editedPlacement();
     return {};
+}
+
+QString ScenarioDocument::moveExpert(int layer, int expert, int fromGpu, int toGpu)
+{
+    return editPlacement([&](Placement& p) { return session::moveExpert(p, m_memory, layer, expert, fromGpu, toGpu); });
 }
 
 QString ScenarioDocument::replicateExpert(int layer, int expert, int toGpu)
 {
-    if (!m_loaded)
-        return refuse("no scenario is loaded");
-    if (auto r = session::replicateExpert(m_state.placement, m_memory, layer, expert, toGpu); !r.empty())
-        return refuse(r);
-    editedPlacement();
-    return {};
+    return editPlacement([&](Placement& p) { return session::replicateExpert(p, m_memory, layer, expert, toGpu); });
 }
 
 QString ScenarioDocument::swapExperts(int layer, int expertA, int gpuA, int expertB, int gpuB)
 {
-    if (!m_loaded)
-        return refuse("no scenario is loaded");
-    if (auto r = session::swapExperts(m_state.placement, layer, expertA, gpuA, expertB, gpuB); !r.empty())
-        return refuse(r);
-    editedPlacement();
-    return {};
+    return editPlacement([&](Placement& p) { return session::swapExperts(p, layer, expertA, gpuA, expertB, gpuB); });
 }
 
 QString ScenarioDocument::removeReplica(int layer, int expert, int gpu)
 {
-    if (!m_loaded)
-        return refuse("no scenario is loaded");
-    if (auto r = session::removeReplica(m_state.placement, layer, expert, gpu); !r.empty())
-        return refuse(r);
-    editedPlacement();
-    return {};
+    return editPlacement([&](Placement& p) { return session::removeReplica(p, layer, expert, gpu); });
 }
 
 QString ScenarioDocument::setGpuSpeed(int gpu, double speed)

@@ -12,6 +12,8 @@
 #include "placement_edits.h"
 #include "scenario/scenario.h"
 #include "scenario/scenario_yaml.h"
+
+#include <functional>
 #endif
 
 namespace moex::session {
@@ -82,6 +84,9 @@ private:
     bool fail(const QString& message);
     QString refuse(const std::string& reason);
     void editedPlacement();
+    // One placement edit: refused without a scenario or when `edit` returns a reason (and then
+    // leaves the placement as it was), else marks the document edited.
+    QString editPlacement(const std::function<std::string(Placement&)>& edit);
     [[nodiscard]] Scenario scenarioForSave(std::string* warning) const;
 
     State m_state;

@@ -234,17 +234,16 @@ MetricsPtr SimRunner::deliverNow(MetricsPtr result)
     return result;
 }
 
-MetricsPtr SimRunner::simulateOnce(const Placement& placement, const GpuSpeeds& speeds)
+// Runs `step` on the shared state under its lock (false: nothing to simulate) and delivers the
+// published metrics at once; an exception becomes errorOccurred and no metrics.
+MetricsPtr SimRunner::simulateNow(const std::function<bool(SimShared&)>& step)
 {
     MetricsPtr result;
     {
         QMutexLocker lock(&m_shared->mutex);
         try {
-            m_shared->pendingPlacement.emplace(placement, speeds);
-            m_shared->applyPendingLocked();
-            if (!m_shared->source->configured())
+            if (!step(*m_shared))
                 return nullptr;
-            m_shared->source->repeat(m_shared->scratch);
             result = m_shared->publishLocked();
         } catch (const std::exception& e) {
             lock.unlock();
@@ -255,24 +254,27 @@ MetricsPtr SimRunner::simulateOnce(const Placement& placement, const GpuSpeeds& 
     return deliverNow(std::move(result));
 }
 
+MetricsPtr SimRunner::simulateOnce(const Placement& placement, const GpuSpeeds& speeds)
+{
+    return simulateNow([&](SimShared& shared) {
+        shared.pendingPlacement.emplace(placement, speeds);
+        shared.applyPendingLocked();
+        if (!shared.source->configured())
+            return false;
+        shared.source->repeat(shared.scratch);
+        return true;
+    });
+}
+
 MetricsPtr SimRunner::simulateScenario(const Scenario& scenario, const Placement& placement)
 {
-    MetricsPtr result;
-    {
-        QMutexLocker lock(&m_shared->mutex);
-        try {
-            m_shared->pendingPlacement.reset();
-            m_shared->pendingScenario.emplace(scenario, placement);
-            m_shared->applyPendingLocked();
-            m_shared->source->next(m_shared->scratch);
-            result = m_shared->publishLocked();
-        } catch (const std::exception& e) {
-            lock.unlock();
-            emit errorOccurred(errorText(e));
-            return nullptr;
-        }
-    }
-    return deliverNow(std::move(result));
+    return simulateNow([&](SimShared& shared) {
+        shared.pendingPlacement.reset();
+        shared.pendingScenario.emplace(scenario, placement);
+        shared.applyPendingLocked();
+        shared.source->next(shared.scratch);
+        return true;
+    });
 }
 
 void SimRunner::run()

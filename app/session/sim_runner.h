@@ -16,6 +16,7 @@
 #include "metrics_source.h"
 #endif
 
+#include <functional>
 #include <memory>
 
 class QThread;
@@ -66,6 +67,7 @@ private:
     void onProduced();
     void deliver(MetricsPtr m);
     MetricsPtr deliverNow(MetricsPtr result);
+    MetricsPtr simulateNow(const std::function<bool(SimShared&)>& step);
     void flush();
 
     std::shared_ptr<SimShared> m_shared;

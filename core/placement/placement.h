@@ -22,6 +22,8 @@ struct LayerPlacement {
     [[nodiscard]] std::vector<int> replicaCounts(int numExperts) const;
     // Flattened physical slots in rank order: phy2log as serving systems see it.
     [[nodiscard]] std::vector<int> phy2log() const;
+    // Same slots and the same shares (both empty, or equal).
+    bool operator==(const LayerPlacement&) const = default;
 };
 
 struct Placement {
@@ -31,6 +33,7 @@ struct Placement {
     [[nodiscard]] int numLayers() const { return static_cast<int>(layers.size()); }
     [[nodiscard]] int numGpus() const { return layers.empty() ? 0 : layers.front().numGpus(); }
     [[nodiscard]] int maxSlotsPerGpu() const;
+    bool operator==(const Placement&) const = default;
 };
 
 // Expert e on GPU e / (E / G), with redundant slots (if any) filled round-robin by expert id.

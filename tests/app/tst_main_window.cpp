@@ -54,6 +54,15 @@ void recordWarnings(QtMsgType type, const QMessageLogContext& ctx, const QString
 QString samples() { return QStringLiteral(MOEX_SAMPLES_DIR); }
 QString sample(const char* name) { return samples() + QStringLiteral("/scenarios/") + QLatin1String(name); }
 
+// The window at the screenshots' size, shown and exposed, asking nothing of a user (no dialogs).
+bool showForTest(MainWindow& w)
+{
+    w.setInteractive(false);
+    w.resize(1600, 1000);
+    w.show();
+    return QTest::qWaitForWindowExposed(&w);
+}
+
 bool holds(const moex::Placement& p, int layer, int gpu, int expert)
 {
     const auto& g = p.layers[static_cast<std::size_t>(layer)].gpu_slots[static_cast<std::size_t>(gpu)];
@@ -100,10 +109,7 @@ private slots:
     void exportsWriteWhatTheirReadersAccept()
     {
         MainWindow w(samples());
-        w.setInteractive(false);
-        w.resize(1600, 1000);
-        w.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(showForTest(w));
         QVERIFY(w.openScenario(sample("deepseek-r1-decode-nvl72.yaml"), {}, false));
         QTemporaryDir dir;
         const auto& doc = *w.documentA();
@@ -153,10 +159,7 @@ private slots:
     void gpuSpeedMenuSlowsTheGpuAndUndoRestores()
     {
         MainWindow w(samples());
-        w.setInteractive(false);
-        w.resize(1600, 1000);
-        w.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(showForTest(w));
         QVERIFY(w.openScenario(sample("deepseek-r1-decode-nvl72.yaml"), {}, false));
         const MetricsPtr before = w.latestMetrics();
         QVERIFY(before);
@@ -183,10 +186,7 @@ private slots:
     void everySampleLoadsAndRendersWithoutWarnings()
     {
         MainWindow w(samples());
-        w.setInteractive(false);
-        w.resize(1600, 1000);
-        w.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(showForTest(w));
         const auto list = moex::session::listSamples(samples() + QStringLiteral("/scenarios"));
         QVERIFY(list.size() >= 10);
         for (const auto& s : list) {
@@ -204,10 +204,7 @@ private slots:
     void dragMovesExpertAndUndoRestoresExactly()
     {
         MainWindow w(samples());
-        w.setInteractive(false);
-        w.resize(1600, 1000);
-        w.show();
-        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(showForTest(w));
         QVERIFY(w.openScenario(sample("deepseek-r1-decode-nvl72.yaml"), {}, false));
         w.setLayer(0);
         QTest::qWait(50);
@@ -288,9 +285,7 @@ private slots:
     void compareViewAfterDuplicateAsB()
     {
         MainWindow w(samples());
-        w.setInteractive(false);
-        w.resize(1600, 1000);
-        w.show();
+        QVERIFY(showForTest(w));
         QVERIFY(w.openScenario(sample("mixtral-8x7b-decode-hgx-h100.yaml"), {}, false));
         w.action(QStringLiteral("actionDuplicateAsB"))->trigger();
         QVERIFY(w.documentB()->hasScenario());

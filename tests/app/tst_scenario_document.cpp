@@ -79,7 +79,7 @@ private slots:
         QVERIFY2(msg.contains(QStringLiteral("bad.yaml:")), qPrintable(msg));
         QVERIFY2(msg.contains(QStringLiteral("error")), qPrintable(msg));
         QCOMPARE(doc.displayName(), QStringLiteral("deepseek-r1-decode-nvl72"));
-        QVERIFY(moex::session::samePlacement(doc.placement(), before));
+        QVERIFY(doc.placement() == before);
         QVERIFY(!doc.load(dir.filePath(QStringLiteral("missing.yaml"))));
         QCOMPARE(doc.displayName(), QStringLiteral("deepseek-r1-decode-nvl72"));
     }
@@ -145,7 +145,7 @@ private slots:
         const auto beforeDup = doc.placement();
         const QString dup = doc.replicateExpert(layer, e, g);
         QVERIFY2(dup.contains(QStringLiteral("already holds")), qPrintable(dup));
-        QVERIFY(moex::session::samePlacement(beforeDup, doc.placement()));
+        QVERIFY(beforeDup == doc.placement());
         // Moving a replica onto a GPU that has one is refused too.
         QVERIFY(!doc.moveExpert(layer, e, g, to).isEmpty());
 
@@ -208,7 +208,7 @@ private slots:
             if (refusal.contains(QStringLiteral("already holds")))
                 refusal.clear();
             if (!refusal.isEmpty())
-                QVERIFY(moex::session::samePlacement(before, doc.placement()));
+                QVERIFY(before == doc.placement());
         }
         QVERIFY(moex::session::slotsOnGpu(doc.placement(), 0) <= limit);
         if (!refusal.isEmpty())
@@ -237,7 +237,7 @@ private slots:
         QSignalSpy scen(&doc, &ScenarioDocument::scenarioChanged);
         doc.restoreState(before);
         QCOMPARE(scen.count(), 0);  // same scenario: a placement update, no rebuild
-        QVERIFY(moex::session::samePlacement(doc.placement(), before.placement));
+        QVERIFY(doc.placement() == before.placement);
         QCOMPARE(doc.scenario().speeds.of(3), 1.0);
         QVERIFY(!doc.placementEdited());
     }
@@ -257,7 +257,7 @@ private slots:
 
         ScenarioDocument back;
         QVERIFY2(back.load(path), qPrintable(back.lastError()));
-        QVERIFY(moex::session::samePlacement(back.placement(), doc.placement()));
+        QVERIFY(back.placement() == doc.placement());
         QCOMPARE(back.scenario().speeds.of(11), 0.85);
         QCOMPARE(back.scenario().model.name, doc.scenario().model.name);
 

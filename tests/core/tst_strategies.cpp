@@ -65,19 +65,6 @@ double moeUs(const Scenario& s, const Placement& p, const std::vector<RoutingSam
     return sum / static_cast<double>(samples.size());
 }
 
-bool sameLayout(const Placement& a, const Placement& b)
-{
-    if (a.numLayers() != b.numLayers())
-        return false;
-    for (int l = 0; l < a.numLayers(); ++l) {
-        const auto& x = a.layers[static_cast<std::size_t>(l)];
-        const auto& y = b.layers[static_cast<std::size_t>(l)];
-        if (x.gpu_slots != y.gpu_slots || x.shares != y.shares)
-            return false;
-    }
-    return true;
-}
-
 std::string messageOf(const std::function<void()>& f)
 {
     try {
@@ -187,14 +174,14 @@ void TestStrategies::deterministicForASeed()
         const Scenario s = load(name, strategy.toStdString(), small ? 8 : 32, small ? 500 : 150);
         const Placement a = resolvePlacement(s, {}, 7);
         const Placement b = resolvePlacement(s, {}, 7);
-        QVERIFY2(sameLayout(a, b), name);
+        QVERIFY2(a == b, name);
         QVERIFY(checkPlacement(a, s.model.routed_experts, s.topology.numGpus()).empty());
     }
     if (strategy == QLatin1String("search")) {
         // Another seed may take other moves, but is just as valid and as deterministic.
         const Scenario s = load(kMixtral, "search", 8, 500);
         const Placement c = resolvePlacement(s, {}, 8);
-        QVERIFY(sameLayout(c, resolvePlacement(s, {}, 8)));
+        QVERIFY(c == resolvePlacement(s, {}, 8));
         QVERIFY(checkPlacement(c, s.model.routed_experts, s.topology.numGpus()).empty());
     }
 }
