@@ -148,7 +148,7 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
     f = group(tr("Workload"));
     d->phase = d->combo(QStringLiteral("workload.phase"), {QStringLiteral("decode"), QStringLiteral("prefill")});
     f->addRow(tr("Phase"), d->phase);
-    d->tokens = d->spin(QStringLiteral("workload.tokens_per_gpu"), 1, 1 << 20, 16);
+    d->tokens = d->spin(QStringLiteral("workload.tokens_per_gpu"), 1, kMaxTokensPerGpu, 16);
     f->addRow(tr("Tokens per GPU"), d->tokens);
     d->context = d->spin(QStringLiteral("workload.context_tokens"), 1, 16 << 20, 1024);
     f->addRow(tr("Context tokens"), d->context);

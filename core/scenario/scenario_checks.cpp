@@ -90,7 +90,7 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
         s.workload.phase = *p == 0 ? Phase::decode : Phase::prefill;
     if (s.workload.phase == Phase::prefill)
         s.workload.tokens_per_gpu = 4096;
-    if (auto t = c.r.getInt(node, "tokens_per_gpu", false, 1, 1 << 20))
+    if (auto t = c.r.getInt(node, "tokens_per_gpu", false, 1, kMaxTokensPerGpu))  // see kMaxTokensPerGpu
         s.workload.tokens_per_gpu = static_cast<int>(*t);
     if (auto t = c.r.getInt(node, "context_tokens", false, 1, 16 << 20))
         s.workload.context_tokens = static_cast<int>(*t);

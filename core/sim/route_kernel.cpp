@@ -1,5 +1,5 @@
 // routeKernel in two versions: portable 4-wide GCC vectors and 8-wide AVX2 intrinsics. Both walk
-// the layer's counts once, eight sources at a time: pass 1 reads the eight rows (contiguous),
+// the layer's counts (16-bit) once, eight sources at a time: pass 1 reads the eight rows (contiguous),
 // adds them to the per-expert totals and writes the keep rows 1 - c/T transposed into
 // expert-major order (8 x 8 with AVX2, two 4 x 4 halves otherwise); the replicas' keep rows
 // follow; pass 2 multiplies, per destination GPU, the keep rows of its slots.
@@ -17,7 +17,9 @@ namespace moex::detail {
 
 namespace {
 
-const std::int32_t* sourceRow(const RouteKernelIn& in, int src)
+using Count = RouteKernelIn::Count;
+
+const Count* sourceRow(const RouteKernelIn& in, int src)
 {
     return src < in.G ? in.counts + static_cast<std::size_t>(src) * static_cast<std::size_t>(in.E) : in.zero_row;
 }
@@ -55,6 +57,7 @@ void routeKernelPortable(const RouteKernelIn& in, const RouteKernelOut& out)
 {
     using V4 = float __attribute__((vector_size(16)));
     using V4i = std::int32_t __attribute__((vector_size(16)));
+    using V4c = Count __attribute__((vector_size(4 * sizeof(Count))));
     const int G = in.G, E = in.E, R = in.R;
     startKernel(in, out);
     std::int32_t* totals = out.totals;
@@ -67,15 +70,18 @@ void routeKernelPortable(const RouteKernelIn& in, const RouteKernelOut& out)
     for (int src0 = 0; src0 < G; src0 += kRouteBlock) {
         const int block = src0 / kRouteBlock;
         for (int half = 0; half < 2; ++half) {
-            const std::int32_t* row[4];
+            const Count* row[4];
             for (int b = 0; b < 4; ++b)
                 row[b] = sourceRow(in, src0 + half * 4 + b);
             for (int e = 0; e < E4; e += 4) {
-                V4i c0, c1, c2, c3, t;
-                std::memcpy(&c0, row[0] + e, sizeof c0);
-                std::memcpy(&c1, row[1] + e, sizeof c1);
-                std::memcpy(&c2, row[2] + e, sizeof c2);
-                std::memcpy(&c3, row[3] + e, sizeof c3);
+                V4c n0, n1, n2, n3;
+                std::memcpy(&n0, row[0] + e, sizeof n0);
+                std::memcpy(&n1, row[1] + e, sizeof n1);
+                std::memcpy(&n2, row[2] + e, sizeof n2);
+                std::memcpy(&n3, row[3] + e, sizeof n3);
+                const V4i c0 = __builtin_convertvector(n0, V4i), c1 = __builtin_convertvector(n1, V4i);
+                const V4i c2 = __builtin_convertvector(n2, V4i), c3 = __builtin_convertvector(n3, V4i);
+                V4i t;
                 std::memcpy(&t, totals + e, sizeof t);
                 t += (c0 + c1) + (c2 + c3);
                 std::memcpy(totals + e, &t, sizeof t);
@@ -180,30 +186,30 @@ __attribute__((target("avx2"))) void routeKernelAvx2(const RouteKernelIn& in, co
     const int* gpuBegin = in.gpu_slot_begin;
     const int slotsPerGpu = uniformSlotsPerGpu(in);
     const int* repExpert = in.rep_expert;
+    float* repAcc = out.rep_acc;
     for (int src0 = 0; src0 < G; src0 += kRouteBlock) {
         const int block = src0 / kRouteBlock;
         // The block's replica fractions (R x 8 floats) are read after pass 1; fetch them now.
         const float* fractions = in.rep_fraction + static_cast<std::size_t>(block) * static_cast<std::size_t>(R) * kRouteBlock;
         for (std::size_t off = 0; off < static_cast<std::size_t>(R) * kRouteBlock; off += 16)
             _mm_prefetch(reinterpret_cast<const char*>(fractions + off), _MM_HINT_T0);
-        const std::int32_t* row[8];
+        const Count* row[8];
         for (int b = 0; b < 8; ++b)
             row[b] = sourceRow(in, src0 + b);
         // The next block's rows (8 E counts, contiguous) are fetched while this one is worked on:
-        // four cache lines per iteration of eight experts.
+        // 8 x 8 counts (two cache lines) per iteration of eight experts.
         const char* next = src0 + kRouteBlock < G ? reinterpret_cast<const char*>(sourceRow(in, src0 + kRouteBlock))
                                                   : reinterpret_cast<const char*>(in.prefetch_next);
         for (int e = 0; e < E8; e += 8) {
             if (next) {
-                const char* p = next + static_cast<std::size_t>(e) * 32;
+                static_assert(sizeof(Count) == 2, "two cache lines per iteration");
+                const char* p = next + static_cast<std::size_t>(e) * 8 * sizeof(Count);
                 _mm_prefetch(p, _MM_HINT_T0);
                 _mm_prefetch(p + 64, _MM_HINT_T0);
-                _mm_prefetch(p + 128, _MM_HINT_T0);
-                _mm_prefetch(p + 192, _MM_HINT_T0);
             }
             __m256i c[8];
             for (int b = 0; b < 8; ++b)
-                c[b] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[b] + e));
+                c[b] = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[b] + e)));
             const __m256i s01 = _mm256_add_epi32(c[0], c[1]), s23 = _mm256_add_epi32(c[2], c[3]);
             const __m256i s45 = _mm256_add_epi32(c[4], c[5]), s67 = _mm256_add_epi32(c[6], c[7]);
             __m256i t = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(totals + e));
@@ -242,7 +248,7 @@ __attribute__((target("avx2"))) void routeKernelAvx2(const RouteKernelIn& in, co
             const __m256 frac = _mm256_loadu_ps(fractions + static_cast<std::size_t>(rep) * kRouteBlock);
             const __m256 taken = _mm256_mul_ps(_mm256_sub_ps(one, _mm256_load_ps(keep + static_cast<std::size_t>(e) * kRouteBlock)), frac);
             _mm256_store_ps(keep + static_cast<std::size_t>(E + rep) * kRouteBlock, _mm256_sub_ps(one, taken));
-            float* acc = out.rep_acc + static_cast<std::size_t>(rep) * kRouteBlock;
+            float* acc = repAcc + static_cast<std::size_t>(rep) * kRouteBlock;
             _mm256_store_ps(acc, _mm256_add_ps(_mm256_load_ps(acc), taken));
         }
         float* notSent = out.not_sent + static_cast<std::size_t>(block) * static_cast<std::size_t>(G) * kRouteBlock;

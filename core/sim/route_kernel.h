@@ -9,6 +9,8 @@
 // sent).
 #pragma once
 
+#include "workload/routing_sample.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -24,8 +26,9 @@ constexpr int kRouteBlock = 8;
 }
 
 struct RouteKernelIn {
-    const std::int32_t* counts = nullptr;  // [G][E] token-expert pairs of each source this layer
-    const std::int32_t* zero_row = nullptr;  // [E] zeros (stands in for the absent sources of the last block)
+    using Count = RoutingSample::Count;
+    const Count* counts = nullptr;    // [G][E] token-expert pairs of each source this layer
+    const Count* zero_row = nullptr;  // [E] zeros (stands in for the absent sources of the last block)
     int G = 0;
     int E = 0;
     float inv_tokens = 0;  // 1 / tokens per source in the sample
@@ -38,7 +41,7 @@ struct RouteKernelIn {
     const float* rep_fraction = nullptr; // [(src / 8) * R + r][src % 8] share of src's tokens replica r takes
     // Optional: the counts read next (the next layer's), 8 E of them fetched into cache during the
     // last block.
-    const std::int32_t* prefetch_next = nullptr;
+    const Count* prefetch_next = nullptr;
 };
 
 struct RouteKernelOut {

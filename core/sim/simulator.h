@@ -132,7 +132,7 @@ private:
     // or a replica (row E + r) that took c of its T tokens; then the replicas' per-lane sums.
     std::vector<float> m_keep;
     std::vector<float> m_repTaken;            // [replica] share of the layer's tokens / T
-    std::vector<std::int32_t> m_zeroRow;  // [expert] counts of an absent source
+    std::vector<RoutingSample::Count> m_zeroRow;  // [expert] counts of an absent source
     std::vector<std::int32_t> m_expertTotals;  // [expert] pairs this layer (all sources)
     std::vector<double> m_expertScaled;        // [expert] pairs scaled to a memory-limited batch
     std::vector<std::pair<double, std::uint32_t>> m_roundOrder;  // scratch of the largest-remainder rounding

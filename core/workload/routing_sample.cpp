@@ -1,9 +1,15 @@
 #include "workload/routing_sample.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace moex {
 
 void RoutingSample::resize(int layers, int gpus, int experts, int tokensPerGpu, int topK)
 {
+    if (tokensPerGpu < 0 || tokensPerGpu > kMaxTokensPerGpu)
+        throw std::invalid_argument("routing sample: " + std::to_string(tokensPerGpu) + " tokens per GPU, outside [0, "
+                                    + std::to_string(kMaxTokensPerGpu) + "]");
     num_gpus = gpus;
     num_experts = experts;
     tokens_per_gpu = tokensPerGpu;

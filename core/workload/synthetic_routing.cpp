@@ -37,8 +37,8 @@ SyntheticRouting::SyntheticRouting(const ModelSpec& model, const Workload& workl
         fail("routed_experts must be in [1, 65536], got " + std::to_string(m_numExperts));
     if (m_topK < 1 || m_topK > m_numExperts)
         fail("experts_per_token must be in [1, routed_experts], got " + std::to_string(m_topK));
-    if (m_tokensPerGpu < 0 || m_tokensPerGpu > (1 << 24))
-        fail("tokens_per_gpu must be in [0, 2^24]");
+    if (m_tokensPerGpu < 0 || m_tokensPerGpu > kMaxTokensPerGpu)
+        fail("tokens_per_gpu must be in [0, " + std::to_string(kMaxTokensPerGpu) + "]");
     if (m_numGpus < 1)
         fail("the number of GPUs must be positive");
     if (static_cast<double>(m_numLayers) * m_numGpus * m_numExperts > 1e9)
@@ -325,7 +325,7 @@ std::uint64_t SyntheticRouting::chooseRoutingGroups(const Layer& layer, const in
     return mask;
 }
 
-void SyntheticRouting::sampleSource(Layer& layer, int src, std::int32_t* row)
+void SyntheticRouting::sampleSource(Layer& layer, int src, RoutingSample::Count* row)
 {
     const int numSub = std::min(m_options.group_subbatches, std::max(m_tokensPerGpu, 1));
     const auto ng = static_cast<std::size_t>(m_routingGroups);
@@ -379,7 +379,7 @@ void SyntheticRouting::sampleSource(Layer& layer, int src, std::int32_t* row)
         // m_subCounts is all zero between sub-batches: only the chosen routing groups' experts
         // can be drawn, so only they are added to the row and cleared (all of them after the rare
         // fallback that places a pair outside the chosen groups).
-        std::int32_t* counts = m_subCounts.data();
+        RoutingSample::Count* counts = m_subCounts.data();
         m_outsideMask = false;
         fillBatch(counts, tokens, tokens * m_topK, mask, rng);
         if (m_outsideMask) {
@@ -437,7 +437,7 @@ void SyntheticRouting::splitPairs(int pairs, detail::Rng& rng)
     m_components.back().pairs = pairs;
 }
 
-int SyntheticRouting::drawSplit(std::int32_t* counts, int cap, detail::Rng& rng)
+int SyntheticRouting::drawSplit(RoutingSample::Count* counts, int cap, detail::Rng& rng)
 {
     // Two draws per 64-bit random word. A pair whose expert is full is rejected branch-free (the
     // test is a coin flip for the hot experts) and counted for a redraw.
@@ -473,7 +473,7 @@ int SyntheticRouting::drawSplit(std::int32_t* counts, int cap, detail::Rng& rng)
     return rejected;
 }
 
-int SyntheticRouting::drawMixed(std::int32_t* counts, int cap, int pairs, detail::Rng& rng)
+int SyntheticRouting::drawMixed(RoutingSample::Count* counts, int cap, int pairs, detail::Rng& rng)
 {
     // As drawSplit, with the component of each pair from the component table: cheaper than a
     // binomial split for the few pairs of a redraw.
@@ -496,7 +496,7 @@ int SyntheticRouting::drawMixed(std::int32_t* counts, int cap, int pairs, detail
     return rejected;
 }
 
-void SyntheticRouting::fillBatch(std::int32_t* counts, int cap, int pairs, std::uint64_t mask, detail::Rng& rng)
+void SyntheticRouting::fillBatch(RoutingSample::Count* counts, int cap, int pairs, std::uint64_t mask, detail::Rng& rng)
 {
     // Heavy experts first: Bin(pairs left, share of the mass left), clipped at the cap; what the
     // clip removes stays with the pairs left for the others. The components share the rest. A pair
@@ -513,7 +513,7 @@ void SyntheticRouting::fillBatch(std::int32_t* counts, int cap, int pairs, std::
         const double mass = m_heavyMass[static_cast<std::size_t>(h)];
         const int n = massLeft > 0.0 ? detail::binomial(rng, pairs, std::min(1.0, mass / massLeft)) : 0;
         const int c = std::min(n, cap);
-        counts[m_heavyIds[static_cast<std::size_t>(h)]] = c;
+        counts[m_heavyIds[static_cast<std::size_t>(h)]] = static_cast<RoutingSample::Count>(c);  // c <= cap
         pairs -= c;
         massLeft -= mass;
     }
@@ -534,7 +534,7 @@ void SyntheticRouting::fillBatch(std::int32_t* counts, int cap, int pairs, std::
     }
 }
 
-int SyntheticRouting::firstWithRoom(const std::int32_t* counts, int cap, std::uint64_t mask, std::uint64_t r) const
+int SyntheticRouting::firstWithRoom(const RoutingSample::Count* counts, int cap, std::uint64_t mask, std::uint64_t r) const
 {
     const auto start = static_cast<int>(((r >> 32) * static_cast<std::uint64_t>(m_numExperts)) >> 32);
     for (int pass = 0; pass < 2; ++pass) {

@@ -187,14 +187,14 @@ private:
     void rebuildTables(Layer& layer);
     void drawActive(Layer& layer, int src, int slot) const;
     void advance(Layer& layer);
-    void sampleSource(Layer& layer, int src, std::int32_t* row);
+    void sampleSource(Layer& layer, int src, RoutingSample::Count* row);
     std::uint64_t chooseRoutingGroups(const Layer& layer, const int* active, double perSlot, detail::Rng& rng);
     void splitPairs(int pairs, detail::Rng& rng);
     void collectHeavy(const Layer& layer, const int* active, double perSlot, std::uint64_t mask);
-    int drawSplit(std::int32_t* counts, int cap, detail::Rng& rng);
-    int drawMixed(std::int32_t* counts, int cap, int pairs, detail::Rng& rng);
-    void fillBatch(std::int32_t* counts, int cap, int pairs, std::uint64_t mask, detail::Rng& rng);
-    int firstWithRoom(const std::int32_t* counts, int cap, std::uint64_t mask, std::uint64_t r) const;
+    int drawSplit(RoutingSample::Count* counts, int cap, detail::Rng& rng);
+    int drawMixed(RoutingSample::Count* counts, int cap, int pairs, detail::Rng& rng);
+    void fillBatch(RoutingSample::Count* counts, int cap, int pairs, std::uint64_t mask, detail::Rng& rng);
+    int firstWithRoom(const RoutingSample::Count* counts, int cap, std::uint64_t mask, std::uint64_t r) const;
 
     SyntheticRoutingOptions m_options;
     RoutingSpec m_spec;
@@ -215,7 +215,7 @@ private:
     std::vector<std::uint8_t> m_flag;  // scratch, per expert
 
     // Per-source scratch, sized once.
-    std::vector<std::int32_t> m_subCounts;  // one sub-batch's counts; all zero between sub-batches
+    std::vector<RoutingSample::Count> m_subCounts;  // one sub-batch's counts; all zero between sub-batches
     bool m_outsideMask = false;             // fillBatch placed a pair outside the chosen groups
     std::vector<double> m_weightScratch;
     std::vector<double> m_groupWeight;  // per routing group, mass for this source

@@ -33,8 +33,8 @@ void TraceRouting::init(const ModelSpec& model, const Workload& workload, int nu
     m_numGpus = numGpus;
     if (m_numLayers < 1 || m_numExperts < 1 || m_topK < 1 || m_topK > m_numExperts)
         fail("the model needs MoE layers, routed experts and 1 <= experts_per_token <= routed_experts");
-    if (m_tokensPerGpu < 0 || m_numGpus < 1)
-        fail("tokens_per_gpu must be >= 0 and the number of GPUs positive");
+    if (m_tokensPerGpu < 0 || m_tokensPerGpu > kMaxTokensPerGpu || m_numGpus < 1)
+        fail("tokens_per_gpu must be in [0, " + std::to_string(kMaxTokensPerGpu) + "] and the number of GPUs positive");
     if (static_cast<double>(m_numLayers) * m_numGpus * m_numExperts > 1e9)
         fail("layers x GPUs x experts is too large");
     if (traceLayers < 1)
@@ -180,7 +180,7 @@ void TraceRouting::nextReplay(RoutingSample& out)
         int src = 0;
         for (std::int64_t j = 0; j < slots; ++j) {
             const std::int32_t* e = experts + static_cast<std::size_t>(rec[t]) * k;
-            std::int32_t* row = counts.data() + static_cast<std::size_t>(src) * static_cast<std::size_t>(m_numExperts);
+            RoutingSample::Count* row = counts.data() + static_cast<std::size_t>(src) * static_cast<std::size_t>(m_numExperts);
             for (std::size_t i = 0; i < k; ++i)
                 ++row[e[i]];
             if (++t == numTokens)
@@ -203,11 +203,11 @@ void TraceRouting::nextAggregated(RoutingSample& out)
         const std::vector<double>& quota = m_quota[static_cast<std::size_t>(traceLayerOf(l))];
         std::vector<double>& carry = m_carry[static_cast<std::size_t>(l)];
         for (int s = 0; s < m_numGpus; ++s) {
-            std::int32_t* row = out.row(l, s).data();
+            RoutingSample::Count* row = out.row(l, s).data();
             int sum = 0;
             for (std::size_t x = 0; x < ne; ++x) {
                 const double want = quota[x] + carry[x];
-                row[x] = static_cast<std::int32_t>(std::clamp(std::floor(want), 0.0, static_cast<double>(cap)));
+                row[x] = static_cast<RoutingSample::Count>(std::clamp(std::floor(want), 0.0, static_cast<double>(cap)));
                 m_frac[x] = want - row[x];
                 sum += row[x];
             }

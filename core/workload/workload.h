@@ -19,6 +19,11 @@ struct RoutingSpec {
     std::string file;                // trace/counts file, resolved against the scenario's folder
 };
 
+// The most tokens one attention-DP rank routes in one step. Serving systems chunk prefill well
+// below it (SGLang's chunked_prefill_size is 8192 or 16384); it lets a source's token-expert pairs
+// per expert be counted in 16 bits (RoutingSample::Count), which halves the bytes a step reads.
+inline constexpr int kMaxTokensPerGpu = 65535;
+
 struct Workload {
     Phase phase = Phase::decode;
     int tokens_per_gpu = 128;        // per step per attention-DP rank

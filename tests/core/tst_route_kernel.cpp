@@ -17,17 +17,19 @@
 #include <QtTest>
 
 using namespace moex::detail;
+using moex::kMaxTokensPerGpu;
+using moex::RoutingSample;
 
 namespace {
 
 // One layer's input: counts, and a plan in the simulator's form.
 struct Case {
     int G = 0, E = 0, T = 0;
-    std::vector<std::int32_t> counts;  // [G][E]
+    std::vector<RoutingSample::Count> counts;  // [G][E]
     std::vector<int> slotKeep, gpuBegin, repExpert;
     std::vector<std::vector<float>> share;  // [replica][src] fraction of src's tokens for the expert
     std::vector<float> repFraction;         // kernel layout [(src / 8) * R + r][src % 8]
-    std::vector<std::int32_t> zeroRow;
+    std::vector<RoutingSample::Count> zeroRow;
     int R() const { return static_cast<int>(repExpert.size()); }
 };
 
@@ -41,7 +43,9 @@ Case makeCase(int G, int E, int T, bool uniform, std::uint32_t seed)
     c.T = T;
     c.counts.resize(static_cast<std::size_t>(G) * static_cast<std::size_t>(E));
     for (auto& v : c.counts)  // mostly small, some zero, some the whole batch
-        v = std::uniform_int_distribution<int>(0, 9)(rng) == 0 ? T : std::uniform_int_distribution<int>(0, T / 4)(rng);
+        v = static_cast<RoutingSample::Count>(std::uniform_int_distribution<int>(0, 9)(rng) == 0
+                                                  ? T
+                                                  : std::uniform_int_distribution<int>(0, T / 4)(rng));
     // Slots: every expert once, about a fifth of them again on other GPUs.
     std::vector<std::vector<int>> gpuExperts(static_cast<std::size_t>(G));
     std::vector<int> experts(static_cast<std::size_t>(E));
@@ -202,6 +206,8 @@ private slots:
         QTest::newRow("3 GPUs, 5 experts") << 3 << 5 << 16 << true;
         QTest::newRow("64 GPUs, 384 experts, uneven slots") << 64 << 384 << 256 << false;
         QTest::newRow("20 GPUs, 130 experts, prefill batch") << 20 << 130 << 8192 << true;
+        // The widest counts: above 32767 a signed 16-bit widening would turn them negative.
+        QTest::newRow("16 GPUs, 64 experts, most tokens a step allows") << 16 << 64 << kMaxTokensPerGpu << true;
     }
     void matchesReference()
     {

@@ -313,7 +313,7 @@ void TestWorkload::syntheticDeterminism()
     SyntheticRouting g1(model, makeWork(32, 1.0, 0.05, 8, 0.05, 42), 8);
     SyntheticRouting g2(model, makeWork(32, 1.0, 0.05, 8, 0.05, 42), 8);
     SyntheticRouting g3(model, makeWork(32, 1.0, 0.05, 8, 0.05, 43), 8);
-    std::vector<std::vector<std::vector<std::int32_t>>> first;
+    std::vector<std::vector<std::vector<RoutingSample::Count>>> first;
     bool differs = false;
     for (int step = 0; step < 5; ++step) {
         g1.next(a);
