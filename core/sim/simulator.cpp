@@ -55,8 +55,11 @@ void Simulator::setSpeeds(const GpuSpeeds& speeds)
 {
     m_scenario.speeds = speeds;
     m_speed.resize(static_cast<std::size_t>(m_fabric.numGpus()));
-    for (int g = 0; g < m_fabric.numGpus(); ++g)
+    m_invSpeed.resize(m_speed.size());
+    for (int g = 0; g < m_fabric.numGpus(); ++g) {
         m_speed[static_cast<std::size_t>(g)] = speeds.of(g);
+        m_invSpeed[static_cast<std::size_t>(g)] = 1.0 / m_speed[static_cast<std::size_t>(g)];
+    }
 }
 
 const char* Simulator::routeKernelName()
@@ -359,10 +362,10 @@ double Simulator::layerTimeUs(const RoutingSample& r, int layer)
             full += m_slotUs[static_cast<std::size_t>(s)];
             half += m_slotUsHalf[static_cast<std::size_t>(s)];  // stays 0 without two-batch overlap
         }
-        const double speed = m_speed[static_cast<std::size_t>(g)];
-        minSpeed = std::min(minSpeed, speed);
-        slowest = std::max(slowest, (full + sharedLayer) / speed);
-        slowestHalf = std::max(slowestHalf, (half + sharedLayerHalf) / speed);
+        const double inv = m_invSpeed[static_cast<std::size_t>(g)];
+        minSpeed = std::min(minSpeed, m_speed[static_cast<std::size_t>(g)]);
+        slowest = std::max(slowest, (full + sharedLayer) * inv);
+        slowestHalf = std::max(slowestHalf, (half + sharedLayerHalf) * inv);
     }
     const PhaseResult dispatch = phaseTime(m_dispatchPort, m_cal.dispatch_floor_us, m_crossTraffic);
     const PhaseResult combine = phaseTime(m_combinePort, m_cal.combine_floor_us, m_crossTraffic);

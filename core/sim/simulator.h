@@ -118,6 +118,7 @@ private:
     KernelMode m_mode = KernelMode::low_latency;
     std::vector<LayerPlan> m_plans;
     std::vector<double> m_speed;       // [gpu] m_scenario.speeds.of(gpu), read in every layer
+    std::vector<double> m_invSpeed;    // [gpu] 1 / m_speed: a layer's times scale by it (no division per GPU per layer)
     std::vector<double> m_invPortRate;  // [port] microseconds per byte (1 / portRate), 0 if it cannot carry any
     std::vector<std::pair<int, int>> m_gpuPorts;  // (port, owner GPU) of the ports in a GPU's own phase time
 
@@ -135,7 +136,7 @@ private:
     std::vector<RoutingSample::Count> m_zeroRow;  // [expert] counts of an absent source
     std::vector<std::int32_t> m_expertTotals;  // [expert] pairs this layer (all sources)
     std::vector<double> m_expertScaled;        // [expert] pairs scaled to a memory-limited batch
-    std::vector<std::pair<double, std::uint32_t>> m_roundOrder;  // scratch of the largest-remainder rounding
+    std::vector<std::uint64_t> m_roundOrder;  // scratch of the largest-remainder rounding
     std::vector<float> m_sentSum;      // tokens src sent dst this step (summed over layers), layout of m_notSent
     std::vector<double> m_dispatchPort, m_combinePort;  // [port] bytes this layer
     std::vector<double> m_stepPortBytes;                // [port] bytes this step

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
@@ -35,8 +37,11 @@ void resizeMetrics(StepMetrics& out, int G, int E, int layers, std::size_t links
 // scales every expert's count; rounding each on its own would break the invariant that a layer's
 // loads sum to its token-expert pairs.
 // The `missing` units go to the largest remainders, the lower index first among equal ones.
+// Positive doubles order as their bit patterns do, so the remainders are selected as integers:
+// the `missing`-th largest is the threshold; every remainder above it gets a unit, then those equal
+// to it in index order. `scratch` holds each index's remainder bits, then the selection.
 template <typename In>
-void roundPreservingSum(const In* in, std::int64_t* out, std::size_t n, std::vector<std::pair<double, std::uint32_t>>& order)
+void roundPreservingSum(const In* in, std::int64_t* out, std::size_t n, std::vector<std::uint64_t>& scratch)
 {
     double total = 0;
     std::int64_t floored = 0;
@@ -48,24 +53,36 @@ void roundPreservingSum(const In* in, std::int64_t* out, std::size_t n, std::vec
     const std::int64_t missing = std::min<std::int64_t>(std::llround(total) - floored, static_cast<std::int64_t>(n));
     if (missing <= 0)
         return;
-    // (remainder, index) pairs, ordered by remainder descending then index ascending.
     // Only the positive remainders compete: they sum to about `missing` and each is below 1, so
     // there are at least `missing` of them.
-    order.clear();
+    scratch.resize(2 * n);  // no allocation after the first layer: capacity is kept
+    std::uint64_t* bits = scratch.data();
+    std::uint64_t* select = bits + n;
+    std::size_t positive = 0;
     for (std::size_t i = 0; i < n; ++i) {
         const double frac = static_cast<double>(in[i]) - static_cast<double>(out[i]);
-        if (frac > 0)
-            order.emplace_back(frac, static_cast<std::uint32_t>(i));
+        bits[i] = 0;
+        if (frac > 0) {
+            std::memcpy(&bits[i], &frac, sizeof frac);
+            select[positive++] = bits[i];
+        }
     }
-    if (order.empty())
+    if (positive == 0)
         return;
-    const auto larger = [](const std::pair<double, std::uint32_t>& a, const std::pair<double, std::uint32_t>& b) {
-        return a.first > b.first || (a.first == b.first && a.second < b.second);
-    };
-    const auto take = std::min(missing, static_cast<std::int64_t>(order.size()));
-    std::nth_element(order.begin(), order.begin() + (take - 1), order.end(), larger);
-    for (std::int64_t k = 0; k < take; ++k)
-        ++out[order[static_cast<std::size_t>(k)].second];
+    const auto take = static_cast<std::size_t>(std::min(missing, static_cast<std::int64_t>(positive)));
+    std::nth_element(select, select + (take - 1), select + positive, std::greater<>());
+    const std::uint64_t threshold = select[take - 1];
+    std::size_t left = take;
+    for (std::size_t i = 0; i < n; ++i)
+        if (bits[i] > threshold) {
+            ++out[i];
+            --left;
+        }
+    for (std::size_t i = 0; i < n && left > 0; ++i)
+        if (bits[i] == threshold) {
+            ++out[i];
+            --left;
+        }
 }
 
 }  // namespace
@@ -139,9 +156,9 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
                 full += m_slotUs[static_cast<std::size_t>(s)];
                 half += m_slotUsHalf[static_cast<std::size_t>(s)];  // stays 0 without two-batch overlap
             }
-            const double speed = m_speed[static_cast<std::size_t>(g)];
-            full = (full + sharedLayer) / speed;
-            half = (half + sharedLayerHalf) / speed;
+            const double inv = m_invSpeed[static_cast<std::size_t>(g)];
+            full = (full + sharedLayer) * inv;
+            half = (half + sharedLayerHalf) * inv;
             m_gpuCompute[static_cast<std::size_t>(g)] = full;
             m_gpuComputeHalf[static_cast<std::size_t>(g)] = half;
             m_gpuPairs[static_cast<std::size_t>(g)] = pairs;
@@ -195,8 +212,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
 
         for (int g = 0; g < G; ++g) {
             GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
-            const double speed = m_speed[static_cast<std::size_t>(g)];
-            const double attn = attnLayer / speed;
+            const double attn = attnLayer * m_invSpeed[static_cast<std::size_t>(g)];
             gm.compute_us += m_gpuCompute[static_cast<std::size_t>(g)];
             gm.attention_us += attn;
             gm.dispatch_us += m_gpuDispatch[static_cast<std::size_t>(g)];
