@@ -1,5 +1,5 @@
 // moex-cli bench sim|fidelity|place [...]: benchmarks with their ratio to a ceiling measured in the same run.
-//   moex-cli bench sim [--scenario S] [--steps N] [--json OUT|-]
+//   moex-cli bench sim [--scenario S] [--steps N] [--routed-steps N] [--json OUT|-]
 //   moex-cli bench fidelity [--json OUT|-]
 //   moex-cli bench place [--budget-ms N] [--seed S] [--runs N] [--steps N] [--counts F] [--json OUT|-]
 //                                (cmd_bench_place.cpp)
@@ -21,6 +21,7 @@
 #include <ctime>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <iomanip>
 #include <iostream>
 
@@ -53,17 +54,57 @@ std::string defaultBenchScenario()
     return dir + "/scenarios/deepseek-r1-decode-nvl72.yaml";
 }
 
+// One streaming pass over a sample's counts, summed in 16-bit lanes (wrapping), the counts' own
+// width, with GCC vectors (SSE2 width, two accumulators) so that it is vectorised at every
+// optimisation level: a ceiling must be as fast as streaming the bytes allows, or the ratio flatters.
+std::uint64_t streamCounts(const RoutingSample& sample)
+{
+    using V = std::uint16_t __attribute__((vector_size(16)));
+    constexpr std::size_t kLanes = sizeof(V) / sizeof(RoutingSample::Count);
+    V a = {}, b = {};
+    std::uint64_t sum = 0;
+    for (const auto& layer : sample.counts) {
+        const RoutingSample::Count* p = layer.data();
+        const std::size_t n = layer.size();
+        std::size_t i = 0;
+        for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+            V x, y;
+            std::memcpy(&x, p + i, sizeof x);
+            std::memcpy(&y, p + i + kLanes, sizeof y);
+            a += x;
+            b += y;
+        }
+        for (; i < n; ++i)
+            sum += p[i];
+    }
+    a += b;
+    for (std::size_t k = 0; k < kLanes; ++k)
+        sum += a[k];
+    return sum;
+}
+
+struct TimedSeries {
+    std::vector<double> wall, cpu, ceilingWall, ceilingCpu;
+    void reserve(std::size_t n)
+    {
+        for (auto* v : {&wall, &cpu, &ceilingWall, &ceilingCpu})
+            v->reserve(n);
+    }
+};
+
 int benchSim(const Args& args)
 {
     const std::string path = args.value("scenario").value_or(defaultBenchScenario());
     const int steps = args.intValue("steps", 200, 10, 1000000);
+    const int routedSteps = args.intValue("routed-steps", 30, 1, 100000);
     const Scenario s = loadScenarioFile(path, args.overrides());
     const Calibration cal = resolveCalibration(s);
     auto routing = makeRoutingSource(s);
     const Placement placement = resolvePlacement(s);
     Simulator sim(s, placement, cal);
 
-    // Routing samples are generated up front (timed separately): the figure is the model's own cost.
+    // Routing samples for the warm and cold runs are generated up front (timed separately): the
+    // figures are the model's own cost.
     constexpr int kSamples = 16;  // 2.1 MB each for the default scenario: 34 MB, more than L3
     std::vector<RoutingSample> samples(kSamples);
     std::vector<double> genMs;
@@ -73,27 +114,28 @@ int benchSim(const Args& args)
         genMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
     StepMetrics m;
-    RoutingSample fresh = samples[0];  // the working copy of the "just written" runs
+    RoutingSample fresh = samples[0];  // the working copy of the routed and warm runs
     sim.step(fresh, m);                // warm-up: buffers reach their size
-    // Two conditions, each against a ceiling taken in the same condition (one streaming pass over
-    // the step's routing counts: every model must read them once):
-    //  - fresh: the sample was just written, as in `simulate` and the GUI, where the routing source
-    //    fills it right before the step (here: copied in, untimed); the ceiling reads it right
-    //    after the step. The headline figure, and what simulate reports as sim_wall_us_per_step.
-    //  - cold: the step reads one of 16 samples cycled (34 MB, more than this machine's L3), as a
-    //    placement search over many samples would; the ceiling reads another sample as cold.
+    // Three conditions, each against a ceiling taken in the same condition (one streaming pass
+    // over the step's routing counts: every model must read them once):
+    //  - routed (the headline, and what simulate reports as sim_wall_us_per_step): as simulate
+    //    and the GUI run, the routing source writes the step's sample right before the step; its
+    //    work pushes the simulator's own data (plans, outputs, scratch) out of every cache level.
+    //    Odd runs time the ceiling on the sample just written instead of the step.
+    //  - warm: steps back to back, each on a sample copied in (untimed) right before, as a
+    //    placement search or an edit in the GUI re-simulates samples.
+    //  - cold: the step reads one of 16 samples cycled (34 MB, more than this machine's L3); the
+    //    ceiling reads another sample as cold.
     // Wall time and this thread's CPU time are both taken: on a shared machine the CPU time
     // excludes the time the thread waited for a core, and the ratio of the two CPU figures is the
     // robust number.
-    struct Series {
-        std::vector<double> wall, cpu, ceilingWall, ceilingCpu;
-    } fresh_, cold;
-    for (Series* series : {&fresh_, &cold})
-        for (auto* v : {&series->wall, &series->cpu, &series->ceilingWall, &series->ceilingCpu})
-            v->reserve(static_cast<std::size_t>(steps));
-    long long checksum = 0;
-    long long allocations = 0;
-    auto timeStep = [&](const RoutingSample& sample, Series& series) {
+    TimedSeries routed, warm, cold;
+    routed.reserve(static_cast<std::size_t>(routedSteps));
+    warm.reserve(static_cast<std::size_t>(steps));
+    cold.reserve(static_cast<std::size_t>(steps));
+    std::uint64_t checksum = 0;
+    long long allocations = 0, timedSteps = 0;
+    auto timeStep = [&](const RoutingSample& sample, TimedSeries& series) {
         const long long allocBefore = allocationCount();
         const double c0 = threadCpuUs();
         const auto t0 = Clock::now();
@@ -101,41 +143,48 @@ int benchSim(const Args& args)
         series.wall.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
         series.cpu.push_back(threadCpuUs() - c0);
         allocations += allocationCount() - allocBefore;
+        ++timedSteps;
     };
-    auto timeCeiling = [&](const RoutingSample& sample, Series& series) {
+    auto timeCeiling = [&](const RoutingSample& sample, TimedSeries& series) {
         const double c1 = threadCpuUs();
         const auto t1 = Clock::now();
-        // 16-bit lanes (wrapping), the counts' own width, so that the pass vectorises as wide as
-        // the kernel's loads: a ceiling must be as fast as streaming the bytes allows, or the
-        // ratio flatters.
-        std::uint16_t sum = 0;
-        for (const auto& layer : sample.counts)
-            for (RoutingSample::Count c : layer)
-                sum = static_cast<std::uint16_t>(sum + c);
-        checksum += sum;
+        checksum += streamCounts(sample);
         series.ceilingWall.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t1).count());
         series.ceilingCpu.push_back(threadCpuUs() - c1);
     };
+    for (int i = 0; i < 2 * routedSteps; ++i) {
+        const auto t0 = Clock::now();
+        routing->next(fresh);  // same shape: no allocation
+        genMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        if (i % 2 == 0)
+            timeStep(fresh, routed);
+        else
+            timeCeiling(fresh, routed);
+    }
     for (int i = 0; i < steps; ++i) {
         const auto& source = samples[static_cast<std::size_t>(i % kSamples)];
         for (std::size_t l = 0; l < source.counts.size(); ++l)  // same sizes: no allocation
             std::copy(source.counts[l].begin(), source.counts[l].end(), fresh.counts[l].begin());
-        timeStep(fresh, fresh_);
-        timeCeiling(fresh, fresh_);
+        timeStep(fresh, warm);
+        timeCeiling(fresh, warm);
         timeStep(samples[static_cast<std::size_t>((i + 1) % kSamples)], cold);
         timeCeiling(samples[static_cast<std::size_t>((i + 5) % kSamples)], cold);
     }
-    const double allocsPerStep = static_cast<double>(allocations) / (2.0 * steps);
-    auto p90of = [](std::vector<double> v) {
+    const double allocsPerStep = timedSteps > 0 ? static_cast<double>(allocations) / static_cast<double>(timedSteps) : 0.0;
+    auto p90of = [](std::vector<double> v) {  // nearest rank, rounded up: never below the median
         std::sort(v.begin(), v.end());
-        return v[static_cast<std::size_t>(0.9 * static_cast<double>(v.size() - 1))];
+        return v[static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(v.size() - 1)))];
     };
-    const double med = median(fresh_.wall), cpuMed = median(fresh_.cpu), p90 = p90of(fresh_.wall);
-    const double ceiling = median(fresh_.ceilingWall), ceilingCpu = median(fresh_.ceilingCpu);
-    const double coldMed = median(cold.wall), coldCpu = median(cold.cpu), coldP90 = p90of(cold.wall);
-    const double coldCeilingCpu = median(cold.ceilingCpu);
-    const double rss = peakRssMb();
     auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+    struct Figures {
+        double med, p90, cpu, ceiling, ceilingCpu, ratioCpu;
+    };
+    auto figures = [&](const TimedSeries& t) {
+        const double cpu = median(t.cpu), ceilingCpu = median(t.ceilingCpu);
+        return Figures{median(t.wall), p90of(t.wall), cpu, median(t.ceilingWall), ceilingCpu, ratio(cpu, ceilingCpu)};
+    };
+    const Figures fr = figures(routed), fw = figures(warm), fc = figures(cold);
+    const double rss = peakRssMb();
     if (auto json = args.value("json")) {
         nlohmann::json j = {{"scenario", s.name},
                             {"gpus", s.topology.numGpus()},
@@ -143,18 +192,24 @@ int benchSim(const Args& args)
                             {"experts", s.model.routed_experts},
                             {"slots_per_layer", placement.layers.front().numSlots()},
                             {"steps", steps},
+                            {"routed_steps", routedSteps},
                             {"kernel", sim.routeKernelName()},
-                            {"us_per_step_median", med},
-                            {"us_per_step_p90", p90},
-                            {"cpu_us_per_step_median", cpuMed},
-                            {"ceiling_stream_counts_us", ceiling},
-                            {"ceiling_stream_counts_cpu_us", ceilingCpu},
-                            {"ratio_to_ceiling", ratio(cpuMed, ceilingCpu)},
-                            {"cold_us_per_step_median", coldMed},
-                            {"cold_us_per_step_p90", coldP90},
-                            {"cold_cpu_us_per_step_median", coldCpu},
-                            {"cold_ceiling_stream_counts_cpu_us", coldCeilingCpu},
-                            {"cold_ratio_to_ceiling", ratio(coldCpu, coldCeilingCpu)},
+                            {"us_per_step_median", fr.med},
+                            {"us_per_step_p90", fr.p90},
+                            {"cpu_us_per_step_median", fr.cpu},
+                            {"ceiling_stream_counts_us", fr.ceiling},
+                            {"ceiling_stream_counts_cpu_us", fr.ceilingCpu},
+                            {"ratio_to_ceiling", fr.ratioCpu},
+                            {"warm_us_per_step_median", fw.med},
+                            {"warm_us_per_step_p90", fw.p90},
+                            {"warm_cpu_us_per_step_median", fw.cpu},
+                            {"warm_ceiling_stream_counts_cpu_us", fw.ceilingCpu},
+                            {"warm_ratio_to_ceiling", fw.ratioCpu},
+                            {"cold_us_per_step_median", fc.med},
+                            {"cold_us_per_step_p90", fc.p90},
+                            {"cold_cpu_us_per_step_median", fc.cpu},
+                            {"cold_ceiling_stream_counts_cpu_us", fc.ceilingCpu},
+                            {"cold_ratio_to_ceiling", fc.ratioCpu},
                             {"allocations_per_step", allocsPerStep},
                             {"peak_rss_mb", rss},
                             {"routing_ms_per_step_median", median(genMs)},
@@ -165,19 +220,18 @@ int benchSim(const Args& args)
     }
     std::cout << "bench sim: " << s.name << " (" << s.model.numMoeLayers() << " MoE layers, " << s.model.routed_experts
               << " experts, " << placement.layers.front().numSlots() << " slots, " << s.topology.numGpus()
-              << " GPUs, " << s.workload.tokens_per_gpu << " tokens/GPU), " << steps << " steps, one core, "
-              << sim.routeKernelName() << " routing kernel\n";
-    std::cout << "  simulator          " << fixed(med, 1) << " us/step median wall, " << fixed(p90, 1) << " us p90; "
-              << fixed(cpuMed, 1) << " us/step median CPU time (sample just written, as in simulate)\n";
-    std::cout << "                     " << fixed(coldMed, 1) << " us/step median wall, " << fixed(coldP90, 1)
-              << " us p90; " << fixed(coldCpu, 1) << " us/step median CPU time (sample cold: " << kSamples
-              << " cycled)\n";
-    std::cout << "  allocations        " << fixed(allocsPerStep, 2) << " per step after warm-up\n";
-    std::cout << "  peak memory        " << fixed(rss, 1) << " MB (whole process)\n";
-    std::cout << "  routing generator  " << fixed(median(genMs), 2) << " ms/step median (not in the figures above)\n";
-    std::cout << "  ceiling            stream the step's routing counts once: " << fixed(ceilingCpu, 1) << " us CPU just written, "
-              << fixed(coldCeilingCpu, 1) << " us cold; simulator = " << fixed(ratio(cpuMed, ceilingCpu), 1) << "x / "
-              << fixed(ratio(coldCpu, coldCeilingCpu), 1) << "x ceiling (CPU time)\n";
+              << " GPUs, " << s.workload.tokens_per_gpu << " tokens/GPU), one core, " << sim.routeKernelName()
+              << " routing kernel\n";
+    auto line = [&](const char* label, const Figures& f, const std::string& what) {
+        std::cout << "  " << std::left << std::setw(8) << label << std::right << fixed(f.med, 1) << " us/step median wall, "
+                  << fixed(f.p90, 1) << " p90, " << fixed(f.cpu, 1) << " CPU; ceiling " << fixed(f.ceilingCpu, 1)
+                  << " us CPU, " << fixed(f.ratioCpu, 1) << "x  (" << what << ")\n";
+    };
+    line("routed", fr, std::to_string(routedSteps) + " steps, each right after the routing source wrote its sample, as in simulate");
+    line("warm", fw, std::to_string(steps) + " steps back to back, sample copied in before each");
+    line("cold", fc, std::to_string(steps) + " steps over " + std::to_string(kSamples) + " samples cycled");
+    std::cout << "  allocations " << fixed(allocsPerStep, 2) << " per step after warm-up; peak memory " << fixed(rss, 1)
+              << " MB (whole process); routing generator " << fixed(median(genMs), 2) << " ms/step median (not in the figures)\n";
     return 0;
 }
 
@@ -213,9 +267,10 @@ int benchPlace(const Args& args);  // cmd_bench_place.cpp
 int cmdBench(const Argv& argv)
 {
     Args args("bench", argv,
-              {{"scenario"}, {"steps"}, {"json"}, {"set", true, true}, {"budget-ms"}, {"seed"}, {"runs"}, {"counts"}});
+              {{"scenario"}, {"steps"}, {"routed-steps"}, {"json"}, {"set", true, true}, {"budget-ms"}, {"seed"}, {"runs"}, {"counts"}});
     args.requirePositionals(1, 1,
                             "moex-cli bench sim|fidelity|place [--scenario S] [--steps N] [--json OUT|-] "
+                            "(sim: [--routed-steps N]) "
                             "(place: [--budget-ms N] [--seed S] [--runs N] [--counts FILE])");
     const std::string what = args.positionals().front();
     if (what == "sim")

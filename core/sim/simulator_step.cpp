@@ -73,11 +73,11 @@ void roundPreservingSum(const In* in, std::int64_t* out, std::size_t n, std::vec
     std::nth_element(select, select + (take - 1), select + positive, std::greater<>());
     const std::uint64_t threshold = select[take - 1];
     std::size_t left = take;
-    for (std::size_t i = 0; i < n; ++i)
-        if (bits[i] > threshold) {
-            ++out[i];
-            --left;
-        }
+    for (std::size_t i = 0; i < n; ++i) {  // branch-free: about half the remainders are above
+        const bool above = bits[i] > threshold;
+        out[i] += above;
+        left -= above;
+    }
     for (std::size_t i = 0; i < n && left > 0; ++i)
         if (bits[i] == threshold) {
             ++out[i];

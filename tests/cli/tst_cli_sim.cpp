@@ -397,12 +397,19 @@ void TestCliSim::benchFidelity()
 void TestCliSim::benchSim()
 {
     const Result r = runCli({QStringLiteral("bench"), QStringLiteral("sim"), QStringLiteral("--steps"), QStringLiteral("20"),
-                             QStringLiteral("--json"), QStringLiteral("-")});
+                             QStringLiteral("--routed-steps"), QStringLiteral("2"), QStringLiteral("--json"), QStringLiteral("-")});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     QString error;
     const QJsonObject j = parse(r.out, &error).object();
     QVERIFY2(error.isEmpty(), qPrintable(error));
-    QVERIFY(j.value(QStringLiteral("us_per_step_median")).toDouble() > 0);
+    // Three conditions, each with its own ceiling (a pass over the same 16-bit counts).
+    for (const char* prefix : {"", "warm_", "cold_"}) {
+        const QString p = QString::fromLatin1(prefix);
+        QVERIFY2(j.value(p + QStringLiteral("us_per_step_median")).toDouble() > 0, prefix);
+        QVERIFY2(j.value(p + QStringLiteral("us_per_step_p90")).toDouble() >= j.value(p + QStringLiteral("us_per_step_median")).toDouble(), prefix);
+        QVERIFY2(j.value(p + QStringLiteral("ceiling_stream_counts_cpu_us")).toDouble() > 0, prefix);
+    }
+    QCOMPARE(j.value(QStringLiteral("routed_steps")).toInt(), 2);
     QVERIFY(j.value(QStringLiteral("allocations_per_step")).isDouble());
     QVERIFY(j.value(QStringLiteral("allocations_per_step")).toDouble() >= 0);
     QVERIFY(j.value(QStringLiteral("peak_rss_mb")).toDouble() > 0);
