@@ -63,20 +63,18 @@ std::uint64_t streamCounts(const RoutingSample& sample)
     constexpr std::size_t kLanes = sizeof(V) / sizeof(RoutingSample::Count);
     V a = {}, b = {};
     std::uint64_t sum = 0;
-    for (const auto& layer : sample.counts) {
-        const RoutingSample::Count* p = layer.data();
-        const std::size_t n = layer.size();
-        std::size_t i = 0;
-        for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-            V x, y;
-            std::memcpy(&x, p + i, sizeof x);
-            std::memcpy(&y, p + i + kLanes, sizeof y);
-            a += x;
-            b += y;
-        }
-        for (; i < n; ++i)
-            sum += p[i];
+    const RoutingSample::Count* p = sample.all_counts.data();
+    const std::size_t n = sample.all_counts.size();
+    std::size_t i = 0;
+    for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+        V x, y;
+        std::memcpy(&x, p + i, sizeof x);
+        std::memcpy(&y, p + i + kLanes, sizeof y);
+        a += x;
+        b += y;
     }
+    for (; i < n; ++i)
+        sum += p[i];
     a += b;
     for (std::size_t k = 0; k < kLanes; ++k)
         sum += a[k];
@@ -163,8 +161,7 @@ int benchSim(const Args& args)
     }
     for (int i = 0; i < steps; ++i) {
         const auto& source = samples[static_cast<std::size_t>(i % kSamples)];
-        for (std::size_t l = 0; l < source.counts.size(); ++l)  // same sizes: no allocation
-            std::copy(source.counts[l].begin(), source.counts[l].end(), fresh.counts[l].begin());
+        std::copy(source.all_counts.begin(), source.all_counts.end(), fresh.all_counts.begin());  // same size
         timeStep(fresh, warm);
         timeCeiling(fresh, warm);
         timeStep(samples[static_cast<std::size_t>((i + 1) % kSamples)], cold);

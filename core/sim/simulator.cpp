@@ -107,7 +107,7 @@ void Simulator::routeLayer(const RoutingSample& r, int layer, double tokensPerGp
     m_repTaken.resize(static_cast<std::size_t>(R));
 
     detail::RouteKernelIn in;
-    in.counts = r.counts[static_cast<std::size_t>(layer)].data();
+    in.counts = r.layer(layer).data();
     in.zero_row = m_zeroRow.data();
     in.G = m_fabric.numGpus();
     in.E = E;
@@ -117,8 +117,8 @@ void Simulator::routeLayer(const RoutingSample& r, int layer, double tokensPerGp
     in.R = R;
     in.rep_expert = plan.rep_expert.data();
     in.rep_fraction = plan.rep_fraction.data();
-    if (layer + 1 < r.numLayers() && r.counts[static_cast<std::size_t>(layer) + 1].size() >= static_cast<std::size_t>(8 * E))
-        in.prefetch_next = r.counts[static_cast<std::size_t>(layer) + 1].data();
+    if (layer + 1 < r.numLayers() && r.layerSize() >= static_cast<std::size_t>(8 * E))
+        in.prefetch_next = r.layer(layer + 1).data();
     detail::RouteKernelOut out;
     out.totals = m_expertTotals.data();
     out.not_sent = m_notSent.data();

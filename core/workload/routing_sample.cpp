@@ -14,15 +14,14 @@ void RoutingSample::resize(int layers, int gpus, int experts, int tokensPerGpu, 
     num_experts = experts;
     tokens_per_gpu = tokensPerGpu;
     top_k = topK;
-    counts.resize(static_cast<std::size_t>(layers));
-    for (auto& c : counts)
-        c.assign(static_cast<std::size_t>(gpus) * static_cast<std::size_t>(experts), 0);
+    num_layers = layers;
+    all_counts.assign(static_cast<std::size_t>(layers) * layerSize(), 0);
 }
 
 std::vector<std::int64_t> RoutingSample::expertLoad(int layer) const
 {
     std::vector<std::int64_t> load(static_cast<std::size_t>(num_experts), 0);
-    const auto& c = counts[static_cast<std::size_t>(layer)];
+    const auto c = this->layer(layer);
     for (int s = 0; s < num_gpus; ++s)
         for (int e = 0; e < num_experts; ++e)
             load[static_cast<std::size_t>(e)] += c[static_cast<std::size_t>(s) * num_experts + e];

@@ -268,9 +268,7 @@ void SyntheticRouting::advance(Layer& layer)
 
 void SyntheticRouting::next(RoutingSample& out)
 {
-    const auto rowsSize = static_cast<std::size_t>(m_numGpus) * static_cast<std::size_t>(m_numExperts);
-    if (out.num_gpus != m_numGpus || out.num_experts != m_numExperts || out.numLayers() != m_numLayers ||
-        out.counts.front().size() != rowsSize)
+    if (!out.hasShape(m_numLayers, m_numGpus, m_numExperts))
         out.resize(m_numLayers, m_numGpus, m_numExperts, m_tokensPerGpu, m_topK);
     out.tokens_per_gpu = m_tokensPerGpu;
     out.top_k = m_topK;

@@ -149,9 +149,7 @@ void TraceRouting::reset()
 
 void TraceRouting::next(RoutingSample& out)
 {
-    const auto rowsSize = static_cast<std::size_t>(m_numGpus) * static_cast<std::size_t>(m_numExperts);
-    if (out.num_gpus != m_numGpus || out.num_experts != m_numExperts || out.numLayers() != m_numLayers ||
-        out.counts.front().size() != rowsSize)
+    if (!out.hasShape(m_numLayers, m_numGpus, m_numExperts))
         out.resize(m_numLayers, m_numGpus, m_numExperts, m_tokensPerGpu, m_topK);
     out.tokens_per_gpu = m_tokensPerGpu;
     out.top_k = m_topK;
@@ -174,7 +172,7 @@ void TraceRouting::nextReplay(RoutingSample& out)
         const auto tl = static_cast<std::size_t>(traceLayerOf(l));
         const std::int32_t* rec = m_recordOf[tl].data();
         const std::int32_t* experts = m_trace.layer_experts[tl].data();
-        auto& counts = out.counts[static_cast<std::size_t>(l)];
+        const std::span<RoutingSample::Count> counts = out.layer(l);
         std::fill(counts.begin(), counts.end(), 0);
         std::int64_t t = start;
         int src = 0;
