@@ -90,8 +90,13 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
         s.workload.phase = *p == 0 ? Phase::decode : Phase::prefill;
     if (s.workload.phase == Phase::prefill)
         s.workload.tokens_per_gpu = 4096;
-    if (auto t = c.r.getInt(node, "tokens_per_gpu", false, 1, kMaxTokensPerGpu))  // see kMaxTokensPerGpu
-        s.workload.tokens_per_gpu = static_cast<int>(*t);
+    if (auto t = c.r.getInt(node, "tokens_per_gpu", false, 1, std::int64_t{1} << 30)) {
+        if (*t > kMaxTokensPerGpu)
+            c.r.error(node["tokens_per_gpu"], "'tokens_per_gpu' = " + std::to_string(*t) + " is more than one GPU routes in one step (at most "
+                                                  + std::to_string(kMaxTokensPerGpu) + "); model a longer prefill as chunks of at most that");
+        else
+            s.workload.tokens_per_gpu = static_cast<int>(*t);
+    }
     if (auto t = c.r.getInt(node, "context_tokens", false, 1, 16 << 20))
         s.workload.context_tokens = static_cast<int>(*t);
     if (!YamlReader::has(node, "routing"))
