@@ -136,7 +136,7 @@ private:
     std::vector<RoutingSample::Count> m_zeroRow;  // [expert] counts of an absent source
     std::vector<std::int32_t> m_expertTotals;  // [expert] pairs this layer (all sources)
     std::vector<double> m_expertScaled;        // [expert] pairs scaled to a memory-limited batch
-    std::vector<std::uint64_t> m_roundOrder;  // scratch of the largest-remainder rounding
+    std::vector<std::uint64_t> m_roundScratch;  // scratch of the largest-remainder rounding
     std::vector<float> m_sentSum;      // tokens src sent dst this step (summed over layers), layout of m_notSent
     std::vector<double> m_dispatchPort, m_combinePort;  // [port] bytes this layer
     std::vector<double> m_stepPortBytes;                // [port] bytes this step

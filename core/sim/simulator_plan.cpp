@@ -31,7 +31,7 @@ void Simulator::buildPlans()
     }
     m_expertTotals.assign(static_cast<std::size_t>(E), 0);
     m_expertScaled.assign(static_cast<std::size_t>(E), 0.0);
-    m_roundOrder.reserve(2 * static_cast<std::size_t>(std::max(E, G)));
+    m_roundScratch.reserve(2 * static_cast<std::size_t>(std::max(E, G)));
     // Block layout of route_kernel.h: whole blocks of eight sources, lanes past the last source 1.
     const auto blocked = static_cast<std::size_t>((G + detail::kRouteBlock - 1) / detail::kRouteBlock) * static_cast<std::size_t>(G)
                          * detail::kRouteBlock;

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
-#include <cmath>
 #include <numeric>
 #include <stdexcept>
 
@@ -171,7 +171,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
             slowestHalf = std::max(slowestHalf, half);
         }
         ++m_stragglerCount[static_cast<std::size_t>(slowestGpu)];
-        roundPreservingSum(m_gpuPairs.data(), lm.gpu_load.data(), m_gpuPairs.size(), m_roundOrder);
+        roundPreservingSum(m_gpuPairs.data(), lm.gpu_load.data(), m_gpuPairs.size(), m_roundScratch);
         for (int g = 0; g < G; ++g)
             out.gpus[static_cast<std::size_t>(g)].expert_pairs += lm.gpu_load[static_cast<std::size_t>(g)];
         if (tokens == r.tokens_per_gpu) {
@@ -180,7 +180,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
             const double scale = r.tokens_per_gpu > 0 ? tokens / r.tokens_per_gpu : 0.0;
             for (int e = 0; e < E; ++e)
                 m_expertScaled[static_cast<std::size_t>(e)] = m_expertTotals[static_cast<std::size_t>(e)] * scale;
-            roundPreservingSum(m_expertScaled.data(), lm.expert_load.data(), m_expertScaled.size(), m_roundOrder);
+            roundPreservingSum(m_expertScaled.data(), lm.expert_load.data(), m_expertScaled.size(), m_roundScratch);
         }
 
         const PhaseResult dispatch = phaseTime(m_dispatchPort, m_cal.dispatch_floor_us, m_crossTraffic);
