@@ -53,6 +53,37 @@ int uniformSlotsPerGpu(const RouteKernelIn& in)
 
 }  // namespace
 
+bool compactFractions(std::span<const float> dense, FractionTable& table, std::vector<std::uint8_t>& index)
+{
+    std::array<std::uint32_t, kFractionTable> bits{};
+    int n = 0;
+    auto find = [&](std::uint32_t b) {
+        int k = 0;
+        while (k < n && bits[static_cast<std::size_t>(k)] != b)
+            ++k;
+        return k;
+    };
+    for (const float f : dense) {
+        std::uint32_t b = 0;
+        std::memcpy(&b, &f, sizeof b);
+        if (find(b) < n)
+            continue;
+        if (n == kFractionTable)
+            return false;
+        bits[static_cast<std::size_t>(n++)] = b;
+    }
+    table.fill(0.0f);
+    for (int k = 0; k < n; ++k)
+        std::memcpy(&table[static_cast<std::size_t>(k)], &bits[static_cast<std::size_t>(k)], sizeof(float));
+    index.resize(dense.size());
+    for (std::size_t i = 0; i < dense.size(); ++i) {
+        std::uint32_t b = 0;
+        std::memcpy(&b, &dense[i], sizeof b);
+        index[i] = static_cast<std::uint8_t>(find(b));
+    }
+    return true;
+}
+
 void routeKernelPortable(const RouteKernelIn& in, const RouteKernelOut& out)
 {
     using V4 = float __attribute__((vector_size(16)));
@@ -109,10 +140,18 @@ void routeKernelPortable(const RouteKernelIn& in, const RouteKernelOut& out)
         // 1 - f (1 - keep[expert]).
         for (int rep = 0; rep < R; ++rep) {
             const int e = in.rep_expert[rep];
-            const float* frac = in.rep_fraction + (static_cast<std::size_t>(block) * R + static_cast<std::size_t>(rep)) * kRouteBlock;
+            const std::size_t at = (static_cast<std::size_t>(block) * R + static_cast<std::size_t>(rep)) * kRouteBlock;
             V4 flo, fhi;
-            std::memcpy(&flo, frac, sizeof flo);
-            std::memcpy(&fhi, frac + 4, sizeof fhi);
+            if (in.fraction_index) {
+                const std::uint8_t* ix = in.fraction_index + at;
+                for (int b = 0; b < 4; ++b) {
+                    flo[b] = in.fraction_table[ix[b]];
+                    fhi[b] = in.fraction_table[ix[4 + b]];
+                }
+            } else {
+                std::memcpy(&flo, in.rep_fraction + at, sizeof flo);
+                std::memcpy(&fhi, in.rep_fraction + at + 4, sizeof fhi);
+            }
             const V4 takenLo = (one - keepV[2 * e]) * flo;
             const V4 takenHi = (one - keepV[2 * e + 1]) * fhi;
             keepV[2 * (E + rep)] = one - takenLo;
@@ -187,12 +226,18 @@ __attribute__((target("avx2"))) void routeKernelAvx2(const RouteKernelIn& in, co
     const int slotsPerGpu = uniformSlotsPerGpu(in);
     const int* repExpert = in.rep_expert;
     float* repAcc = out.rep_acc;
+    const bool compact = in.fraction_index != nullptr;
+    const __m256 table = compact ? _mm256_loadu_ps(in.fraction_table) : one;
     for (int src0 = 0; src0 < G; src0 += kRouteBlock) {
         const int block = src0 / kRouteBlock;
-        // The block's replica fractions (R x 8 floats) are read after pass 1; fetch them now.
-        const float* fractions = in.rep_fraction + static_cast<std::size_t>(block) * static_cast<std::size_t>(R) * kRouteBlock;
-        for (std::size_t off = 0; off < static_cast<std::size_t>(R) * kRouteBlock; off += 16)
-            _mm_prefetch(reinterpret_cast<const char*>(fractions + off), _MM_HINT_T0);
+        // The block's replica shares (R x 8 bytes or floats) are read after pass 1; fetch them now.
+        const std::size_t shares = static_cast<std::size_t>(block) * static_cast<std::size_t>(R) * kRouteBlock;
+        const float* fractions = compact ? nullptr : in.rep_fraction + shares;
+        const std::uint8_t* indices = compact ? in.fraction_index + shares : nullptr;
+        const char* sharesAt = compact ? reinterpret_cast<const char*>(indices) : reinterpret_cast<const char*>(fractions);
+        const std::size_t shareBytes = static_cast<std::size_t>(R) * kRouteBlock * (compact ? 1 : sizeof(float));
+        for (std::size_t off = 0; off < shareBytes; off += 64)
+            _mm_prefetch(sharesAt + off, _MM_HINT_T0);
         const Count* row[8];
         for (int b = 0; b < 8; ++b)
             row[b] = sourceRow(in, src0 + b);
@@ -245,7 +290,10 @@ __attribute__((target("avx2"))) void routeKernelAvx2(const RouteKernelIn& in, co
             }
         for (int rep = 0; rep < R; ++rep) {
             const int e = repExpert[rep];
-            const __m256 frac = _mm256_loadu_ps(fractions + static_cast<std::size_t>(rep) * kRouteBlock);
+            const __m256 frac =
+                compact ? _mm256_permutevar8x32_ps(table, _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(
+                              indices + static_cast<std::size_t>(rep) * kRouteBlock))))
+                        : _mm256_loadu_ps(fractions + static_cast<std::size_t>(rep) * kRouteBlock);
             const __m256 taken = _mm256_mul_ps(_mm256_sub_ps(one, _mm256_load_ps(keep + static_cast<std::size_t>(e) * kRouteBlock)), frac);
             _mm256_store_ps(keep + static_cast<std::size_t>(E + rep) * kRouteBlock, _mm256_sub_ps(one, taken));
             float* acc = repAcc + static_cast<std::size_t>(rep) * kRouteBlock;

@@ -11,12 +11,23 @@
 
 #include "workload/routing_sample.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 namespace moex::detail {
 
 constexpr int kRouteBlock = 8;
+constexpr int kFractionTable = 8;  // distinct shares of the compact form: one AVX2 register
+
+using FractionTable = std::array<float, kFractionTable>;
+
+// The compact form of dense shares (layout of RouteKernelIn::rep_fraction): true, with `table`
+// (unused entries 0) and `index` (one byte per share) filled, when they take at most
+// kFractionTable distinct values (compared bit for bit); false, with both untouched, otherwise.
+bool compactFractions(std::span<const float> dense, FractionTable& table, std::vector<std::uint8_t>& index);
 
 [[nodiscard]] inline std::size_t notSentIndex(int src, int dst, int G)
 {
@@ -38,7 +49,14 @@ struct RouteKernelIn {
     const int* gpu_slot_begin = nullptr;
     int R = 0;                           // replicas of replicated experts
     const int* rep_expert = nullptr;     // [R]
-    const float* rep_fraction = nullptr; // [(src / 8) * R + r][src % 8] share of src's tokens replica r takes
+    // The share of src's tokens for the expert that replica r takes, in one of two forms:
+    //  - dense: rep_fraction[(src / 8) * R + r][src % 8];
+    //  - compact (set when fraction_index is): fraction_table[fraction_index[(src / 8) * R + r][src % 8]].
+    //    Under the nearest-replica rule every share is 0, 1 or 1 / k, so a layer has a handful of
+    //    distinct values and one byte per share replaces four (compactFractions).
+    const float* rep_fraction = nullptr;
+    const float* fraction_table = nullptr;        // [kFractionTable]
+    const std::uint8_t* fraction_index = nullptr;
     // Optional: the counts read next (the next layer's), 8 E of them fetched into cache during the
     // last block.
     const Count* prefetch_next = nullptr;

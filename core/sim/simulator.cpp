@@ -116,7 +116,12 @@ void Simulator::routeLayer(const RoutingSample& r, int layer, double tokensPerGp
     in.gpu_slot_begin = plan.gpu_slot_begin.data();
     in.R = R;
     in.rep_expert = plan.rep_expert.data();
-    in.rep_fraction = plan.rep_fraction.data();
+    if (plan.fraction_index.empty()) {
+        in.rep_fraction = plan.rep_fraction.data();
+    } else {
+        in.fraction_table = plan.fraction_table.data();
+        in.fraction_index = plan.fraction_index.data();
+    }
     if (layer + 1 < r.numLayers() && r.layerSize() >= static_cast<std::size_t>(8 * E))
         in.prefetch_next = r.layer(layer + 1).data();
     detail::RouteKernelOut out;

@@ -11,6 +11,8 @@
 #include "sim/fabric.h"
 #include "workload/routing_sample.h"
 
+#include <array>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -82,8 +84,12 @@ private:
         std::vector<int> rep_expert;     // [r] its expert
         // [(src / 8) * R + r][src % 8] fraction of source src's tokens for the expert that replica r takes:
         // explicit shares, else the nearest-replica rule (same GPU, else same NVLink domain, else
-        // all evenly; DESIGN.md 5.1).
+        // all evenly; DESIGN.md 5.1). Compact where the layer has at most 8 distinct fractions
+        // (fraction_table[fraction_index[i]], route_kernel.h; rep_fraction empty), dense otherwise
+        // (rep_fraction; fraction_index empty): a step streams every layer's.
         std::vector<float> rep_fraction;
+        std::array<float, 8> fraction_table{};
+        std::vector<std::uint8_t> fraction_index;
     };
     struct PhaseResult {
         double time_us = 0;       // whole phase (slowest port + latency, at least the floor)

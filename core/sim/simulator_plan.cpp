@@ -150,6 +150,12 @@ void Simulator::buildLayerPlan(int l)
         for (int src = 0; src < G; ++src)
             plan.rep_fraction[(static_cast<std::size_t>(src / 8) * R + static_cast<std::size_t>(rep)) * 8 + static_cast<std::size_t>(src % 8)] =
                 repFractions[static_cast<std::size_t>(rep) * G + static_cast<std::size_t>(src)];
+    plan.fraction_index.clear();
+    static_assert(std::tuple_size_v<decltype(plan.fraction_table)> == detail::kFractionTable);
+    if (detail::compactFractions(plan.rep_fraction, plan.fraction_table, plan.fraction_index))
+        std::vector<float>().swap(plan.rep_fraction);  // a quarter of the bytes: the dense form is not kept
+    else
+        std::vector<std::uint8_t>().swap(plan.fraction_index);
 }
 
 }  // namespace moex

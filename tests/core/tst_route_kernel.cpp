@@ -29,12 +29,17 @@ struct Case {
     std::vector<int> slotKeep, gpuBegin, repExpert;
     std::vector<std::vector<float>> share;  // [replica][src] fraction of src's tokens for the expert
     std::vector<float> repFraction;         // kernel layout [(src / 8) * R + r][src % 8]
+    bool compact = false;                   // the kernel reads the compact form below instead
+    FractionTable table{};
+    std::vector<std::uint8_t> index;
     std::vector<RoutingSample::Count> zeroRow;
     int R() const { return static_cast<int>(repExpert.size()); }
 };
 
 // `uniform`: every GPU gets the same number of slots (the kernel's fast path), else 1..5 per GPU.
-Case makeCase(int G, int E, int T, bool uniform, std::uint32_t seed)
+// `nearest`: shares as the nearest-replica rule makes them (per source, one replica takes all or
+// all take 1 / copies), which the kernel reads in the compact form; else uneven shares, dense.
+Case makeCase(int G, int E, int T, bool uniform, bool nearest, std::uint32_t seed)
 {
     std::mt19937 rng(seed);
     Case c;
@@ -91,6 +96,14 @@ Case makeCase(int G, int E, int T, bool uniform, std::uint32_t seed)
     for (int e = 0; e < E; ++e) {
         const auto& reps = repsOf[static_cast<std::size_t>(e)];
         for (int src = 0; src < G && !reps.empty(); ++src) {
+            if (nearest) {
+                const auto n = reps.size();
+                const auto local = static_cast<std::size_t>(std::uniform_int_distribution<int>(0, 2 * static_cast<int>(n) - 1)(rng));
+                for (std::size_t j = 0; j < n; ++j)  // half the time one replica is on src's GPU
+                    c.share[static_cast<std::size_t>(reps[j])][static_cast<std::size_t>(src)] =
+                        local < n ? (j == local ? 1.0f : 0.0f) : 1.0f / static_cast<float>(n);
+                continue;
+            }
             float left = 1.0f;
             for (std::size_t j = 0; j + 1 < reps.size(); ++j) {
                 const float f = left * std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
@@ -106,6 +119,7 @@ Case makeCase(int G, int E, int T, bool uniform, std::uint32_t seed)
         for (int src = 0; src < G; ++src)
             c.repFraction[(static_cast<std::size_t>(src / kRouteBlock) * static_cast<std::size_t>(c.R()) + static_cast<std::size_t>(r)) * kRouteBlock
                           + static_cast<std::size_t>(src % kRouteBlock)] = c.share[static_cast<std::size_t>(r)][static_cast<std::size_t>(src)];
+    c.compact = compactFractions(c.repFraction, c.table, c.index);
     c.zeroRow.assign(static_cast<std::size_t>(E), 0);
     return c;
 }
@@ -137,7 +151,13 @@ Result run(const Case& c, Kernel kernel)
     in.gpu_slot_begin = c.gpuBegin.data();
     in.R = c.R();
     in.rep_expert = c.repExpert.data();
-    in.rep_fraction = c.repFraction.data();
+    if (c.compact) {  // the kernel must not read the dense form: garbage would show
+        in.rep_fraction = nullptr;
+        in.fraction_table = c.table.data();
+        in.fraction_index = c.index.data();
+    } else {
+        in.rep_fraction = c.repFraction.data();
+    }
     RouteKernelOut out;
     out.totals = res.totals.data();
     out.not_sent = res.notSent.data();
@@ -200,14 +220,17 @@ private slots:
         QTest::addColumn<int>("E");
         QTest::addColumn<int>("T");
         QTest::addColumn<bool>("uniform");
-        QTest::newRow("NVL72 DeepSeek shape") << 72 << 256 << 128 << true;
-        QTest::newRow("8 GPUs, Mixtral") << 8 << 8 << 64 << true;
-        QTest::newRow("13 GPUs, 37 experts, uneven slots") << 13 << 37 << 100 << false;
-        QTest::newRow("3 GPUs, 5 experts") << 3 << 5 << 16 << true;
-        QTest::newRow("64 GPUs, 384 experts, uneven slots") << 64 << 384 << 256 << false;
-        QTest::newRow("20 GPUs, 130 experts, prefill batch") << 20 << 130 << 8192 << true;
+        QTest::addColumn<bool>("nearest");
+        QTest::newRow("NVL72 DeepSeek shape") << 72 << 256 << 128 << true << false;
+        QTest::newRow("NVL72 DeepSeek shape, nearest-replica shares") << 72 << 256 << 128 << true << true;
+        QTest::newRow("8 GPUs, Mixtral") << 8 << 8 << 64 << true << false;
+        QTest::newRow("13 GPUs, 37 experts, uneven slots") << 13 << 37 << 100 << false << false;
+        QTest::newRow("13 GPUs, 37 experts, uneven slots, nearest-replica shares") << 13 << 37 << 100 << false << true;
+        QTest::newRow("3 GPUs, 5 experts") << 3 << 5 << 16 << true << false;
+        QTest::newRow("64 GPUs, 384 experts, uneven slots") << 64 << 384 << 256 << false << false;
+        QTest::newRow("20 GPUs, 130 experts, prefill batch") << 20 << 130 << 8192 << true << true;
         // The widest counts: above 32767 a signed 16-bit widening would turn them negative.
-        QTest::newRow("16 GPUs, 64 experts, most tokens a step allows") << 16 << 64 << kMaxTokensPerGpu << true;
+        QTest::newRow("16 GPUs, 64 experts, most tokens a step allows") << 16 << 64 << kMaxTokensPerGpu << true << false;
     }
     void matchesReference()
     {
@@ -215,9 +238,14 @@ private slots:
         QFETCH(int, E);
         QFETCH(int, T);
         QFETCH(bool, uniform);
+        QFETCH(bool, nearest);
         for (std::uint32_t seed = 1; seed <= 3; ++seed) {
-            const Case c = makeCase(G, E, T, uniform, seed);
+            const Case c = makeCase(G, E, T, uniform, nearest, seed);
             QVERIFY(c.R() > 0);
+            if (nearest)
+                QVERIFY(c.compact);
+            else if (G >= 8)  // uneven shares take far more than 8 values (3 GPUs' few may not)
+                QVERIFY(!c.compact);
             const Result portable = run(c, routeKernelPortable);
             checkAgainstReference(c, portable);
             if (QTest::currentTestFailed())
@@ -237,6 +265,35 @@ private slots:
         }
         if (!routeKernelHasAvx2())
             qInfo("this CPU has no AVX2: only the portable version was checked");
+    }
+
+    // The compact form holds the same floats, bit for bit, or is refused.
+    void compactFractionsRoundTrip()
+    {
+        const std::vector<float> eight = {0.0f, 1.0f, 0.5f, 1.0f / 3, 0.25f, 0.2f, 1.0f / 6, 1.0f / 7, 0.5f, 0.0f, 1.0f, 1.0f / 7};
+        FractionTable table{};
+        table.fill(-7.0f);
+        std::vector<std::uint8_t> index;
+        QVERIFY(compactFractions(eight, table, index));
+        QCOMPARE(index.size(), eight.size());
+        for (std::size_t i = 0; i < eight.size(); ++i) {
+            QVERIFY(index[i] < kFractionTable);
+            QVERIFY(std::memcmp(&table[index[i]], &eight[i], sizeof(float)) == 0);
+        }
+        // Nine distinct values do not fit; -0 and +0 are distinct bit patterns.
+        std::vector<float> nine = eight;
+        nine.push_back(-0.0f);
+        table.fill(-7.0f);
+        index.assign(3, 9);
+        QVERIFY(!compactFractions(nine, table, index));
+        QCOMPARE(table[0], -7.0f);  // untouched on refusal
+        QCOMPARE(index.size(), std::size_t{3});
+        // Fewer values: the unused table entries are 0.
+        QVERIFY(compactFractions(std::vector<float>{0.5f, 0.5f}, table, index));
+        QCOMPARE(index, std::vector<std::uint8_t>({0, 0}));
+        QCOMPARE(table[0], 0.5f);
+        for (int k = 1; k < kFractionTable; ++k)
+            QCOMPARE(table[static_cast<std::size_t>(k)], 0.0f);
     }
 
     // Tokens each GPU sends and receives in one NVLink domain, from a not-sent matrix.
