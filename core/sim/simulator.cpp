@@ -47,6 +47,14 @@ Simulator::Simulator(const Scenario& scenario, const Placement& placement, const
         if (rate > 0 && port.kind != PortKind::leafUp && port.kind != PortKind::leafDown)
             m_gpuPorts.emplace_back(static_cast<int>(p), port.owner);
     }
+    m_nvlinkOnly = m_fabric.numDomains() == 1;
+    std::vector<char> seen(m_fabric.ports().size(), 0);
+    for (int g = 0; g < m_fabric.numGpus() && m_nvlinkOnly; ++g)
+        for (const int p : {m_fabric.nvOut(g), m_fabric.nvIn(g)}) {
+            m_nvlinkOnly = m_nvlinkOnly && p >= 0 && !seen[static_cast<std::size_t>(p)] && m_fabric.ports()[static_cast<std::size_t>(p)].owner == g;
+            if (p >= 0)
+                seen[static_cast<std::size_t>(p)] = 1;
+        }
     setSpeeds(scenario.speeds);
     buildPlans();
 }
@@ -149,6 +157,7 @@ void Simulator::accumulatePorts(double tokensPerGpu)
     const double bc = combineBytesPerToken();
     std::fill(m_dispatchPort.begin(), m_dispatchPort.end(), 0.0);
     std::fill(m_combinePort.begin(), m_combinePort.end(), 0.0);
+    m_portBytesStale = false;
     std::fill(m_messages.begin(), m_messages.end(), 0);
     std::fill(m_inTokens.begin(), m_inTokens.end(), 0.0);
     m_crossTraffic = false;
@@ -161,20 +170,9 @@ void Simulator::accumulatePorts(double tokensPerGpu)
     };
     const float T = static_cast<float>(tokensPerGpu);
     float* inTokens = m_inTokens.data();
-    // A GPU's tokens for its own experts never touch the network.
-    for (int src = 0; src < G; ++src)
-        m_notSent[detail::notSentIndex(src, src, G)] = 1.0f;
     if (D == 1) {
-        // One NVLink domain (NVL72, one HGX node): every pair is one switch hop; the tokens each
-        // GPU sends and receives come from the routing kernel's not-sent matrix in one pass.
-        detail::SendTotals st;
-        st.not_sent = m_notSent.data();
-        st.sent_sum = m_sentSum.data();
-        st.out = m_blockOut.data();
-        st.in = inTokens;
-        st.G = G;
-        st.tokens = T;
-        detail::sendTotals(st);
+        // One NVLink domain (NVL72, one HGX node): every pair is one switch hop.
+        sendTotalsOneDomain(tokensPerGpu);
         for (int src = 0; src < G; ++src) {
             const double outIntra = m_blockOut[static_cast<std::size_t>(src)];
             m_messages[static_cast<std::size_t>(src)] = static_cast<std::int64_t>(outIntra + 0.5);
@@ -182,6 +180,9 @@ void Simulator::accumulatePorts(double tokensPerGpu)
             add(m_combinePort, m_fabric.nvIn(src), outIntra * bc);
         }
     }
+    // A GPU's tokens for its own experts never touch the network.
+    for (int src = 0; src < G && D > 1; ++src)
+        m_notSent[detail::notSentIndex(src, src, G)] = 1.0f;
     for (int src = 0; src < G && D > 1; ++src) {
         const int srcDom = m_fabric.domainOf(src);
         double outIntra = 0;
@@ -263,6 +264,111 @@ void Simulator::accumulatePorts(double tokensPerGpu)
             }
         }
     }
+}
+
+void Simulator::sendTotalsOneDomain(double tokensPerGpu)
+{
+    const int G = m_fabric.numGpus();
+    // A GPU's tokens for its own experts never touch the network.
+    for (int src = 0; src < G; ++src)
+        m_notSent[detail::notSentIndex(src, src, G)] = 1.0f;
+    // The tokens each GPU sends and receives, from the routing kernel's not-sent matrix in one pass.
+    detail::SendTotals st;
+    st.not_sent = m_notSent.data();
+    st.sent_sum = m_sentSum.data();
+    st.out = m_blockOut.data();
+    st.in = m_inTokens.data();
+    st.G = G;
+    st.tokens = static_cast<float>(tokensPerGpu);
+    detail::sendTotals(st);
+}
+
+bool Simulator::setNvlinkFastPath(bool enabled)
+{
+    m_nvlinkFastPath = enabled;
+    return m_nvlinkOnly;
+}
+
+const std::vector<double>& Simulator::lastDispatchPortBytes() const
+{
+    if (m_portBytesStale) {  // the per-port form of communicateNvlinkOnly's layer, as accumulatePorts makes it
+        std::fill(m_dispatchPort.begin(), m_dispatchPort.end(), 0.0);
+        std::fill(m_combinePort.begin(), m_combinePort.end(), 0.0);
+        const double bd = dispatchBytesPerToken(), bc = combineBytesPerToken();
+        for (int g = 0; g < m_fabric.numGpus(); ++g) {
+            const double out = m_blockOut[static_cast<std::size_t>(g)];
+            const double in = m_inTokens[static_cast<std::size_t>(g)];
+            m_dispatchPort[static_cast<std::size_t>(m_fabric.nvOut(g))] += out * bd;
+            m_dispatchPort[static_cast<std::size_t>(m_fabric.nvIn(g))] += in * bd;
+            m_combinePort[static_cast<std::size_t>(m_fabric.nvIn(g))] += out * bc;
+            m_combinePort[static_cast<std::size_t>(m_fabric.nvOut(g))] += in * bc;
+        }
+        m_portBytesStale = false;
+    }
+    return m_dispatchPort;
+}
+
+const std::vector<double>& Simulator::lastCombinePortBytes() const
+{
+    (void)lastDispatchPortBytes();  // makes both
+    return m_combinePort;
+}
+
+Simulator::LayerComm Simulator::communicate(double tokensPerGpu, bool addStepBytes)
+{
+    if (m_nvlinkOnly && m_nvlinkFastPath)
+        return communicateNvlinkOnly(tokensPerGpu, addStepBytes);
+    accumulatePorts(tokensPerGpu);
+    const LayerComm c{phaseTime(m_dispatchPort, m_cal.dispatch_floor_us, m_crossTraffic),
+                      phaseTime(m_combinePort, m_cal.combine_floor_us, m_crossTraffic)};
+    portTimesPerGpu(m_dispatchPort, m_gpuDispatch);
+    portTimesPerGpu(m_combinePort, m_gpuCombine);
+    if (addStepBytes)
+        for (std::size_t p = 0; p < m_stepPortBytes.size(); ++p)
+            m_stepPortBytes[p] += m_dispatchPort[p] + m_combinePort[p];
+    return c;
+}
+
+// accumulatePorts, phaseTime, portTimesPerGpu and the step's port bytes where only NVLink ports
+// carry bytes and each GPU owns its two: dispatch puts a GPU's sent tokens on its nvOut port and
+// its received ones on its nvIn port, combine the reverse. Every port gets one term per phase
+// (0 + x is x), a phase lasts as long as its slowest port (a maximum, exact in any order), and a
+// GPU's own time is the slower of its two ports (its NIC ports carry nothing here): the general
+// path's values, in one pass over the GPUs instead of several over every port.
+Simulator::LayerComm Simulator::communicateNvlinkOnly(double tokensPerGpu, bool addStepBytes)
+{
+    const int G = m_fabric.numGpus();
+    const double bd = dispatchBytesPerToken();
+    const double bc = combineBytesPerToken();
+    std::fill(m_inTokens.begin(), m_inTokens.end(), 0.0f);
+    sendTotalsOneDomain(tokensPerGpu);
+    m_crossTraffic = false;
+    m_portBytesStale = true;
+    const double* inv = m_invPortRate.data();
+    double* stepBytes = m_stepPortBytes.data();
+    double dispatchMax = 0, combineMax = 0;
+    std::int64_t messages = 0;
+    for (int g = 0; g < G; ++g) {
+        const auto po = static_cast<std::size_t>(m_fabric.nvOut(g));
+        const auto pi = static_cast<std::size_t>(m_fabric.nvIn(g));
+        const double out = m_blockOut[static_cast<std::size_t>(g)];
+        const double in = m_inTokens[static_cast<std::size_t>(g)];
+        messages = std::max(messages, static_cast<std::int64_t>(out + 0.5));
+        const double dOut = out * bd, dIn = in * bd;  // dispatch bytes on nvOut(g), nvIn(g)
+        const double cIn = out * bc, cOut = in * bc;  // combine bytes on nvIn(g), nvOut(g)
+        const double dispatchUs = std::max(dOut * inv[po], dIn * inv[pi]);
+        const double combineUs = std::max(cOut * inv[po], cIn * inv[pi]);
+        m_gpuDispatch[static_cast<std::size_t>(g)] = dispatchUs;
+        m_gpuCombine[static_cast<std::size_t>(g)] = combineUs;
+        dispatchMax = std::max(dispatchMax, dispatchUs);
+        combineMax = std::max(combineMax, combineUs);
+        if (addStepBytes) {
+            stepBytes[po] += dOut + cOut;
+            stepBytes[pi] += dIn + cIn;
+        }
+    }
+    return {phaseTimeOf(dispatchMax, messages, m_cal.dispatch_floor_us, false),
+            phaseTimeOf(combineMax, messages, m_cal.combine_floor_us, false)};
 }
 
 Simulator::MemoryBudget Simulator::memoryBudget(std::vector<double>* weightsPerGpu) const
@@ -354,7 +460,7 @@ double Simulator::layerTimeUs(const RoutingSample& r, int layer)
     const double tokens = m_memory.tokens;
     const bool tbo = m_scenario.overlap == Overlap::two_batch;
     routeLayer(r, layer, tokens);
-    accumulatePorts(tokens);
+    const LayerComm comm = communicate(tokens, false);
     const LayerPlan& plan = m_plans[static_cast<std::size_t>(layer)];
     const double sharedLayer = m_compute.sharedAndRouterUs(tokens);
     const double sharedLayerHalf = m_compute.sharedAndRouterUs(tokens / 2.0);
@@ -372,15 +478,13 @@ double Simulator::layerTimeUs(const RoutingSample& r, int layer)
         slowest = std::max(slowest, (full + sharedLayer) * inv);
         slowestHalf = std::max(slowestHalf, (half + sharedLayerHalf) * inv);
     }
-    const PhaseResult dispatch = phaseTime(m_dispatchPort, m_cal.dispatch_floor_us, m_crossTraffic);
-    const PhaseResult combine = phaseTime(m_combinePort, m_cal.combine_floor_us, m_crossTraffic);
     if (!tbo)
-        return dispatch.time_us + slowest + combine.time_us;
+        return comm.dispatch.time_us + slowest + comm.combine.time_us;
     const Workload& w = m_scenario.workload;
     const double attnLayerHalf = m_compute.attentionUs(tokens / 2.0, w.context_tokens, w.phase);
-    const double comm = 2.0 * (dispatch.half_time_us + combine.half_time_us);
+    const double commUs = 2.0 * (comm.dispatch.half_time_us + comm.combine.half_time_us);
     const double compute = 2.0 * (slowestHalf + attnLayerHalf / minSpeed);
-    return std::max(comm, compute);
+    return std::max(commUs, compute);
 }
 
 double Simulator::allToAllUs(const std::vector<double>& pairBytes, double floorUs)
@@ -448,9 +552,14 @@ Simulator::PhaseResult Simulator::phaseTime(const std::vector<double>& portBytes
     for (; p < n; ++p)
         m0 = std::max(m0, bytes[p] * inv[p]);
     const double slowest = std::max(std::max(m0, m1), std::max(m2, m3));
+    return phaseTimeOf(slowest, *std::max_element(m_messages.begin(), m_messages.end()), floorUs, crossDomain);
+}
+
+Simulator::PhaseResult Simulator::phaseTimeOf(double slowest, std::int64_t maxMessages, double floorUs, bool crossDomain) const
+{
     double messages = 0;
     if (m_mode == KernelMode::low_latency && m_cal.ll_message_us > 0)
-        messages = static_cast<double>(*std::max_element(m_messages.begin(), m_messages.end())) * m_cal.ll_message_us;
+        messages = static_cast<double>(maxMessages) * m_cal.ll_message_us;
     const double latency = crossDomain ? std::max(m_fabric.crossLatencyUs(), m_fabric.intraLatencyUs())
                                        : m_fabric.intraLatencyUs();
     PhaseResult r;

@@ -29,6 +29,10 @@ public:
     void setPlacement(const Placement& placement);
     void setSpeeds(const GpuSpeeds& speeds);
     void setKernelMode(KernelMode mode) { m_mode = mode; }
+    // One NVLink domain whose GPUs own their NVLink ports takes a shorter path through route steps
+    // 2-3 (no per-port arrays); false forces the general path, which gives the same results (tests
+    // compare the two). Returns whether the fast path applies to this topology.
+    bool setNvlinkFastPath(bool enabled);
     // The routing kernel this CPU runs ("avx2" or "portable"; core/sim/route_kernel.h).
     [[nodiscard]] static const char* routeKernelName();
 
@@ -48,8 +52,8 @@ public:
     // (NCCL all-to-all) and by physics tests.
     [[nodiscard]] double allToAllUs(const std::vector<double>& pairBytes, double floorUs);
     // Port loads of the last simulated layer (bytes), for the fidelity bench's bandwidth figures.
-    [[nodiscard]] const std::vector<double>& lastDispatchPortBytes() const { return m_dispatchPort; }
-    [[nodiscard]] const std::vector<double>& lastCombinePortBytes() const { return m_combinePort; }
+    [[nodiscard]] const std::vector<double>& lastDispatchPortBytes() const;
+    [[nodiscard]] const std::vector<double>& lastCombinePortBytes() const;
 
     // Simulates one step. The sample must have the scenario's MoE layers, GPUs and experts.
     void step(const RoutingSample& routing, StepMetrics& out);
@@ -109,8 +113,22 @@ private:
     };
     [[nodiscard]] MemoryBudget memoryBudget(std::vector<double>* weightsPerGpu = nullptr) const;
     void routeLayer(const RoutingSample& r, int layer, double tokensPerGpu);
+    // Route steps 2-3 of one layer after routeLayer: the dispatch and combine phase times, each
+    // GPU's own port time (m_gpuDispatch, m_gpuCombine) and, with addStepBytes, the layer's bytes
+    // per port added to m_stepPortBytes. One NVLink domain whose GPUs own their NVLink ports
+    // (m_nvlinkOnly) takes a path without per-port arrays; its results are the same, bit for bit.
+    struct LayerComm {
+        PhaseResult dispatch, combine;
+    };
+    LayerComm communicate(double tokensPerGpu, bool addStepBytes);
+    LayerComm communicateNvlinkOnly(double tokensPerGpu, bool addStepBytes);
     void accumulatePorts(double tokensPerGpu);
+    // Tokens each GPU sends and receives within one NVLink domain (m_blockOut, m_inTokens), added
+    // to m_sentSum, from m_notSent.
+    void sendTotalsOneDomain(double tokensPerGpu);
     PhaseResult phaseTime(const std::vector<double>& portBytes, double floorUs, bool crossDomain) const;
+    // A phase from its slowest port's time and the most messages one GPU sends.
+    PhaseResult phaseTimeOf(double slowestPortUs, std::int64_t maxMessages, double floorUs, bool crossDomain) const;
     void portTimesPerGpu(const std::vector<double>& portBytes, std::vector<double>& out) const;
     // Effective bytes per microsecond of a port: capacity x the calibration's efficiency of its kind
     // (NIC ports: the smaller of PCIe x pcie_efficiency and network x network_efficiency).
@@ -144,7 +162,10 @@ private:
     std::vector<double> m_expertScaled;        // [expert] pairs scaled to a memory-limited batch
     std::vector<std::uint64_t> m_roundScratch;  // scratch of the largest-remainder rounding
     std::vector<float> m_sentSum;      // tokens src sent dst this step (summed over layers), layout of m_notSent
-    std::vector<double> m_dispatchPort, m_combinePort;  // [port] bytes this layer
+    // [port] bytes this layer; after communicateNvlinkOnly, made from m_blockOut and m_inTokens
+    // only when asked for (lastDispatchPortBytes).
+    mutable std::vector<double> m_dispatchPort, m_combinePort;
+    mutable bool m_portBytesStale = false;
     std::vector<double> m_stepPortBytes;                // [port] bytes this step
     std::vector<double> m_gpuDispatch, m_gpuCombine;    // [gpu] own port time this layer
     std::vector<double> m_gpuCompute, m_gpuComputeHalf;
@@ -155,6 +176,8 @@ private:
     std::vector<float> m_blockOut;         // [src] tokens leaving src this layer (one NVLink domain)
     std::vector<std::int64_t> m_messages;  // [gpu] token messages sent off-GPU this layer
     bool m_crossTraffic = false;
+    bool m_nvlinkOnly = false;     // one NVLink domain, GPU g owns ports nvOut(g) and nvIn(g): communicateNvlinkOnly
+    bool m_nvlinkFastPath = true;  // setNvlinkFastPath
     std::vector<int> m_fill;       // [expert] scratch of buildLayerPlan
     std::vector<float> m_repFractions, m_expertFractions;  // scratch of buildLayerPlan
     // memoryBudget() of the current placement (it depends on the slots per GPU only) and the

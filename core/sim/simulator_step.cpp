@@ -139,7 +139,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     double moeTime = 0, imbalanceSum = 0;
     for (int l = 0; l < L; ++l) {
         routeLayer(r, l, tokens);
-        accumulatePorts(tokens);
+        const LayerComm comm = communicate(tokens, true);
         const LayerPlan& plan = m_plans[static_cast<std::size_t>(l)];
         LayerMetrics& lm = out.layers[static_cast<std::size_t>(l)];
         lm.layer = model.moe_layers[static_cast<std::size_t>(l)];
@@ -183,18 +183,16 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
             roundPreservingSum(m_expertScaled.data(), lm.expert_load.data(), m_expertScaled.size(), m_roundScratch);
         }
 
-        const PhaseResult dispatch = phaseTime(m_dispatchPort, m_cal.dispatch_floor_us, m_crossTraffic);
-        const PhaseResult combine = phaseTime(m_combinePort, m_cal.combine_floor_us, m_crossTraffic);
-        portTimesPerGpu(m_dispatchPort, m_gpuDispatch);
-        portTimesPerGpu(m_combinePort, m_gpuCombine);
+        const PhaseResult& dispatch = comm.dispatch;
+        const PhaseResult& combine = comm.combine;
 
         // 5.5 Layer time: synchronous layers, the slowest GPU sets the pace. Two-batch overlap
         // hides one micro-batch's communication behind the other's attention and expert compute.
         double layerTime = 0;
         if (tbo) {
-            const double comm = 2.0 * (dispatch.half_time_us + combine.half_time_us);
+            const double commUs = 2.0 * (dispatch.half_time_us + combine.half_time_us);
             const double compute = 2.0 * (slowestHalf + attnLayerHalf / minSpeed);
-            layerTime = std::max(comm, compute);
+            layerTime = std::max(commUs, compute);
         } else {
             layerTime = dispatch.time_us + slowest + combine.time_us;
         }
@@ -221,8 +219,6 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
             m_gpuBusy[static_cast<std::size_t>(g)] += tbo ? std::max(own, m_gpuCompute[static_cast<std::size_t>(g)] + attn)
                                                           : own + m_gpuCompute[static_cast<std::size_t>(g)] + attn;
         }
-        for (std::size_t p = 0; p < m_stepPortBytes.size(); ++p)
-            m_stepPortBytes[p] += m_dispatchPort[p] + m_combinePort[p];
     }
 
     // GPU x GPU traffic over the step: dispatch src -> dst, combine dst -> src.

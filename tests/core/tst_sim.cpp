@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 
@@ -191,6 +192,8 @@ private slots:
     void idleTimeIsTheStepMinusEachGpusOwnWork();
     void pcieEfficiencyBoundsNicPorts();
     void deterministicPerSeed();
+    void nvlinkFastPathMatchesGeneralPath_data();
+    void nvlinkFastPathMatchesGeneralPath();
     void allToAllRespectsLineRate_data();
     void allToAllRespectsLineRate();
     void linksAgreeWithPortsAndTraffic_data();
@@ -968,6 +971,92 @@ void TestSim::deterministicPerSeed()
     const RoutingSample plain = sampleOf(s);
     const RoutingSample seven = sampleOf(s, 7);
     QVERIFY(plain.all_counts == seven.all_counts);
+}
+
+// One NVLink domain takes a shorter path through route steps 2-3 (Simulator::setNvlinkFastPath);
+// every figure of a step, of layerTimeUs and the last layer's port bytes must be the general
+// path's, bit for bit.
+void TestSim::nvlinkFastPathMatchesGeneralPath_data()
+{
+    QTest::addColumn<QString>("scenario");
+    QTest::addColumn<QString>("tokens");  // tokens per GPU, empty: the sample's
+    QTest::addColumn<bool>("applies");
+    QTest::newRow("NVL72 decode") << QString::fromLatin1(kNvlDecode) << QString() << true;
+    // Above the kernels' latency floor, where the per-message cost of low-latency kernels shows.
+    QTest::newRow("NVL72 decode, 1024 tokens") << QString::fromLatin1(kNvlDecode) << QStringLiteral("1024") << true;
+    QTest::newRow("NVL72 prefill (high-throughput kernels)") << QString::fromLatin1(kNvlPrefill) << QString() << true;
+    QTest::newRow("NVL72, six slow GPUs") << QStringLiteral("deepseek-r1-decode-nvl72-slow-gpus") << QString() << true;
+    QTest::newRow("one HGX-H100 node") << QString::fromLatin1(kMixtral) << QStringLiteral("2048") << true;
+    QTest::newRow("8 x HGX-H200 (does not apply)") << QString::fromLatin1(kHgxDecode) << QString() << false;
+}
+
+namespace {
+// Bit for bit (QCOMPARE of doubles is fuzzy).
+bool sameBits(double x, double y)
+{
+    return std::memcmp(&x, &y, sizeof x) == 0;
+}
+bool sameBits(const std::vector<double>& x, const std::vector<double>& y)
+{
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
+}
+}  // namespace
+
+void TestSim::nvlinkFastPathMatchesGeneralPath()
+{
+    QFETCH(QString, scenario);
+    QFETCH(QString, tokens);
+    QFETCH(bool, applies);
+    Overrides overrides;
+    if (!tokens.isEmpty())
+        overrides.push_back({"workload.tokens_per_gpu", tokens.toStdString()});
+    const Scenario s = load(scenario.toStdString(), overrides);
+    auto source = makeRoutingSource(s);
+    RoutingSample r;
+    source->next(r);
+    const Placement p = placementFor(s, r);
+    Calibration cal = resolveCalibration(s);
+    cal.ll_message_us = 0.01;  // 0 by default: the messages a GPU sends would not show
+    Simulator fast(s, p, cal);
+    Simulator general(s, p, cal);
+    QCOMPARE(fast.setNvlinkFastPath(true), applies);
+    QCOMPARE(general.setNvlinkFastPath(false), applies);
+    StepMetrics a, b;
+    for (int step = 0; step < 2; ++step) {  // the second step starts from the first one's buffers
+        fast.step(r, a);
+        general.step(r, b);
+        QVERIFY(sameBits(a.summary.step_time_us, b.summary.step_time_us));
+        QVERIFY(sameBits(a.summary.dispatch_us, b.summary.dispatch_us));
+        QVERIFY(sameBits(a.summary.combine_us, b.summary.combine_us));
+        QVERIFY(sameBits(a.summary.tokens_per_s_per_kw, b.summary.tokens_per_s_per_kw));
+        QVERIFY(sameBits(a.traffic, b.traffic));
+        QCOMPARE(a.gpus.size(), b.gpus.size());
+        for (std::size_t g = 0; g < a.gpus.size(); ++g) {
+            QVERIFY(sameBits(a.gpus[g].dispatch_us, b.gpus[g].dispatch_us));
+            QVERIFY(sameBits(a.gpus[g].combine_us, b.gpus[g].combine_us));
+            QVERIFY(sameBits(a.gpus[g].idle_us, b.gpus[g].idle_us));
+            QVERIFY(sameBits(a.gpus[g].power_w, b.gpus[g].power_w));
+        }
+        QCOMPARE(a.links.size(), b.links.size());
+        for (std::size_t k = 0; k < a.links.size(); ++k) {
+            QVERIFY(sameBits(a.links[k].bytes, b.links[k].bytes));
+            QVERIFY(sameBits(a.links[k].utilization, b.links[k].utilization));
+        }
+        for (std::size_t l = 0; l < a.layers.size(); ++l) {
+            QVERIFY(sameBits(a.layers[l].time_us, b.layers[l].time_us));
+            QVERIFY(sameBits(a.layers[l].dispatch_us, b.layers[l].dispatch_us));
+            QVERIFY(sameBits(a.layers[l].combine_us, b.layers[l].combine_us));
+        }
+        QVERIFY(sameBits(fast.lastDispatchPortBytes(), general.lastDispatchPortBytes()));
+        QVERIFY(sameBits(fast.lastCombinePortBytes(), general.lastCombinePortBytes()));
+        source->next(r);
+    }
+    QVERIFY(a.summary.dispatch_us > 0);
+    for (int l : {0, r.numLayers() / 2, r.numLayers() - 1}) {
+        QVERIFY(sameBits(fast.layerTimeUs(r, l), general.layerTimeUs(r, l)));
+        QVERIFY(sameBits(fast.lastDispatchPortBytes(), general.lastDispatchPortBytes()));
+        QVERIFY(sameBits(fast.lastCombinePortBytes(), general.lastCombinePortBytes()));
+    }
 }
 
 // --- all-to-all against line rate ---------------------------------------------------------------------
