@@ -1,5 +1,7 @@
 #include "sim/compute_model.h"
 
+#include "sim/route_kernel.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -42,20 +44,28 @@ ComputeModel::ComputeModel(const ModelSpec& m, const GpuSpec& gpu, const Calibra
     m_slotMemoryUsPerToken = bytesPerUs > 0 ? (h * 2.0 + inter * 4.0 + h * 2.0) / bytesPerUs : 0.0;
 }
 
-void ComputeModel::expertSlotsUs(const double* tokens, std::size_t n, double* full, double* half) const
+namespace {
+
+struct SlotRoofline {
+    double tile, invTile, perPadded, mem0, memPerToken;
+};
+
+// expertSlotsUs's loop, branch-free so that it vectorises. For 0 <= q < 2^51, (q + 2^52) - 2^52 is
+// q rounded to an integer, so ceil(q) = r + (r < q), the same value as std::ceil in expertSlotUs; a
+// slot without tokens costs 0. With a power-of-two tile, t / tile is t x (1 / tile) exactly: a
+// multiply instead of a divide. Inlined into a baseline and an AVX2 version (no FMA: the same
+// roundings).
+template <bool kPow2Tile>
+__attribute__((always_inline)) inline void slotsLoop(const SlotRoofline& k, const double* tokens, std::size_t n, double* full,
+                                                     double* half)
 {
-    const double tile = m_tile, perPadded = m_slotComputeUsPerToken;
-    const double mem0 = m_slotMemoryUs, memPerToken = m_slotMemoryUsPerToken;
-    // Branch-free so that it vectorises. For 0 <= q < 2^51, (q + 2^52) - 2^52 is q rounded to an
-    // integer, so ceil(q) = r + (r < q), the same value as std::ceil in expertSlotUs; a slot
-    // without tokens costs 0.
-    const auto slotUs = [=](double t) {
+    const auto slotUs = [&k](double t) {
         constexpr double kRound = 4503599627370496.0;  // 2^52
-        const double q = t / tile;
+        const double q = kPow2Tile ? t * k.invTile : t / k.tile;
         const double r = (q + kRound) - kRound;
         const double tiles = r + (r < q ? 1.0 : 0.0);
-        const double computeUs = tiles * tile * perPadded;
-        const double memoryUs = mem0 + t * memPerToken;
+        const double computeUs = tiles * k.tile * k.perPadded;
+        const double memoryUs = k.mem0 + t * k.memPerToken;
         const double us = computeUs > memoryUs ? computeUs : memoryUs;
         return t > 0 ? us : 0.0;
     };
@@ -64,6 +74,36 @@ void ComputeModel::expertSlotsUs(const double* tokens, std::size_t n, double* fu
     if (half)
         for (std::size_t i = 0; i < n; ++i)
             half[i] = slotUs(tokens[i] * 0.5);
+}
+
+template <bool kPow2Tile>
+void slotsBaseline(const SlotRoofline& k, const double* tokens, std::size_t n, double* full, double* half)
+{
+    slotsLoop<kPow2Tile>(k, tokens, n, full, half);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+template <bool kPow2Tile>
+__attribute__((target("avx2"))) void slotsAvx2(const SlotRoofline& k, const double* tokens, std::size_t n, double* full, double* half)
+{
+    slotsLoop<kPow2Tile>(k, tokens, n, full, half);
+}
+#endif
+
+}  // namespace
+
+void ComputeModel::expertSlotsUs(const double* tokens, std::size_t n, double* full, double* half) const
+{
+    const SlotRoofline k{m_tile, 1.0 / m_tile, m_slotComputeUsPerToken, m_slotMemoryUs, m_slotMemoryUsPerToken};
+    const auto tile = static_cast<long long>(m_tile);  // a whole number >= 1
+    const bool pow2 = (tile & (tile - 1)) == 0;
+#if defined(__x86_64__) || defined(__i386__)
+    if (detail::routeKernelHasAvx2()) {
+        pow2 ? slotsAvx2<true>(k, tokens, n, full, half) : slotsAvx2<false>(k, tokens, n, full, half);
+        return;
+    }
+#endif
+    pow2 ? slotsBaseline<true>(k, tokens, n, full, half) : slotsBaseline<false>(k, tokens, n, full, half);
 }
 
 double ComputeModel::roofline(double flops, double bytes, double peakTflops, double eff) const

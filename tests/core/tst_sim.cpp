@@ -551,6 +551,33 @@ void TestSim::expertComputeIsARooflineWithTiles()
             prev = us;
         }
     }
+    // The simulator's loop over a layer's slots (branch-free, vectorised, a multiply by the
+    // reciprocal of a power-of-two tile) gives expertSlotUs's values bit for bit, for whole and
+    // fractional token counts (replica shares), at tile edges, for the tiles of both
+    // calibrations and for tiles that are not powers of two.
+    const Scenario s = load(kNvlDecode);
+    for (int tile : {128, 64, 48, 3, 1}) {
+        Calibration cal = resolveCalibration(s);
+        cal.gemm_tile_tokens = tile;
+        const ComputeModel cm(s.model, s.topology.gpu, cal, s.precision.weights);
+        std::vector<double> tokens = {0, 0.25, 0.5, 1, 2, 3.5, tile - 0.5, double(tile), tile + 1e-9, 2.0 * tile, 1e6 + 0.5, 65535};
+        for (int n = 0; n < 101; ++n)
+            tokens.push_back(n * 0.37 * tile);
+        for (int k = 1; k <= 8; ++k) {  // one ULP either side of a tile edge: t x (1 / 48) is not t / 48 there
+            tokens.push_back(std::nextafter(double(k * tile), 1e9));
+            tokens.push_back(std::nextafter(double(k * tile), 0.0));
+        }
+        std::vector<double> full(tokens.size(), -1), half(tokens.size(), -1), fullOnly(tokens.size(), -1);
+        cm.expertSlotsUs(tokens.data(), tokens.size(), full.data(), half.data());
+        cm.expertSlotsUs(tokens.data(), tokens.size(), fullOnly.data(), nullptr);
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+            const double want = cm.expertSlotUs(tokens[i]), wantHalf = cm.expertSlotUs(tokens[i] / 2);
+            QVERIFY2(std::memcmp(&full[i], &want, sizeof want) == 0 && std::memcmp(&fullOnly[i], &want, sizeof want) == 0,
+                     qPrintable(QStringLiteral("tile %1, %2 tokens: %3, expertSlotUs %4").arg(tile).arg(tokens[i]).arg(full[i]).arg(want)));
+            QVERIFY2(std::memcmp(&half[i], &wantHalf, sizeof want) == 0,
+                     qPrintable(QStringLiteral("tile %1, half of %2 tokens: %3, expertSlotUs %4").arg(tile).arg(tokens[i]).arg(half[i]).arg(wantHalf)));
+        }
+    }
 }
 
 // --- doubling tokens lengthens the step ------------------------------------------------------------
