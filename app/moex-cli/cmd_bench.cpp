@@ -118,7 +118,8 @@ int benchSim(const Args& args)
     // over the step's routing counts: every model must read them once):
     //  - routed (the headline, and what simulate reports as sim_wall_us_per_step): as simulate
     //    and the GUI run, the routing source writes the step's sample right before the step; its
-    //    work pushes the simulator's own data (plans, outputs, scratch) out of every cache level.
+    //    work evicts the simulator's own data (plans, outputs, scratch) from the caches, and a
+    //    step that follows other work runs slower even where nothing was evicted (PERFORMANCE.md).
     //    Odd runs time the ceiling on the sample just written instead of the step.
     //  - warm: steps back to back, each on a sample copied in (untimed) right before, as a
     //    placement search or an edit in the GUI re-simulates samples.
