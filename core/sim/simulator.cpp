@@ -552,7 +552,8 @@ Simulator::PhaseResult Simulator::phaseTime(const std::vector<double>& portBytes
     for (; p < n; ++p)
         m0 = std::max(m0, bytes[p] * inv[p]);
     const double slowest = std::max(std::max(m0, m1), std::max(m2, m3));
-    return phaseTimeOf(slowest, *std::max_element(m_messages.begin(), m_messages.end()), floorUs, crossDomain);
+    const std::int64_t maxMessages = m_messages.empty() ? 0 : *std::max_element(m_messages.begin(), m_messages.end());
+    return phaseTimeOf(slowest, maxMessages, floorUs, crossDomain);
 }
 
 Simulator::PhaseResult Simulator::phaseTimeOf(double slowest, std::int64_t maxMessages, double floorUs, bool crossDomain) const

@@ -44,6 +44,7 @@ void Simulator::buildPlans()
     const std::size_t ports = m_fabric.ports().size();
     m_dispatchPort.assign(ports, 0.0);
     m_combinePort.assign(ports, 0.0);
+    m_portBytesStale = false;  // no layer simulated with this plan yet: no bytes
     m_stepPortBytes.assign(ports, 0.0);
     m_gpuDispatch.assign(static_cast<std::size_t>(G), 0.0);
     m_gpuCombine.assign(static_cast<std::size_t>(G), 0.0);
