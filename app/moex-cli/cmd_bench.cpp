@@ -212,6 +212,12 @@ int benchSim(const Args& args)
                             {"peak_rss_mb", rss},
                             {"routing_ms_per_step_median", median(genMs)},
                             {"checksum", checksum}};
+        // Every timed step and ceiling pass, so that the figures above can be recomputed (and a
+        // distribution plotted): each condition's wall and CPU microseconds, step and ceiling.
+        auto seriesJson = [](const TimedSeries& t) {
+            return nlohmann::json{{"wall_us", t.wall}, {"cpu_us", t.cpu}, {"ceiling_wall_us", t.ceilingWall}, {"ceiling_cpu_us", t.ceilingCpu}};
+        };
+        j["series"] = {{"routed", seriesJson(routed)}, {"warm", seriesJson(warm)}, {"cold", seriesJson(cold)}};
         writeJson(*json, j.dump(1));
         if (*json == "-")
             return 0;

@@ -5,8 +5,10 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace {
 
@@ -406,19 +408,52 @@ void TestCliSim::benchSim()
     QCOMPARE(j.value(QStringLiteral("routed_steps")).toInt(), 2);
     const QString kernel = j.value(QStringLiteral("kernel")).toString();
     QVERIFY2(kernel == QStringLiteral("avx2") || kernel == QStringLiteral("portable"), qPrintable(kernel));
-    // Three conditions, each with its own ceiling (a pass over the same 16-bit counts). In each,
-    // the thread's CPU time of a step cannot exceed its wall time (the CPU interval encloses the
-    // wall one by a few clock reads), the p90 is at least the median, and the ratio is the step's
-    // CPU median over the ceiling's: wiring the keys to the wrong series breaks one of these.
-    for (const char* prefix : {"", "warm_", "cold_"}) {
-        const QString p = QString::fromLatin1(prefix);
-        const double wall = j.value(p + QStringLiteral("us_per_step_median")).toDouble();
-        const double cpu = j.value(p + QStringLiteral("cpu_us_per_step_median")).toDouble();
-        const double ceiling = j.value(p + QStringLiteral("ceiling_stream_counts_cpu_us")).toDouble();
-        QVERIFY2(wall > 0 && cpu > 0 && ceiling > 0, prefix);
-        QVERIFY2(cpu <= wall * 1.05 + 10.0, qPrintable(p + QStringLiteral(": CPU %1 us > wall %2 us").arg(cpu).arg(wall)));
-        QVERIFY2(j.value(p + QStringLiteral("us_per_step_p90")).toDouble() >= wall, prefix);
-        QVERIFY2(std::abs(j.value(p + QStringLiteral("ratio_to_ceiling")).toDouble() - cpu / ceiling) <= 1e-9 * cpu / ceiling, prefix);
+    // Three conditions, each with its own ceiling (a pass over the same 16-bit counts). The JSON
+    // carries every timed step and ceiling pass ("series"): each figure must be what its series
+    // gives (median; p90 the nearest rank rounded up; ratio = CPU median over the ceiling's CPU
+    // median), each series as long as its condition ran, and, since the thread's CPU interval is
+    // enclosed by the wall one up to a few clock reads, the CPU median within the wall median.
+    auto numbers = [](const QJsonValue& v) {
+        std::vector<double> out;
+        for (const QJsonValue& x : v.toArray())
+            out.push_back(x.toDouble(-1));
+        return out;
+    };
+    auto medianOf = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        const std::size_t n = v.size();
+        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    };
+    auto p90Of = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(v.size() - 1)))];
+    };
+    auto same = [](double got, double want) { return std::abs(got - want) <= 1e-12 * std::max(1.0, std::abs(want)); };
+    const QJsonObject series = j.value(QStringLiteral("series")).toObject();
+    const struct {
+        const char* prefix;
+        const char* name;
+        std::size_t runs;
+    } conditions[] = {{"", "routed", 2}, {"warm_", "warm", 20}, {"cold_", "cold", 20}};
+    for (const auto& c : conditions) {
+        const QString p = QString::fromLatin1(c.prefix);
+        const QJsonObject t = series.value(QString::fromLatin1(c.name)).toObject();
+        const auto wall = numbers(t.value(QStringLiteral("wall_us"))), cpu = numbers(t.value(QStringLiteral("cpu_us")));
+        const auto ceilWall = numbers(t.value(QStringLiteral("ceiling_wall_us")));
+        const auto ceilCpu = numbers(t.value(QStringLiteral("ceiling_cpu_us")));
+        for (const auto* v : {&wall, &cpu, &ceilWall, &ceilCpu}) {
+            QCOMPARE(v->size(), c.runs);
+            QVERIFY2(std::all_of(v->begin(), v->end(), [](double x) { return x > 0 && std::isfinite(x); }), c.name);
+        }
+        const double wallMed = medianOf(wall), cpuMed = medianOf(cpu), ceilCpuMed = medianOf(ceilCpu);
+        QVERIFY2(same(j.value(p + QStringLiteral("us_per_step_median")).toDouble(-1), wallMed), c.name);
+        QVERIFY2(same(j.value(p + QStringLiteral("us_per_step_p90")).toDouble(-1), p90Of(wall)), c.name);
+        QVERIFY2(same(j.value(p + QStringLiteral("cpu_us_per_step_median")).toDouble(-1), cpuMed), c.name);
+        QVERIFY2(same(j.value(p + QStringLiteral("ceiling_stream_counts_cpu_us")).toDouble(-1), ceilCpuMed), c.name);
+        if (c.prefix[0] == '\0')  // the routed condition also names its ceiling's wall time
+            QVERIFY(same(j.value(QStringLiteral("ceiling_stream_counts_us")).toDouble(-1), medianOf(ceilWall)));
+        QVERIFY2(same(j.value(p + QStringLiteral("ratio_to_ceiling")).toDouble(-1), cpuMed / ceilCpuMed), c.name);
+        QVERIFY2(cpuMed <= wallMed * 1.05 + 10.0, qPrintable(p + QStringLiteral(": CPU %1 us > wall %2 us").arg(cpuMed).arg(wallMed)));
     }
     // The ceiling read every count of every sample it was given exactly once: each pass returns the
     // sample's total modulo 2^16 (16-bit lanes wrap), and every row of the DeepSeek-R1 NVL72 sample
