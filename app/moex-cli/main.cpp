@@ -2,6 +2,7 @@
 //   moex-cli validate samples/scenarios/*.yaml
 //   moex-cli show samples/scenarios/deepseek-r1-decode-nvl72.yaml
 #include "commands.h"
+#include "common/atomic_file.h"
 #include "common/diagnostics.h"
 
 #include <cstdio>
@@ -61,6 +62,9 @@ int main(int argc, char** argv)
             return c.run(rest);
         } catch (const moex::InputError& e) {
             std::cerr << e.diagnostics().format();
+            return 2;
+        } catch (const moex::FileWriteError& e) {  // an output path the user gave cannot be written
+            std::cerr << "moex-cli " << name << ": error: " << e.what() << '\n';
             return 2;
         } catch (const std::exception& e) {
             std::cerr << "moex-cli " << name << ": internal error: " << e.what() << '\n';

@@ -21,7 +21,7 @@ void writeFileAtomically(const std::string& path, std::string_view contents)
     const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + '.' + std::to_string(rd());
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0)
-        throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+        throw FileWriteError("cannot write " + path + ": " + std::strerror(errno));
     std::size_t done = 0;
     while (done < contents.size()) {
         const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
@@ -31,19 +31,19 @@ void writeFileAtomically(const std::string& path, std::string_view contents)
             const int err = errno;
             ::close(fd);
             ::unlink(tmp.c_str());
-            throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+            throw FileWriteError("cannot write " + path + ": " + std::strerror(err));
         }
         done += static_cast<std::size_t>(n);
     }
     if (::fsync(fd) != 0 || ::close(fd) != 0) {
         const int err = errno;
         ::unlink(tmp.c_str());
-        throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+        throw FileWriteError("cannot write " + path + ": " + std::strerror(err));
     }
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
         const int err = errno;
         ::unlink(tmp.c_str());
-        throw std::runtime_error("cannot replace " + path + ": " + std::strerror(err));
+        throw FileWriteError("cannot replace " + path + ": " + std::strerror(err));
     }
 }
 

@@ -41,6 +41,7 @@ private slots:
     void importHfErrors();
     void topologyWritesLoadableYaml();
     void setOverrides();
+    void unwritableOutputIsBadInput();
 };
 
 void TestCli::everySampleValidates()
@@ -188,6 +189,28 @@ void TestCli::setOverrides()
     r = runCli({QStringLiteral("validate"), s, QStringLiteral("--set"), QStringLiteral("workload.tokens_per_gpu=-1")});
     QCOMPARE(r.exitCode, 2);
     QVERIFY(r.err.contains(QStringLiteral("out of range")));
+}
+
+// An output path that cannot be written is the user's input, not an internal failure: exit 2, the
+// path and the reason in the message, and nothing left behind (no temporary file, the directory
+// that stood in the way untouched).
+void TestCli::unwritableOutputIsBadInput()
+{
+    QTemporaryDir dir;
+    const QString scenario = src(QStringLiteral("samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml"));
+    const QString missingDir = dir.filePath(QStringLiteral("no-such-dir/out.json"));
+    Result r = runCli({QStringLiteral("simulate"), scenario, QStringLiteral("--steps"), QStringLiteral("1"), QStringLiteral("--json"), missingDir});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("error: cannot write ") + missingDir), qPrintable(r.err));
+    QVERIFY(!r.err.contains(QStringLiteral("internal error")));
+    // A directory where the file should go: the rename fails, the temporary file is removed.
+    const QString blocker = dir.filePath(QStringLiteral("taken"));
+    QVERIFY(QDir(dir.path()).mkdir(QStringLiteral("taken")));
+    r = runCli({QStringLiteral("topology"), QStringLiteral("hgx-h200"), QStringLiteral("-o"), blocker});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(blocker), qPrintable(r.err));
+    QVERIFY(QFileInfo(blocker).isDir());
+    QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden), QStringList());
 }
 
 QTEST_GUILESS_MAIN(TestCli)
