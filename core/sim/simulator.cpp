@@ -283,6 +283,13 @@ void Simulator::sendTotalsOneDomain(double tokensPerGpu)
     detail::sendTotals(st);
 }
 
+Simulator::NvlinkBytes Simulator::nvlinkBytes(int g, double dispatchPerToken, double combinePerToken) const
+{
+    const double out = m_blockOut[static_cast<std::size_t>(g)];
+    const double in = m_inTokens[static_cast<std::size_t>(g)];
+    return {out * dispatchPerToken, in * dispatchPerToken, in * combinePerToken, out * combinePerToken};
+}
+
 bool Simulator::setNvlinkFastPath(bool enabled)
 {
     m_nvlinkFastPath = enabled;
@@ -296,12 +303,11 @@ const std::vector<double>& Simulator::lastDispatchPortBytes() const
         std::fill(m_combinePort.begin(), m_combinePort.end(), 0.0);
         const double bd = dispatchBytesPerToken(), bc = combineBytesPerToken();
         for (int g = 0; g < m_fabric.numGpus(); ++g) {
-            const double out = m_blockOut[static_cast<std::size_t>(g)];
-            const double in = m_inTokens[static_cast<std::size_t>(g)];
-            m_dispatchPort[static_cast<std::size_t>(m_fabric.nvOut(g))] += out * bd;
-            m_dispatchPort[static_cast<std::size_t>(m_fabric.nvIn(g))] += in * bd;
-            m_combinePort[static_cast<std::size_t>(m_fabric.nvIn(g))] += out * bc;
-            m_combinePort[static_cast<std::size_t>(m_fabric.nvOut(g))] += in * bc;
+            const NvlinkBytes b = nvlinkBytes(g, bd, bc);
+            m_dispatchPort[static_cast<std::size_t>(m_fabric.nvOut(g))] += b.dispatch_out;
+            m_dispatchPort[static_cast<std::size_t>(m_fabric.nvIn(g))] += b.dispatch_in;
+            m_combinePort[static_cast<std::size_t>(m_fabric.nvIn(g))] += b.combine_in;
+            m_combinePort[static_cast<std::size_t>(m_fabric.nvOut(g))] += b.combine_out;
         }
         m_portBytesStale = false;
     }
@@ -351,20 +357,17 @@ Simulator::LayerComm Simulator::communicateNvlinkOnly(double tokensPerGpu, bool 
     for (int g = 0; g < G; ++g) {
         const auto po = static_cast<std::size_t>(m_fabric.nvOut(g));
         const auto pi = static_cast<std::size_t>(m_fabric.nvIn(g));
-        const double out = m_blockOut[static_cast<std::size_t>(g)];
-        const double in = m_inTokens[static_cast<std::size_t>(g)];
-        messages = std::max(messages, static_cast<std::int64_t>(out + 0.5));
-        const double dOut = out * bd, dIn = in * bd;  // dispatch bytes on nvOut(g), nvIn(g)
-        const double cIn = out * bc, cOut = in * bc;  // combine bytes on nvIn(g), nvOut(g)
-        const double dispatchUs = std::max(dOut * inv[po], dIn * inv[pi]);
-        const double combineUs = std::max(cOut * inv[po], cIn * inv[pi]);
+        messages = std::max(messages, static_cast<std::int64_t>(static_cast<double>(m_blockOut[static_cast<std::size_t>(g)]) + 0.5));
+        const NvlinkBytes b = nvlinkBytes(g, bd, bc);
+        const double dispatchUs = std::max(b.dispatch_out * inv[po], b.dispatch_in * inv[pi]);
+        const double combineUs = std::max(b.combine_out * inv[po], b.combine_in * inv[pi]);
         m_gpuDispatch[static_cast<std::size_t>(g)] = dispatchUs;
         m_gpuCombine[static_cast<std::size_t>(g)] = combineUs;
         dispatchMax = std::max(dispatchMax, dispatchUs);
         combineMax = std::max(combineMax, combineUs);
         if (addStepBytes) {
-            stepBytes[po] += dOut + cOut;
-            stepBytes[pi] += dIn + cIn;
+            stepBytes[po] += b.dispatch_out + b.combine_out;
+            stepBytes[pi] += b.dispatch_in + b.combine_in;
         }
     }
     return {phaseTimeOf(dispatchMax, messages, m_cal.dispatch_floor_us, false),

@@ -122,6 +122,12 @@ private:
     };
     LayerComm communicate(double tokensPerGpu, bool addStepBytes);
     LayerComm communicateNvlinkOnly(double tokensPerGpu, bool addStepBytes);
+    // One NVLink domain: GPU g's bytes this layer on its two NVLink ports. Dispatch puts the
+    // tokens it sends on nvOut(g) and those it receives on nvIn(g); combine the reverse.
+    struct NvlinkBytes {
+        double dispatch_out, dispatch_in, combine_out, combine_in;
+    };
+    [[nodiscard]] NvlinkBytes nvlinkBytes(int g, double dispatchPerToken, double combinePerToken) const;
     void accumulatePorts(double tokensPerGpu);
     // Tokens each GPU sends and receives within one NVLink domain (m_blockOut, m_inTokens), added
     // to m_sentSum, from m_notSent.
