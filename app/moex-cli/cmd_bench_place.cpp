@@ -103,6 +103,7 @@ struct Row {
     std::size_t colocated = 0;
     long long evaluations = 0;
     int unmatched = 0;  // search: layers where eplb's colocated layout stayed ahead (search.h)
+    int steady = 0;     // search: layers whose start steady swaps improved (search_steady.h)
 };
 
 struct Result {
@@ -183,6 +184,7 @@ Result runCase(Case& c, int runs, int steps, double budgetMs, std::uint64_t seed
             ms.push_back(msSince(t0));
             row.evaluations = report.evaluations;
             row.unmatched = report.unmatched_layers;
+            row.steady = report.steady_layers;
         }
         if (even)
             for (auto& l : p.layers)
@@ -231,7 +233,7 @@ void print(const Result& r)
                   << fixed(row.cross_gb, 2) << std::setw(12) << fixed(row.runtime_ms, row.runtime_ms < 10 ? 3 : 1)
                   << std::setw(7) << row.colocated;
         if (row.evaluations > 0)
-            std::cout << "   (" << row.evaluations << " evaluations"
+            std::cout << "   (" << row.evaluations << " evaluations, steady swaps kept in " << row.steady << " layers"
                       << (row.unmatched > 0
                               ? ", " + std::to_string(row.unmatched) + " layers behind eplb's colocated layout"
                               : std::string())
@@ -256,7 +258,8 @@ nlohmann::json toJson(const Result& r)
                         {"runs", row.runs},
                         {"colocated", row.colocated},
                         {"evaluations", row.evaluations},
-                        {"unmatched_layers", row.unmatched}});
+                        {"unmatched_layers", row.unmatched},
+                        {"steady_layers", row.steady}});
     return {{"case", r.name},
             {"title", r.title},
             {"gpus", r.gpus},

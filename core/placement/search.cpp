@@ -1,6 +1,7 @@
 #include "placement/search.h"
 
 #include "placement/search_layer.h"
+#include "placement/search_steady.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,6 +22,8 @@ const char* const kStartNames[kStarts] = {"contiguous", "round-robin", "eplb", "
 // Evaluations a layer may add to its share when eplb's layout, colocated replicas and all, is still
 // faster than anything found without them.
 constexpr long long kExtraEvaluations = 64;
+// Rounds (swaps) of steadySwaps per layer at most.
+constexpr int kSteadyRounds = 64;
 
 std::uint64_t mixSeed(std::uint64_t seed, int layer)
 {
@@ -161,6 +164,19 @@ Placement searchPlacement(const PlacementRequest& rq, SearchReport* report)
         }
         ++r.starts[from];
         r.start_time_us += curTime;
+        if (!rq.step_load.empty()) {
+            // Per-step noise: lower the steps' largest GPU loads, not only the mean's.
+            Layout steady = cur;
+            if (search_internal::steadySwaps(steady, rq.step_load[static_cast<std::size_t>(l)], load, speed, bound,
+                                             kSteadyRounds).swaps > 0) {
+                const double t = search.evaluate(steady);
+                if (t < curTime) {
+                    cur = std::move(steady);
+                    curTime = t;
+                    ++r.steady_layers;
+                }
+            }
+        }
         const long long share = total / L + (l < total % L ? 1 : 0);
         if (search.improve(cur, curTime, bound, std::max(0LL, share - search.evaluations())))
             ++r.improved_layers;

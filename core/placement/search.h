@@ -9,6 +9,10 @@
 //  1. Starts: the layer as contiguous, round-robin, eplb and gem lay it out, each with any
 //     colocated replicas repaired (repairColocated). The fastest by the objective whose balance is
 //     no worse than eplb's becomes the current layout.
+//     Then, when the request has the loads of single steps (PlacementRequest::step_load, the
+//     steps the objective simulates), steadySwaps (search_steady.h) trades slots so that fewer
+//     GPUs peak in single steps (experts that rise and fall together go to different GPUs), within
+//     the same balance bound; the result replaces the start when the objective says it is faster.
 //  2. Moves, drawn by a seeded generator: swap a slot of a heavily loaded GPU with one of a light
 //     GPU; swap two random slots; move a replica from the expert that needs it least to the one
 //     that needs it most; put an expert beside its strongest co-activation partner (Occult, less
@@ -51,6 +55,7 @@ struct SearchReport {
     long long evaluations = 0;
     int layers = 0;
     int improved_layers = 0;          // layers where a move beat the start
+    int steady_layers = 0;            // layers where steadySwaps' layout beat the start
     int fallback_layers = 0;          // layers that went back to eplb's layout at the end
     int unmatched_layers = 0;         // layers where eplb's colocated layout stayed faster or more
                                       // balanced than anything found without colocation (below)

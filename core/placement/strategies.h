@@ -33,6 +33,10 @@ struct PlacementRequest {
     // it (E x E: [i][j] tokens choosing both, [i][i] tokens choosing i). Called at most once per
     // layer by each strategy that uses it; unset = none known (load alone decides).
     std::function<ExpertMatrix(int layer)> coactivation;
+    // search: per-step loads, [MoE layer][step][expert], of the routing steps the objective
+    // simulates (preparePlacement fills it); empty = unknown: the search then balances the mean
+    // load only, not what each step's own fluctuation costs (search_steady.h).
+    std::vector<std::vector<std::vector<double>>> step_load;
     // search: what it minimises (sim's SimObjective); required, not owned, must outlive the call.
     PlacementObjective* objective = nullptr;
     // search: time budget, turned into a fixed number of evaluations (search.h), and its seed. The

@@ -115,6 +115,21 @@ std::vector<std::vector<double>> loadOf(const std::vector<RoutingSample>& sample
     return load;
 }
 
+// [layer][step][expert]: each sample's per-expert load.
+std::vector<std::vector<std::vector<double>>> stepLoadOf(const std::vector<RoutingSample>& samples)
+{
+    std::vector<std::vector<std::vector<double>>> out;
+    if (samples.empty())
+        return out;
+    out.resize(static_cast<std::size_t>(samples.front().numLayers()));
+    for (const RoutingSample& r : samples)
+        for (int l = 0; l < r.numLayers() && l < static_cast<int>(out.size()); ++l) {
+            const auto perExpert = r.expertLoad(l);
+            out[static_cast<std::size_t>(l)].emplace_back(perExpert.begin(), perExpert.end());
+        }
+    return out;
+}
+
 }  // namespace
 
 std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps)
@@ -162,6 +177,7 @@ PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector
         source().reset();
         if (req.load.empty())
             req.load = loadOf(samples);
+        req.step_load = stepLoadOf(samples);
     }
     if (req.load.empty() && strategy != "contiguous" && strategy != "round-robin")
         req.load = estimateLoad(source(), 8);

@@ -210,6 +210,22 @@ void TestStrategies::searchIsNeverWorseThanEplb()
     eplbRq.strategy = "eplb";
     const Placement eplb = makePlacement(eplbRq);
     QCOMPARE(report.layers, s.model.numMoeLayers());
+    // The per-step loads are those of the samples the load sums.
+    const auto& steps = setup.request.step_load;
+    QCOMPARE(static_cast<int>(steps.size()), s.model.numMoeLayers());
+    for (std::size_t l = 0; l < steps.size(); ++l) {
+        QCOMPARE(static_cast<int>(steps[l].size()), kObjectiveSamples);
+        for (std::size_t e = 0; e < setup.request.load[l].size(); ++e) {
+            double sum = 0;
+            for (const auto& step : steps[l])
+                sum += step[e];
+            QCOMPARE(sum, setup.request.load[l][e]);
+        }
+    }
+    QVERIFY(report.steady_layers >= 0 && report.steady_layers <= report.layers);
+    qInfo("steady swaps kept in %d of %d layers", report.steady_layers, report.layers);
+    if (scenario != QLatin1String(kMixtral))
+        QVERIFY(report.steady_layers > 0);  // 58 of 58 and 33 of 58 layers when written
     QVERIFY(report.extra_evaluations <= 64LL * report.layers);
     QVERIFY(report.evaluations <=
             std::max<long long>(std::llround(budget * kSearchEvaluationsPerMs), 5LL * report.layers) +
