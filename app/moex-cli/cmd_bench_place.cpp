@@ -18,6 +18,10 @@
 //   MoE us      simulated MoE-layer time per step (StepTotals::moe_time_us), mean over --steps
 //               routing steps that come after the ones the strategies saw (held out)
 //   vs eplb     MoE us relative to eplb's
+//   floor       (a line per case) eplb's MoE us had each layer's expert work been spread evenly
+//               over the GPUs in every step, communication as simulated
+//               (StepTotals::moe_time_balanced_us): what balancing that work could still win;
+//               a placement that also cuts communication (across NVLink domains) can go below it
 //   cross GB    bytes leaving a GPU through its NIC per step (dispatch + combine): what crosses
 //               NVLink domains; 0 inside one NVL72
 //   runtime ms  wall time of makePlacement, median of --runs (search: one run; it spends its
@@ -97,6 +101,7 @@ struct Row {
     std::string strategy;
     double balance = 0;
     double moe_ms = 0;
+    double floor_ms = 0;  // moe_time_balanced_us: the same work spread evenly in every layer
     double cross_gb = 0;
     double runtime_ms = 0;
     int runs = 0;
@@ -120,16 +125,19 @@ struct Result {
     }
 };
 
-// Simulated MoE time (ms per step) and bytes through NICs (GB per step) over the held-out samples.
-std::pair<double, double> simulate(const Scenario& s, const Placement& p, const std::vector<RoutingSample>& samples)
+// Simulated MoE time and its balanced floor (ms per step) and bytes through NICs (GB per step) over
+// the held-out samples.
+std::tuple<double, double, double> simulate(const Scenario& s, const Placement& p,
+                                            const std::vector<RoutingSample>& samples)
 {
     Simulator sim(s, p, resolveCalibration(s));
     StepMetrics m;
-    double moe = 0, nic = 0;
+    double moe = 0, floor = 0, nic = 0;
     const auto& ports = sim.fabric().ports();
     for (const RoutingSample& r : samples) {
         sim.step(r, m);
         moe += m.summary.moe_time_us;
+        floor += m.summary.moe_time_balanced_us;
         for (int l = 0; l < r.numLayers(); ++l) {
             (void)sim.layerTimeUs(r, l);
             for (std::size_t q = 0; q < ports.size(); ++q)
@@ -138,7 +146,7 @@ std::pair<double, double> simulate(const Scenario& s, const Placement& p, const 
         }
     }
     const double n = static_cast<double>(samples.size());
-    return {moe / n / 1e3, nic / n / 1e9};
+    return {moe / n / 1e3, floor / n / 1e3, nic / n / 1e9};
 }
 
 Result runCase(Case& c, int runs, int steps, double budgetMs, std::uint64_t seed)
@@ -192,7 +200,7 @@ Result runCase(Case& c, int runs, int steps, double budgetMs, std::uint64_t seed
         row.runtime_ms = median(ms);
         row.balance = maxMeanGpuLoad(p, c.load);
         row.colocated = findColocatedReplicas(p).size();
-        std::tie(row.moe_ms, row.cross_gb) = simulate(sc, p, held);
+        std::tie(row.moe_ms, row.floor_ms, row.cross_gb) = simulate(sc, p, held);
         res.rows.push_back(row);
     }
 
@@ -241,6 +249,10 @@ void print(const Result& r)
         std::cout << '\n';
     }
     if (eplb)
+        std::cout << "  floor: eplb's expert work spread evenly over the GPUs in every layer and step, "
+                     "communication as simulated: "
+                  << fixed(eplb->floor_ms * 1e3, 1) << " us (" << pct(eplb->floor_ms / eplb->moe_ms - 1) << ")\n";
+    if (eplb)
         std::cout << "  ceiling: one sort of each layer's loads " << fixed(r.ceiling_ms, 3)
                   << " ms; eplb = " << fixed(eplb->runtime_ms / std::max(r.ceiling_ms, 1e-9), 1) << "x ceiling\n";
     std::cout << '\n';
@@ -253,6 +265,7 @@ nlohmann::json toJson(const Result& r)
         rows.push_back({{"strategy", row.strategy},
                         {"balance", row.balance},
                         {"moe_ms", row.moe_ms},
+                        {"moe_floor_ms", row.floor_ms},
                         {"cross_node_gb", row.cross_gb},
                         {"runtime_ms", row.runtime_ms},
                         {"runs", row.runs},

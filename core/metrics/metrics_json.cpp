@@ -16,6 +16,7 @@ nlohmann::json summaryToJson(const StepTotals& s)
             {"expert_compute_us", s.expert_compute_us},
             {"attention_us", s.attention_us},
             {"moe_time_us", s.moe_time_us},
+            {"moe_time_balanced_us", s.moe_time_balanced_us},
             {"hbm_used_gb_max", s.hbm_used_gb_max},
             {"max_concurrent_users", s.max_concurrent_users},
             {"batch_per_gpu", s.batch_per_gpu},
@@ -99,6 +100,7 @@ StepTotals meanTotals(const std::vector<StepTotals>& steps)
         out.expert_compute_us += s.expert_compute_us / n;
         out.attention_us += s.attention_us / n;
         out.moe_time_us += s.moe_time_us / n;
+        out.moe_time_balanced_us += s.moe_time_balanced_us / n;
         out.power_kw += s.power_kw / n;
         out.hbm_used_gb_max = std::max(out.hbm_used_gb_max, s.hbm_used_gb_max);
         out.memory_limited = out.memory_limited || s.memory_limited;

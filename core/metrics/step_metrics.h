@@ -52,6 +52,10 @@ struct StepTotals {
     double expert_compute_us = 0;   // slowest GPU per layer, summed
     double attention_us = 0;        // attention, dense layers, embedding/head
     double moe_time_us = 0;         // MoE layers only
+    // MoE time had every layer's expert work (as placed) been spread so that all GPUs finish it
+    // together (in proportion to speed), communication as simulated: the floor that balancing this
+    // placement's work can reach; moe_time_us - this is what imbalance costs the step.
+    double moe_time_balanced_us = 0;
     double hbm_used_gb_max = 0;
     std::int64_t max_concurrent_users = 0;  // whole system, at the context length
     std::int64_t batch_per_gpu = 0;         // tokens per GPU actually run (memory may limit it)

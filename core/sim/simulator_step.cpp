@@ -136,7 +136,10 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     const double sharedLayerHalf = m_compute.sharedAndRouterUs(tokens / 2.0);
 
     StepTotals& sum = out.summary;
-    double moeTime = 0, imbalanceSum = 0;
+    double moeTime = 0, balancedTime = 0, imbalanceSum = 0;
+    double speedSum = 0;
+    for (int g = 0; g < G; ++g)
+        speedSum += m_speed[static_cast<std::size_t>(g)];
     for (int l = 0; l < L; ++l) {
         routeLayer(r, l, tokens);
         const LayerComm comm = communicate(tokens, true);
@@ -146,7 +149,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
 
         // 5.4 Expert compute per GPU: each slot by roofline with tile quantisation, plus shared
         // experts and router for the GPU's own tokens, divided by the GPU's speed.
-        double slowest = 0, slowestHalf = 0, loadSum = 0, loadMax = 0;
+        double slowest = 0, slowestHalf = 0, loadSum = 0, loadMax = 0, work = 0, workHalf = 0;
         int slowestGpu = 0;
         m_compute.expertSlotsUs(m_slotTokens.data(), plan.slot_expert.size(), m_slotUs.data(), tbo ? m_slotUsHalf.data() : nullptr);
         for (int g = 0; g < G; ++g) {
@@ -157,6 +160,8 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
                 half += m_slotUsHalf[static_cast<std::size_t>(s)];  // stays 0 without two-batch overlap
             }
             const double inv = m_invSpeed[static_cast<std::size_t>(g)];
+            work += full + sharedLayer;  // at speed 1
+            workHalf += half + sharedLayerHalf;
             full = (full + sharedLayer) * inv;
             half = (half + sharedLayerHalf) * inv;
             m_gpuCompute[static_cast<std::size_t>(g)] = full;
@@ -188,13 +193,16 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
 
         // 5.5 Layer time: synchronous layers, the slowest GPU sets the pace. Two-batch overlap
         // hides one micro-batch's communication behind the other's attention and expert compute.
-        double layerTime = 0;
+        // The balanced floor: every GPU finishes the layer's expert work together.
+        double layerTime = 0, balancedLayer = 0;
         if (tbo) {
             const double commUs = 2.0 * (dispatch.half_time_us + combine.half_time_us);
             const double compute = 2.0 * (slowestHalf + attnLayerHalf / minSpeed);
             layerTime = std::max(commUs, compute);
+            balancedLayer = std::max(commUs, 2.0 * (workHalf / speedSum + attnLayerHalf / minSpeed));
         } else {
             layerTime = dispatch.time_us + slowest + combine.time_us;
+            balancedLayer = dispatch.time_us + work / speedSum + combine.time_us;
         }
         lm.time_us = layerTime;
         lm.dispatch_us = dispatch.time_us;
@@ -204,6 +212,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         lm.imbalance = loadSum > 0 ? loadMax / (loadSum / G) : 1.0;
         imbalanceSum += lm.imbalance;
         moeTime += layerTime + (tbo ? 0.0 : attnLayer / minSpeed);
+        balancedTime += balancedLayer + (tbo ? 0.0 : attnLayer / minSpeed);
         sum.dispatch_us += dispatch.time_us;
         sum.combine_us += combine.time_us;
         sum.expert_compute_us += slowest;
@@ -239,6 +248,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     const double aroundUs = aroundFullSpeedUs / minSpeed;
     const double stepUs = moeTime + aroundUs;
     sum.moe_time_us = moeTime;
+    sum.moe_time_balanced_us = balancedTime;
     sum.attention_us = (L * attnLayer + aroundFullSpeedUs) / minSpeed;
     sum.step_time_us = stepUs;
     sum.imbalance = L > 0 ? imbalanceSum / L : 1.0;

@@ -110,6 +110,11 @@ void TestCliSim::simulateJsonContract()
                             .arg(summary.value(QStringLiteral("tokens_per_s")).toDouble()).arg(expectedTps)));
     // The step holds its MoE layers and at least the dispatch and combine they contain.
     QVERIFY(stepUs >= summary.value(QStringLiteral("moe_time_us")).toDouble());
+    // The balanced floor: present, positive, never above the MoE time.
+    QVERIFY(summary.contains(QStringLiteral("moe_time_balanced_us")));
+    QVERIFY(summary.value(QStringLiteral("moe_time_balanced_us")).toDouble() > 0);
+    QVERIFY(summary.value(QStringLiteral("moe_time_balanced_us")).toDouble()
+            <= summary.value(QStringLiteral("moe_time_us")).toDouble() * (1 + 1e-12));
     QVERIFY(summary.value(QStringLiteral("imbalance")).toDouble() >= 1.0);
     QVERIFY(std::abs(summary.value(QStringLiteral("tokens_per_s_per_gpu")).toDouble() * gpus
                      - summary.value(QStringLiteral("tokens_per_s")).toDouble())

@@ -186,6 +186,7 @@ private slots:
     void slowerGpuNeverShortensTheStep();
     void slowerGpuWithTheLargestLoadIsTheStraggler();
     void twoBatchOverlap();
+    void balancedFloorSpreadsEachLayersExpertWork();
     void redundantSlotsCostMemory();
     void memoryLimitsTheBatch();
     void noKvCacheMeansNoMemoryBoundOnTheBatch();
@@ -875,6 +876,40 @@ void TestSim::twoBatchOverlap()
             QVERIFY2(a.summary.step_time_us < 0.95 * b.summary.step_time_us,
                      qPrintable(QStringLiteral("%1: overlap %2 us vs none %3 us").arg(QString::fromLatin1(name))
                                     .arg(a.summary.step_time_us).arg(b.summary.step_time_us)));
+    }
+}
+
+// moe_time_balanced_us: each layer's expert work as placed, finished by all GPUs together (in
+// proportion to speed), communication as simulated. Without overlap a layer is the plain sum, so
+// the floor is written out from the per-GPU totals: work = compute_us x speed.
+void TestSim::balancedFloorSpreadsEachLayersExpertWork()
+{
+    for (const char* name : {kNvlDecode, kHgxPrefill, kMixtral}) {
+        const Scenario base = load(name, {{"overlap", "none"}});
+        const RoutingSample r = sampleOf(base);
+        const Placement p = placementFor(base, r);
+        for (const char* speed : {"1.0", "0.7"}) {
+            const Scenario s = load(name, {{"overlap", "none"}, {"gpus.speed.gpu1", speed}});
+            const StepMetrics m = stepWith(s, r, p);
+            double work = 0, speeds = 0;
+            for (const GpuMetrics& g : m.gpus) {
+                work += g.compute_us * g.speed;
+                speeds += g.speed;
+            }
+            const double expected = m.summary.moe_time_us - m.summary.expert_compute_us + work / speeds;
+            const QByteArray what = QByteArray(name) + " gpu1 at " + speed;
+            QVERIFY2(near(m.summary.moe_time_balanced_us, expected),
+                     qPrintable(QStringLiteral("%1: %2 vs %3").arg(QString::fromLatin1(what))
+                                    .arg(m.summary.moe_time_balanced_us).arg(expected)));
+            QVERIFY2(m.summary.moe_time_balanced_us < m.summary.moe_time_us, what.constData());
+        }
+        // With overlap: never above the MoE time, and a slow GPU widens the gap.
+        const Scenario tbo = load(name);
+        const Scenario tboSlow = load(name, {{"gpus.speed.gpu1", "0.7"}});
+        const StepMetrics a = stepWith(tbo, r, p), b = stepWith(tboSlow, r, p);
+        QVERIFY(notAbove(a.summary.moe_time_balanced_us, a.summary.moe_time_us));
+        QVERIFY(b.summary.moe_time_us - b.summary.moe_time_balanced_us >
+                a.summary.moe_time_us - a.summary.moe_time_balanced_us);
     }
 }
 
