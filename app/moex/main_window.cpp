@@ -245,7 +245,9 @@ void MainWindow::buildStatusBar()
     m_statusStepTime = statusField(tr("Step time: one forward pass of the whole model"));
     m_statusTokens = statusField(tr("Tokens per second, whole system"));
     m_statusPerKw = statusField(tr("Tokens per second per kW of GPU + switch power"));
-    m_statusImbalance = statusField(tr("Imbalance: max / mean GPU load, mean over MoE layers (1 = perfect)"));
+    m_statusImbalance = statusField(tr("Imbalance: max / mean GPU load, mean over MoE layers (1 = perfect); "
+                                       "cost: the share of MoE time that spreading each layer's expert work "
+                                       "evenly over the GPUs would save"));
     for (QLabel* l : {m_statusSource, m_statusStep, m_statusStepTime, m_statusTokens, m_statusPerKw, m_statusImbalance})
         statusBar()->addPermanentWidget(l);
 }
@@ -476,7 +478,10 @@ void MainWindow::updateStatus()
     m_statusStepTime->setText(tr("%1 ms/step").arg(t.step_time_us / 1000.0, 0, 'f', 2));
     m_statusTokens->setText(tr("%1 tok/s").arg(grouped(t.tokens_per_s)));
     m_statusPerKw->setText(tr("%1 tok/s/kW").arg(grouped(t.tokens_per_s_per_kw)));
-    m_statusImbalance->setText(tr("imbalance %1").arg(t.imbalance, 0, 'f', 3));
+    QString imbalance = tr("imbalance %1").arg(t.imbalance, 0, 'f', 3);
+    if (t.moe_time_balanced_us > 0 && t.moe_time_us > 0)  // the simulator's floor; engines leave it 0
+        imbalance += tr(", costs %1%").arg(100.0 * (t.moe_time_us - t.moe_time_balanced_us) / t.moe_time_us, 0, 'f', 2);
+    m_statusImbalance->setText(imbalance);
 }
 
 void MainWindow::scheduleCompare()
