@@ -46,9 +46,10 @@ void printRun(const SimRun& run)
     std::cout << "attention+dense  " << ms(t.attention_us) << '\n';
     std::cout << "imbalance        " << fixed(t.imbalance, 3) << " (max/mean GPU load, mean over layers); straggler gpu"
               << t.straggler_gpu << '\n';
-    std::cout << "imbalance cost   " << ms(t.moe_time_us - t.moe_time_balanced_us) << " per step, "
-              << fixed(t.moe_time_us > 0 ? 100.0 * (t.moe_time_us - t.moe_time_balanced_us) / t.moe_time_us : 0.0, 2)
-              << "% of MoE time (" << ms(t.moe_time_balanced_us) << " with expert work spread evenly)\n";
+    if (t.moe_time_balanced_us > 0)
+        std::cout << "imbalance cost   " << ms(t.moe_time_us - t.moe_time_balanced_us) << " per step, "
+                  << fixed(t.moe_time_us > 0 ? 100.0 * (t.moe_time_us - t.moe_time_balanced_us) / t.moe_time_us : 0.0, 2)
+                  << "% of MoE time (" << ms(t.moe_time_balanced_us) << " with expert work spread evenly)\n";
     std::cout << "memory           " << fixed(t.hbm_used_gb_max, 1) << " GB of " << fixed(s.topology.gpu.hbm_usable_gb, 0)
               << " GB per GPU; " << grouped(static_cast<double>(t.max_concurrent_users))
               << " concurrent sequences fit at " << s.workload.context_tokens << " tokens";

@@ -72,9 +72,10 @@ std::string headlessSummary(const RunSummary& r)
     o << "expert compute   " << ms(t.expert_compute_us) << " (slowest GPU of each layer)\n";
     o << "attention+dense  " << ms(t.attention_us) << '\n';
     o << "imbalance        " << fmt("%.3f", t.imbalance) << " (max/mean GPU load, mean over layers)\n";
-    o << "imbalance cost   " << ms(t.moe_time_us - t.moe_time_balanced_us) << " per step, "
-      << fmt("%.2f", t.moe_time_us > 0 ? 100.0 * (t.moe_time_us - t.moe_time_balanced_us) / t.moe_time_us : 0.0)
-      << "% of MoE time (" << ms(t.moe_time_balanced_us) << " with expert work spread evenly)\n";
+    if (t.moe_time_balanced_us > 0)
+        o << "imbalance cost   " << ms(t.moe_time_us - t.moe_time_balanced_us) << " per step, "
+          << fmt("%.2f", t.moe_time_us > 0 ? 100.0 * (t.moe_time_us - t.moe_time_balanced_us) / t.moe_time_us : 0.0)
+          << "% of MoE time (" << ms(t.moe_time_balanced_us) << " with expert work spread evenly)\n";
     o << "straggler        gpu" << t.straggler_gpu << " (slowest GPU most often)\n";
     o << "memory           " << fmt("%.1f", t.hbm_used_gb_max) << " GB of " << fmt("%.0f", s.topology.gpu.hbm_usable_gb)
       << " GB per GPU; " << grouped(static_cast<double>(t.max_concurrent_users)) << " concurrent sequences fit at "
