@@ -133,6 +133,20 @@ Placement makePlacement(const PlacementRequest& rq)
     if (layers <= 0)
         fail("give the number of MoE layers or a load with one row per layer");
     checkLoadShape(rq.load, layers, rq.num_experts);
+    if (!rq.step_load.empty()) {
+        if (static_cast<int>(rq.step_load.size()) != layers)
+            fail("the per-step load has " + std::to_string(rq.step_load.size()) + " layers, but there are "
+                 + std::to_string(layers) + " MoE layers");
+        for (std::size_t l = 0; l < rq.step_load.size(); ++l)
+            for (std::size_t s = 0; s < rq.step_load[l].size(); ++s)
+                try {
+                    checkLoadShape({rq.step_load[l][s]}, 1, rq.num_experts);
+                } catch (const std::invalid_argument&) {
+                    fail("step " + std::to_string(s) + " of layer " + std::to_string(l)
+                         + " of the per-step load does not have one non-negative number per expert ("
+                         + std::to_string(rq.num_experts) + ")");
+                }
+    }
     const int slots = rq.num_slots > 0 ? rq.num_slots : rq.num_experts;
     if (slots < rq.num_experts)
         fail(std::to_string(slots) + " slots cannot hold " + std::to_string(rq.num_experts)

@@ -423,6 +423,15 @@ void TestStrategies::refusals()
     rq.gpu_speed.clear();
     rq.coactivation = [](int) { return ExpertMatrix(4); };
     QVERIFY(messageOf([&] { makePlacement(rq); }).find("4 x 4") != std::string::npos);
+    rq.coactivation = nullptr;
+    rq.step_load = {{std::vector<double>(16, 1.0)}, {std::vector<double>(16, 1.0)}};
+    QVERIFY(messageOf([&] { makePlacement(rq); }).find("per-step load has 2 layers, but there are 1") !=
+            std::string::npos);
+    rq.step_load = {{std::vector<double>(16, 1.0), std::vector<double>(15, 1.0)}};
+    QVERIFY(messageOf([&] { makePlacement(rq); }).find("step 1 of layer 0 of the per-step load") != std::string::npos);
+    rq.step_load = {{std::vector<double>(16, -1.0)}};
+    QVERIFY(messageOf([&] { makePlacement(rq); }).find("non-negative") != std::string::npos);
+    rq.step_load.clear();
     rq.strategy = "gemm";
     const std::string unknown = messageOf([&] { makePlacement(rq); });
     QVERIFY(unknown.find("gem, search") != std::string::npos);
