@@ -24,8 +24,9 @@ inline double pow16(double x)
 double steadyObjective(const Layout& l, const std::vector<std::vector<double>>& stepLoad,
                        const std::vector<double>& speed)
 {
-    const int E = stepLoad.empty() ? 0 : static_cast<int>(stepLoad.front().size());
-    std::vector<int> count(static_cast<std::size_t>(E), 0);
+    if (stepLoad.empty() || l.expert.empty())
+        return 0;
+    std::vector<int> count(static_cast<std::size_t>(*std::max_element(l.expert.begin(), l.expert.end())) + 1, 0);
     for (int e : l.expert)
         ++count[static_cast<std::size_t>(e)];
     double f = 0;
@@ -150,10 +151,12 @@ SteadyResult steadySwaps(Layout& l, const std::vector<std::vector<double>>& step
         std::swap(l.expert[us(bi)], l.expert[us(bj)]);
         if (!l.share.empty())
             std::swap(l.share[us(bi)], l.share[us(bj)]);
-        const double dm = mbv[us(bj)] - mbv[us(bi)];
-        MB[us(g)] += dm;
-        MB[us(h)] -= dm;
         std::swap(mbv[us(bi)], mbv[us(bj)]);
+        for (int x : {g, h}) {  // summed afresh: no drift against how balance() adds them up
+            MB[us(x)] = 0;
+            for (int i = x * per; i < (x + 1) * per; ++i)
+                MB[us(x)] += mbv[us(i)];
+        }
         for (int s = 0; s < S; ++s) {
             double& vi = val[us(bi) * us(S) + us(s)];
             double& vj = val[us(bj) * us(S) + us(s)];

@@ -35,7 +35,10 @@ double steadyObjective(const Layout& l, const std::vector<std::vector<double>>& 
 // slot of any other GPU, that lowers steadyObjective most (a share moves with its slot); never
 // puts an expert twice on one GPU and never raises a GPU's mean load (even shares, no speed: how
 // balance() judges) above balanceBound x the mean. Stops when no swap lowers it or after
-// maxRounds. Deterministic. `l` must hold every expert of meanLoad at least once.
+// maxRounds. Deterministic. Preconditions (makePlacement checks them for a request): `l` holds
+// gpus x perGpu slots and every expert of meanLoad at least once, every expert id is below
+// meanLoad.size(), each step has meanLoad.size() non-negative loads, speed has l.gpus positive
+// entries. A step whose total load is 0 counts for nothing.
 SteadyResult steadySwaps(Layout& l, const std::vector<std::vector<double>>& stepLoad,
                          const std::vector<double>& meanLoad, const std::vector<double>& speed,
                          double balanceBound, int maxRounds);

@@ -138,14 +138,17 @@ Placement makePlacement(const PlacementRequest& rq)
             fail("the per-step load has " + std::to_string(rq.step_load.size()) + " layers, but there are "
                  + std::to_string(layers) + " MoE layers");
         for (std::size_t l = 0; l < rq.step_load.size(); ++l)
-            for (std::size_t s = 0; s < rq.step_load[l].size(); ++s)
-                try {
-                    checkLoadShape({rq.step_load[l][s]}, 1, rq.num_experts);
-                } catch (const std::invalid_argument&) {
-                    fail("step " + std::to_string(s) + " of layer " + std::to_string(l)
-                         + " of the per-step load does not have one non-negative number per expert ("
-                         + std::to_string(rq.num_experts) + ")");
-                }
+            for (std::size_t s = 0; s < rq.step_load[l].size(); ++s) {
+                const auto& step = rq.step_load[l][s];
+                const std::string where =
+                    "step " + std::to_string(s) + " of layer " + std::to_string(l) + " of the per-step load";
+                if (static_cast<int>(step.size()) != rq.num_experts)
+                    fail(where + " has " + std::to_string(step.size()) + " experts, the model has "
+                         + std::to_string(rq.num_experts));
+                for (double v : step)
+                    if (!std::isfinite(v) || v < 0)
+                        fail(where + " has a negative or non-finite value");
+            }
     }
     const int slots = rq.num_slots > 0 ? rq.num_slots : rq.num_experts;
     if (slots < rq.num_experts)

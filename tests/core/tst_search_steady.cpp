@@ -151,6 +151,17 @@ void TestSearchSteady::separatesExpertsThatRiseTogether()
     }
     QCOMPARE(balanceOf(l, mean), 1.0);
 
+    // A step without load counts for nothing: the same swaps, the same measure.
+    Steps withIdle = steps;
+    withIdle.push_back(std::vector<double>(8, 0.0));
+    Layout idle{4, 2, {0, 1, 2, 3, 4, 5, 6, 7}, {}};
+    const auto ri = steadySwaps(idle, withIdle, mean, speed, 1.0, 64);
+    QCOMPARE(idle.expert, l.expert);
+    QCOMPARE(ri.swaps, r.swaps);
+    QVERIFY(std::isfinite(ri.after) && std::abs(ri.after - r.after) <= 1e-12 * r.after);
+    QCOMPARE(steadyObjective(idle, withIdle, speed), steadyObjective(idle, steps, speed));
+    QCOMPARE(steadyObjective(idle, {}, speed), 0.0);
+
     // With GPU 0 at half speed the peaks are its own (6 in one step): one of each kind there too.
     Layout slow{4, 2, {0, 1, 2, 3, 4, 5, 6, 7}, {}};
     const std::vector<double> speeds = {0.5, 1.0, 1.0, 1.0};
@@ -264,7 +275,8 @@ void TestSearchSteady::theBoundBinds()
     QVERIFY(freed.swaps >= 1);
     QVERIFY(measureOf(l, steps, speed) < before);
     QVERIFY(std::abs(balanceOf(l, mean) - 3.5 / 3.0) < 1e-12);
-    QVERIFY(!l.holds(0, 1) || !l.holds(0, 0));  // 0 and 1 apart
+    for (int g = 0; g < 2; ++g)
+        QVERIFY(!l.holds(g, 0) || !l.holds(g, 1));  // 0 and 1 apart
 }
 
 void TestSearchSteady::noStepsNoChange()

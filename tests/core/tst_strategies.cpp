@@ -428,9 +428,13 @@ void TestStrategies::refusals()
     QVERIFY(messageOf([&] { makePlacement(rq); }).find("per-step load has 2 layers, but there are 1") !=
             std::string::npos);
     rq.step_load = {{std::vector<double>(16, 1.0), std::vector<double>(15, 1.0)}};
-    QVERIFY(messageOf([&] { makePlacement(rq); }).find("step 1 of layer 0 of the per-step load") != std::string::npos);
+    QVERIFY(messageOf([&] { makePlacement(rq); }).find("step 1 of layer 0 of the per-step load has 15 experts") !=
+            std::string::npos);
     rq.step_load = {{std::vector<double>(16, -1.0)}};
-    QVERIFY(messageOf([&] { makePlacement(rq); }).find("non-negative") != std::string::npos);
+    QVERIFY(messageOf([&] { makePlacement(rq); }).find("step 0 of layer 0 of the per-step load has a negative") !=
+            std::string::npos);
+    rq.step_load = {{std::vector<double>(16, std::nan(""))}};
+    QVERIFY(messageOf([&] { makePlacement(rq); }).find("negative or non-finite") != std::string::npos);
     rq.step_load.clear();
     rq.strategy = "gemm";
     const std::string unknown = messageOf([&] { makePlacement(rq); });
