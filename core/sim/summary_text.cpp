@@ -1,0 +1,63 @@
+#include "sim/summary_text.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace moex {
+
+namespace {
+
+std::string fixed(double v, int decimals)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+std::string ms(double us) { return fixed(us / 1000.0, 2) + " ms"; }
+
+std::string grouped(double v)
+{
+    std::string s = std::to_string(static_cast<long long>(v + 0.5));
+    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+        s.insert(static_cast<std::size_t>(i), ",");
+    return s;
+}
+
+}  // namespace
+
+std::string summaryText(const Scenario& s, const StepTotals& t)
+{
+    const int layers = std::max(1, s.model.numMoeLayers());
+    std::ostringstream o;
+    o << "scenario         " << s.name << ": " << s.model.name << " on "
+      << (s.topology.builtin.empty() ? s.topology.name : s.topology.builtin) << " (" << s.topology.numGpus() << " GPUs, "
+      << s.topology.numDomains() << " NVLink domain(s)), " << toString(s.workload.phase) << ", "
+      << s.workload.tokens_per_gpu << " tokens/GPU, placement " << s.placement.strategy << '\n';
+    o << "step time        " << ms(t.step_time_us) << "  (MoE layers " << ms(t.moe_time_us) << ", overlap "
+      << toString(s.overlap) << ")\n";
+    o << "tokens/s         " << grouped(t.tokens_per_s) << "  (" << grouped(t.tokens_per_s_per_gpu) << " per GPU, "
+      << grouped(t.tokens_per_s_per_kw) << " per kW)\n";
+    o << "dispatch         " << ms(t.dispatch_us) << " per step over " << s.model.numMoeLayers() << " MoE layers ("
+      << fixed(t.dispatch_us / layers, 1) << " us per layer)\n";
+    o << "combine          " << ms(t.combine_us) << " (" << fixed(t.combine_us / layers, 1) << " us per layer)\n";
+    o << "expert compute   " << ms(t.expert_compute_us) << " (slowest GPU of each layer)\n";
+    o << "attention+dense  " << ms(t.attention_us) << '\n';
+    o << "imbalance        " << fixed(t.imbalance, 3) << " (max/mean GPU load, mean over layers); straggler gpu"
+      << t.straggler_gpu << '\n';
+    if (t.moe_time_balanced_us > 0)
+        o << "imbalance cost   " << ms(t.moe_time_us - t.moe_time_balanced_us) << " per step, "
+          << fixed(t.moe_time_us > 0 ? 100.0 * (t.moe_time_us - t.moe_time_balanced_us) / t.moe_time_us : 0.0, 2)
+          << "% of MoE time (" << ms(t.moe_time_balanced_us) << " with expert work spread evenly)\n";
+    o << "memory           " << fixed(t.hbm_used_gb_max, 1) << " GB of " << fixed(s.topology.gpu.hbm_usable_gb, 0)
+      << " GB per GPU; " << grouped(static_cast<double>(t.max_concurrent_users)) << " concurrent sequences fit at "
+      << s.workload.context_tokens << " tokens";
+    if (t.memory_limited)
+        o << "; batch limited by memory to " << t.batch_per_gpu << " per GPU";
+    o << '\n';
+    o << "power            " << fixed(t.power_kw, 1) << " kW\n";
+    return o.str();
+}
+
+}  // namespace moex

@@ -1,0 +1,16 @@
+// The plain-text summary of a simulated scenario that `moex-cli simulate` and the headless `moex`
+// print: one labelled line per figure, from the scenario line to power.
+//
+//   std::cout << summaryText(scenario, meanTotals(steps));
+#pragma once
+
+#include "metrics/step_metrics.h"
+#include "scenario/scenario.h"
+
+#include <string>
+
+namespace moex {
+
+std::string summaryText(const Scenario& s, const StepTotals& t);
+
+}  // namespace moex
