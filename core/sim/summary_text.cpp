@@ -6,14 +6,16 @@
 
 namespace moex {
 
-namespace {
-
-std::string fixed(double v, int decimals)
+std::string fixedText(double v, int decimals)
 {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
     return buf;
 }
+
+namespace {
+
+std::string fixed(double v, int decimals) { return fixedText(v, decimals); }
 
 std::string ms(double us) { return fixed(us / 1000.0, 2) + " ms"; }
 

@@ -13,4 +13,7 @@ namespace moex {
 
 std::string summaryText(const Scenario& s, const StepTotals& t);
 
+// v with `decimals` digits after the point ("%.*f"): the number format of the summaries.
+std::string fixedText(double v, int decimals);
+
 }  // namespace moex

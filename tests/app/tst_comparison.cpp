@@ -10,6 +10,8 @@
 
 #include "common/diagnostics.h"
 
+#include <algorithm>
+
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -33,7 +35,14 @@ private slots:
         QVERIFY(a.load(sample("deepseek-r1-decode-hgx-h200x8.yaml")));
         QVERIFY(b.load(sample("deepseek-r1-decode-nvl72.yaml")));
         const ComparisonResult r = compareScenarios(a.scenario(), a.placement(), b.scenario(), b.placement(), 3);
-        QCOMPARE(r.terms.size(), std::size_t(13));
+        QCOMPARE(r.terms.size(), std::size_t(14));
+        // What imbalance costs: the MoE time over the balanced floor of each side.
+        const auto cost = std::find_if(r.terms.begin(), r.terms.end(),
+                                       [](const CompareTerm& t) { return t.key == "imbalance_cost_us"; });
+        QVERIFY(cost != r.terms.end());
+        QCOMPARE(cost->a, r.a.mean.moe_time_us - r.a.mean.moe_time_balanced_us);
+        QCOMPARE(cost->b, r.b.mean.moe_time_us - r.b.mean.moe_time_balanced_us);
+        QVERIFY(cost->a > 0 && cost->b > 0);
         QCOMPARE(QString::fromStdString(r.terms.front().key), QStringLiteral("dispatch_us"));
         QVERIFY(r.terms.front().a > r.terms.front().b);  // NICs are slower than NVLink
         const QString text = QString::fromStdString(r.explanation);
@@ -43,7 +52,7 @@ private slots:
         CompareModel model;
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         model.setTerms(r.terms);
-        QCOMPARE(model.rowCount(), 13);
+        QCOMPARE(model.rowCount(), 14);
         QCOMPARE(model.columnCount(), 5);
         QVERIFY(model.data(model.index(0, CompareModel::AColumn)).toString().endsWith(QStringLiteral(" ms")));
         QVERIFY(model.data(model.index(0, CompareModel::RatioColumn)).toString().endsWith(QLatin1Char('x')));

@@ -296,7 +296,7 @@ private slots:
         QCOMPARE(w.documentA()->scenario().workload.tokens_per_gpu, 64);
         QTRY_VERIFY_WITH_TIMEOUT(w.compareView()->hasResult() && !w.compareRunner()->busy(), 30000);
         auto* model = w.compareView()->model();
-        QCOMPARE(model->rowCount(), 13);
+        QCOMPARE(model->rowCount(), 14);
         const auto& terms = model->terms();
         const auto step = std::find_if(terms.begin(), terms.end(), [](const auto& t) { return t.key == "step_time_us"; });
         QVERIFY(step != terms.end());

@@ -354,8 +354,20 @@ void TestCliSim::compareExplainsTheDifference()
         }
     }
     for (const char* key : {"dispatch_us", "combine_us", "expert_compute_us", "attention_us", "batch_per_gpu",
-                            "tokens_per_s_per_kw", "tokens_per_s_per_gpu", "step_time_us"})
+                            "tokens_per_s_per_kw", "tokens_per_s_per_gpu", "step_time_us", "imbalance_cost_us"})
         QVERIFY2(names.contains(QLatin1String(key)), key);
+    // The imbalance cost of each side is its MoE time over its balanced floor.
+    for (const QJsonValue& v : terms) {
+        const QJsonObject t = v.toObject();
+        if (t.value(QStringLiteral("name")).toString() != QLatin1String("imbalance_cost_us"))
+            continue;
+        for (const char* side : {"a", "b"}) {
+            const QJsonObject s = j.value(QLatin1String(side)).toObject().value(QStringLiteral("summary")).toObject();
+            const double expected = s.value(QStringLiteral("moe_time_us")).toDouble()
+                - s.value(QStringLiteral("moe_time_balanced_us")).toDouble();
+            QVERIFY(std::abs(t.value(QLatin1String(side)).toDouble() - expected) <= 1e-6 * std::max(1.0, expected));
+        }
+    }
     // HGX sends 7 of 8 tokens over NICs: the all-to-all is where B loses.
     QVERIFY(ratio.value(QStringLiteral("dispatch_us")).toDouble() > 1.0);
     QVERIFY(ratio.value(QStringLiteral("tokens_per_s_per_gpu")).toDouble() < 1.0);

@@ -1,29 +1,25 @@
-#include "comparison.h"
+#include "sim/comparison.h"
+
+#include "sim/summary_text.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <sstream>
 
-namespace moex::session {
+namespace moex {
 
 namespace {
 
-std::string fixed(double v, int digits)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
-}
+std::string fixed(double v, int digits) { return fixedText(v, digits); }
 
 }  // namespace
 
-std::vector<CompareTerm> compareTerms(const RunSummary& ra, const RunSummary& rb)
+std::vector<CompareTerm> compareTerms(const Scenario& sa, const StepTotals& x, const Scenario& sb, const StepTotals& y)
 {
-    const StepTotals& x = ra.mean;
-    const StepTotals& y = rb.mean;
-    const double ga = std::max(1, ra.scenario.topology.numGpus());
-    const double gb = std::max(1, rb.scenario.topology.numGpus());
+    const double ga = std::max(1, sa.topology.numGpus());
+    const double gb = std::max(1, sb.topology.numGpus());
+    // MoE time over the balanced floor; 0 where the floor was not computed.
+    auto cost = [](const StepTotals& t) { return t.moe_time_balanced_us > 0 ? t.moe_time_us - t.moe_time_balanced_us : 0.0; };
     auto d = [](std::int64_t v) { return static_cast<double>(v); };
     return {
         {"dispatch_us", "dispatch (all MoE layers)", x.dispatch_us, y.dispatch_us, "us", true, false},
@@ -37,17 +33,17 @@ std::vector<CompareTerm> compareTerms(const RunSummary& ra, const RunSummary& rb
         {"power_w_per_gpu", "power per GPU (incl. switches)", x.power_kw * 1e3 / ga, y.power_kw * 1e3 / gb, "W", false, false},
         {"tokens_per_s_per_kw", "tokens/s per kW", x.tokens_per_s_per_kw, y.tokens_per_s_per_kw, "tok/s/kW", false, true},
         {"imbalance", "imbalance (max/mean load)", x.imbalance, y.imbalance, "", false, false},
+        {"imbalance_cost_us", "imbalance cost (over the floor)", cost(x), cost(y), "us", false, false},
         {"hbm_used_gb_max", "HBM used per GPU", x.hbm_used_gb_max, y.hbm_used_gb_max, "GB", false, false},
         {"max_concurrent_users", "concurrent sequences (system)", d(x.max_concurrent_users), d(y.max_concurrent_users), "",
          false, true},
     };
 }
 
-std::string explainComparison(const RunSummary& a, const RunSummary& b, const std::vector<CompareTerm>& terms)
+std::string explainComparison(const Scenario& sa, const StepTotals& x, const Scenario& sb, const StepTotals& y,
+                              const std::vector<CompareTerm>& terms)
 {
     std::ostringstream o;
-    const StepTotals& x = a.mean;
-    const StepTotals& y = b.mean;
     const double perGpu = x.tokens_per_s_per_gpu > 0 ? y.tokens_per_s_per_gpu / x.tokens_per_s_per_gpu : 0;
     const double batchRatio = x.batch_per_gpu > 0 ? static_cast<double>(y.batch_per_gpu) / static_cast<double>(x.batch_per_gpu) : 1;
     const double stepRatio = y.step_time_us > 0 ? x.step_time_us / y.step_time_us : 0;
@@ -65,7 +61,7 @@ std::string explainComparison(const RunSummary& a, const RunSummary& b, const st
         o << (i ? ", " : "") << parts[i]->label << " " << (parts[i]->b >= parts[i]->a ? "+" : "")
           << fixed(parts[i]->delta() / 1000.0, 2) << " ms";
     o << ".\n";
-    const int da = a.scenario.topology.numDomains(), db = b.scenario.topology.numDomains();
+    const int da = sa.topology.numDomains(), db = sb.topology.numDomains();
     if (da != db)
         o << "A spans " << da << " NVLink domain(s), B " << db << ": all-to-all traffic between domains crosses NICs ("
           << (da > db ? "A" : "B") << "), which carry far less than NVLink.\n";
@@ -73,9 +69,9 @@ std::string explainComparison(const RunSummary& a, const RunSummary& b, const st
         o << "Memory limits the batch of " << (x.memory_limited ? "A" : "")
           << (x.memory_limited && y.memory_limited ? " and " : "") << (y.memory_limited ? "B" : "")
           << ": weights leave too little HBM for the KV cache of the requested batch.\n";
-    if (a.scenario.overlap == Overlap::two_batch || b.scenario.overlap == Overlap::two_batch)
+    if (sa.overlap == Overlap::two_batch || sb.overlap == Overlap::two_batch)
         o << "With two-batch overlap, communication hides behind compute, so the step is less than the sum of the terms.\n";
     return o.str();
 }
 
-}  // namespace moex::session
+}  // namespace moex
