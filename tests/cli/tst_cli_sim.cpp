@@ -53,6 +53,7 @@ private slots:
     void simulateBadArguments();
     void simulateBrokenScenario();
     void simulateSetOverrides();
+    void simulateBalancedFloor();
     void compareExplainsTheDifference();
     void benchFidelity();
     void benchSim();
@@ -271,6 +272,43 @@ void TestCliSim::simulateBrokenScenario()
     r = runCli({QStringLiteral("compare"), scenario("mixtral-8x7b-decode-hgx-h100"), bad});
     QCOMPARE(r.exitCode, 2);
     QVERIFY2(r.err.contains(bad + QStringLiteral(":4:")), qPrintable(r.err));
+}
+
+// moe_time_balanced_us from the JSON alone: without overlap a layer is dispatch + slowest GPU +
+// combine, so the floor is the MoE time with the summed slowest-GPU compute replaced by all GPUs'
+// work (compute_us x speed) over the sum of speeds. One step, so the summary and gpus[] are the
+// same step; GPU 1 slowed so that the speeds matter. The text summary prints the same cost.
+void TestCliSim::simulateBalancedFloor()
+{
+    const QStringList args = {QStringLiteral("simulate"), scenario("mixtral-8x7b-decode-hgx-h100"), QStringLiteral("--steps"),
+                              QStringLiteral("1"), QStringLiteral("--set"), QStringLiteral("overlap=none"),
+                              QStringLiteral("--set"), QStringLiteral("gpus.speed.gpu1=0.7")};
+    Result r = runCli(args + QStringList{QStringLiteral("--json"), QStringLiteral("-")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QString error;
+    const QJsonObject j = parse(r.out, &error).object();
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    const QJsonObject summary = j.value(QStringLiteral("summary")).toObject();
+    double work = 0, speeds = 0;
+    for (const QJsonValue& v : j.value(QStringLiteral("gpus")).toArray()) {
+        const QJsonObject g = v.toObject();
+        work += g.value(QStringLiteral("compute_us")).toDouble() * g.value(QStringLiteral("speed")).toDouble();
+        speeds += g.value(QStringLiteral("speed")).toDouble();
+    }
+    QVERIFY(speeds > 7.0 && speeds < 8.0);  // 7 GPUs at 1, one at 0.7
+    const double moe = summary.value(QStringLiteral("moe_time_us")).toDouble();
+    const double expected = moe - summary.value(QStringLiteral("expert_compute_us")).toDouble() + work / speeds;
+    const double floor = summary.value(QStringLiteral("moe_time_balanced_us")).toDouble();
+    QVERIFY2(std::abs(floor - expected) <= 1e-6 * expected,
+             qPrintable(QStringLiteral("floor %1 vs %2 from the per-GPU totals").arg(floor).arg(expected)));
+    QVERIFY(floor < moe);
+
+    r = runCli(args);
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QString line = QStringLiteral("imbalance cost   %1 ms per step, %2% of MoE time")
+                             .arg((moe - floor) / 1000.0, 0, 'f', 2)
+                             .arg(100.0 * (moe - floor) / moe, 0, 'f', 2);
+    QVERIFY2(r.out.contains(line), qPrintable(line + QStringLiteral("\n") + r.out));
 }
 
 void TestCliSim::simulateSetOverrides()
