@@ -163,7 +163,7 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
     f = group(tr("Placement"));
     d->strategy = d->combo(QStringLiteral("placement.strategy"),
                            {QStringLiteral("contiguous"), QStringLiteral("round-robin"), QStringLiteral("eplb"),
-                            QStringLiteral("gem"), QStringLiteral("search")});
+                            QStringLiteral("eplb-exact"), QStringLiteral("gem"), QStringLiteral("search")});
     f->addRow(tr("Strategy"), d->strategy);
     d->redundant = d->spin(QStringLiteral("placement.redundant_slots"), 0, 1 << 16);
     f->addRow(tr("Redundant slots"), d->redundant);

@@ -305,7 +305,7 @@ int benchPlace(const Args& args)
     const double budget = args.doubleValue("budget-ms", 1000, 0, 3.6e6);
     const auto seed = static_cast<std::uint64_t>(args.intValue("seed", 1, 0, 2147483647));
     const Overrides overrides = args.overrides();
-    const std::vector<std::string> all = {"contiguous", "round-robin", "eplb", "gem", "search"};
+    const std::vector<std::string> all = {"contiguous", "round-robin", "eplb-exact", "eplb", "gem", "search"};
 
     std::vector<Case> cases;
     cases.push_back(scenarioCase("nvl72", "GB200 NVL72: DeepSeek-R1 decode (deepseek-r1-decode-nvl72.yaml)",

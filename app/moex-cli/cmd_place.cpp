@@ -7,6 +7,10 @@
 // says which), else from the scenario's routing. The placement is checked for the format and
 // written atomically; nothing is written when it is refused. The summary judges the placement as
 // the format carries it: exports other than native have no shares, so replicas split evenly.
+// For a format whose consumer cannot load two copies of one expert on one GPU (vllm-ascend), such
+// copies (eplb-exact, explicit placements) are separated by the least costly slot swaps first and
+// the cost in balance is printed. --mtp-layers N (trtllm): MTP layers to write after the decoder
+// layers, default the model's (DeepSeek-R1: 1); 0 leaves them out.
 #include "cli_args.h"
 #include "commands.h"
 #include "common/diagnostics.h"
@@ -22,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 namespace moex::cli {
 
@@ -29,7 +34,7 @@ namespace {
 
 constexpr const char* kUsage =
     "moex-cli place SCENARIO --strategy NAME [--slots R] [--load STATS] [--budget-ms N] [--seed S] "
-    "--format native|sglang|trtllm|vllm-ascend|eplb -o OUT [--set KEY=VALUE]...";
+    "--format native|sglang|trtllm|vllm-ascend|eplb -o OUT [--mtp-layers N] [--set KEY=VALUE]...";
 constexpr int kSummarySteps = 4;
 
 [[noreturn]] void bad(const std::string& message)
@@ -64,6 +69,7 @@ int cmdPlace(const Argv& argv)
                {"budget-ms"},
                {"seed"},
                {"format"},
+               {"mtp-layers"},
                {"output", true, false, 'o'},
                {"set", true, true}});
     args.requirePositionals(1, 1, kUsage);
@@ -116,18 +122,26 @@ int cmdPlace(const Argv& argv)
         bad(e.what());
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    writePlacementExport(*out, p, s.model, format);
-
-    // Summary, as the file carries the placement.
-    if (format != ExportFormat::native)
-        for (auto& l : p.layers)
-            l.shares.clear();
     if (load.empty())
         load = setup.request.load;
     if (load.empty()) {
         auto routing = makeRoutingSource(s);
         load = estimateLoad(*routing, 8);
     }
+    ExportOptions options;
+    if (args.has("mtp-layers")) {
+        if (format != ExportFormat::trtllm)
+            bad("--mtp-layers applies to --format trtllm only");
+        options.mtp_layers = args.intValue("mtp-layers", 0, 0, 64);
+    }
+    std::optional<SeparationReport> separated;
+    p = placementForExport(p, format, load, G / std::max(1, setup.request.num_nodes), separated);
+    writePlacementExport(*out, p, s.model, format, options);
+
+    // Summary, as the file carries the placement.
+    if (format != ExportFormat::native)
+        for (auto& l : p.layers)
+            l.shares.clear();
     const Placement contiguous = contiguousPlacement(E, G, s.model.numMoeLayers(), slots - E);
     const double moe = simulatedMoeUs(s, p);
     const double moeContiguous = simulatedMoeUs(s, contiguous);
@@ -146,6 +160,16 @@ int cmdPlace(const Argv& argv)
     if (setup.objective)
         std::cout << "  search     " << setup.objective->evaluations() << " evaluations (budget "
                   << fixed(s.placement.budget_ms, 0) << " ms, seed " << seed << ")\n";
+    if (format == ExportFormat::trtllm) {
+        const int mtp = options.mtp_layers >= 0 ? options.mtp_layers : s.model.mtp_layers;
+        if (mtp > 0)
+            std::cout << "  mtp        " << mtp << " MTP layer(s) written as layer " << s.model.num_layers
+                      << (mtp > 1 ? "..." + std::to_string(s.model.num_layers + mtp - 1) : std::string())
+                      << " with the last MoE layer's assignment (--mtp-layers 0 leaves them out)\n";
+    }
+    if (separated)
+        std::cout << "  repaired   " << describeSeparation(*separated) << " (" << toString(format)
+                  << " cannot load two copies of one expert on one GPU)\n";
     const auto colocated = findColocatedReplicas(p);
     if (!colocated.empty())
         std::cout << "  warning    " << colocated.size()

@@ -59,7 +59,8 @@ public:
     void selectGpu(int gpu);
     // The File > Export actions without their file dialogs; each returns an error message, or an
     // empty string when the file was written (atomically).
-    QString exportPlacementTo(int format, const QString& path);  // format: an ExportFormat
+    // format: an ExportFormat. Returns the error ("" = written); `note` says what was repaired.
+    QString exportPlacementTo(int format, const QString& path, QString* note = nullptr);
     QString exportViewTo(const QString& path, bool svg);
     QString exportMetricsTo(const QString& path, bool json);
     void setLayer(int moeLayer);
@@ -113,6 +114,7 @@ private:
     void open();
     void newFromSample();
     void exportPlacement(int format);
+    [[nodiscard]] Placement placementForFormat(int format, QString* note) const;
     void exportView(bool svg);
     void exportMetrics(bool json);
     void about();

@@ -302,13 +302,33 @@ bool MainWindow::startTour(const QString& tourFile)
     }
 }
 
-QString MainWindow::exportPlacementTo(int format, const QString& path)
+// The document's placement as `fmt` carries it: copies of one expert on one GPU separated where the
+// format's consumer cannot load them, judged by the latest step's expert loads.
+Placement MainWindow::placementForFormat(int format, QString* note) const
+{
+    const session::ScenarioDocument* doc = document();
+    const Placement& p = doc->placement();
+    std::vector<std::vector<double>> load;
+    if (m_latest && static_cast<int>(m_latest->layers.size()) == p.numLayers())
+        for (const auto& layer : m_latest->layers)
+            load.emplace_back(layer.expert_load.begin(), layer.expert_load.end());
+    const auto& topo = doc->scenario().topology;
+    std::optional<SeparationReport> separated;
+    Placement out = placementForExport(p, static_cast<ExportFormat>(format), load,
+                                       topo.numGpus() / std::max(1, topo.numDomains()), separated);
+    if (note)
+        *note = separated ? session::qs(describeSeparation(*separated)) : QString();
+    return out;
+}
+
+QString MainWindow::exportPlacementTo(int format, const QString& path, QString* note)
 {
     const session::ScenarioDocument* doc = document();
     if (!doc->hasScenario())
         return tr("No scenario is loaded");
     const auto fmt = static_cast<ExportFormat>(format);
-    const auto problems = exportProblems(doc->placement(), doc->scenario().model, fmt);
+    const Placement placement = placementForFormat(format, note);
+    const auto problems = exportProblems(placement, doc->scenario().model, fmt);
     if (!problems.empty()) {
         QStringList lines;
         for (const auto& p : problems)
@@ -316,7 +336,7 @@ QString MainWindow::exportPlacementTo(int format, const QString& path)
         return lines.join(QLatin1Char('\n'));
     }
     try {
-        writePlacementExport(session::ss(path), doc->placement(), doc->scenario().model, fmt);
+        writePlacementExport(session::ss(path), placement, doc->scenario().model, fmt);
     } catch (const std::exception& e) {
         return session::errorText(e);
     }
@@ -331,7 +351,8 @@ void MainWindow::exportPlacement(int format)
     const auto fmt = static_cast<ExportFormat>(format);
     const QString name = session::qs(std::string(toString(fmt)));
     // Refuse before asking for a file name when the placement cannot be written in this format.
-    if (const auto problems = exportProblems(doc->placement(), doc->scenario().model, fmt); !problems.empty()) {
+    if (const auto problems = exportProblems(placementForFormat(format, nullptr), doc->scenario().model, fmt);
+        !problems.empty()) {
         showError(tr("This placement cannot be exported as %1").arg(name), exportPlacementTo(format, QString()));
         return;
     }
@@ -340,10 +361,13 @@ void MainWindow::exportPlacement(int format)
     const QString path = QFileDialog::getSaveFileName(this, tr("Export Placement (%1)").arg(name), suggested);
     if (path.isEmpty())
         return;
-    if (const QString error = exportPlacementTo(format, path); !error.isEmpty())
+    QString note;
+    if (const QString error = exportPlacementTo(format, path, &note); !error.isEmpty())
         showError(tr("Export failed"), error);
     else
-        statusBar()->showMessage(tr("Exported the placement as %1 to %2").arg(name, path), 6000);
+        statusBar()->showMessage(tr("Exported the placement as %1 to %2").arg(name, path)
+                                     + (note.isEmpty() ? QString() : QStringLiteral(" (") + note + QStringLiteral(")")),
+                                 10000);
 }
 
 QString MainWindow::exportViewTo(const QString& path, bool svg)

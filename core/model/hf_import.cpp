@@ -319,6 +319,11 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
     readDTypes(c, m);
     readAttention(c, m);
     m.vocab_size = static_cast<int>(c.integer("vocab_size", 0, std::int64_t{1} << 24).value_or(0));
+    // DeepSeek-V3/R1 (1), Kimi K2 (0): num_nextn_predict_layers.
+    m.mtp_layers = static_cast<int>(c.integer("num_nextn_predict_layers", 0, 64).value_or(0));
+    if (auto b = c.boolean("norm_topk_prob"))
+        m.norm_topk_prob = *b;
+    m.swiglu_limit = c.number("swiglu_limit", 0, 1e6).value_or(0.0);
     m.non_expert_params = m.estimateNonExpertParams();
 
     YamlReader checks(file, diags);  // semantic checks shared with model YAML, located at the file

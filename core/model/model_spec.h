@@ -68,6 +68,16 @@ struct ModelSpec {
     AttentionShape attention;
     int vocab_size = 0;
     std::int64_t non_expert_params = 0;  // everything but routed and shared experts (attention, dense FFN, embeddings, norms, router)
+    // Multi-token-prediction (MTP, "next-n") layers served after the decoder layers, each an MoE
+    // layer with the same experts (DeepSeek-V3/R1: 1, config.json num_nextn_predict_layers). Not part
+    // of num_layers nor of the parameter counts (the published 671B excludes them); serving systems
+    // that place experts per layer index them num_layers, num_layers + 1, ... (TensorRT-LLM).
+    int mtp_layers = 0;
+    // Router and expert details the engine runs (engine/moe_layer.h): renormalise the top-k weights
+    // (config.json norm_topk_prob; Mixtral and gpt-oss do so by construction), and gpt-oss's clamped
+    // SwiGLU with expert and router biases (swiglu_limit, 0 = plain SwiGLU).
+    bool norm_topk_prob = true;
+    double swiglu_limit = 0;
 
     [[nodiscard]] int numMoeLayers() const { return static_cast<int>(moe_layers.size()); }
     [[nodiscard]] bool isMoeLayer(int layer) const;

@@ -27,7 +27,7 @@ const std::vector<std::string> kModelKeys = {
     "name", "hidden_size", "num_layers", "moe_layers", "routed_experts", "experts_per_token", "shared_experts",
     "moe_intermediate_size", "shared_intermediate_size", "expert_groups", "groups_per_token", "scoring",
     "weight_dtype", "routed_scaling_factor", "non_expert_dtype", "dense_intermediate_size", "vocab_size",
-    "non_expert_params", "attention"};
+    "non_expert_params", "mtp_layers", "norm_topk_prob", "swiglu_limit", "attention"};
 const std::vector<std::string> kAttentionKeys = {"kind", "heads", "kv_heads", "head_dim", "q_lora_rank",
                                                  "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
                                                  "v_head_dim", "sliding_window"};
@@ -213,6 +213,11 @@ std::optional<ModelSpec> readModel(const YAML::Node& node, YamlReader& r)
     if (auto t = readDType(r, node, "non_expert_dtype"))
         m.non_expert_dtype = *t;
     readInt(r, node, "vocab_size", false, 0, kMaxVocab, m.vocab_size);
+    readInt(r, node, "mtp_layers", false, 0, 64, m.mtp_layers);
+    if (auto b = r.getBool(node, "norm_topk_prob", false))
+        m.norm_topk_prob = *b;
+    if (auto f = r.getDouble(node, "swiglu_limit", false, 0, 1e6))
+        m.swiglu_limit = *f;
     readMoeLayers(r, node, m, numLayersOk);
     readAttention(r, node, m);
     if (auto p = r.getInt(node, "non_expert_params", false, 0, kMaxNonExpert))
@@ -359,6 +364,12 @@ std::string modelToYaml(const ModelSpec& m)
     out << "non_expert_dtype: " << toString(m.non_expert_dtype) << '\n';
     out << "vocab_size: " << m.vocab_size << '\n';
     out << "non_expert_params: " << m.non_expert_params << '\n';
+    if (m.mtp_layers > 0)
+        out << "mtp_layers: " << m.mtp_layers << '\n';
+    if (!m.norm_topk_prob)
+        out << "norm_topk_prob: false\n";
+    if (m.swiglu_limit > 0)
+        out << "swiglu_limit: " << formatDouble(m.swiglu_limit) << '\n';
     const AttentionShape& a = m.attention;
     if (!(a == AttentionShape{})) {
         const bool mlaFields = a.kind == AttentionKind::mla || a.q_lora_rank || a.kv_lora_rank || a.qk_rope_head_dim

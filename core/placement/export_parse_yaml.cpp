@@ -77,11 +77,12 @@ Placement parseTrtllmExport(const std::string& text, const ModelSpec& m, int num
     }
     std::map<int, std::vector<ExpertId>> rows;
     for (auto it = table.begin(); it != table.end(); ++it) {
-        const auto layer = r.asInt(it->first, "layer index", 0, m.num_layers - 1);
+        const auto layer = r.asInt(it->first, "layer index", 0, m.num_layers + m.mtp_layers - 1);
         if (!layer)
             continue;
         const int d = static_cast<int>(*layer);
-        if (!m.isMoeLayer(d)) {
+        const bool mtp = d >= m.num_layers;  // an MTP layer: checked, not part of the placement
+        if (!mtp && !m.isMoeLayer(d)) {
             r.error(it->first, "decoder layer " + std::to_string(d) + " is not an MoE layer of " + m.name);
             continue;
         }
@@ -96,7 +97,8 @@ Placement parseTrtllmExport(const std::string& text, const ModelSpec& m, int num
             r.error(it->second, "layer " + std::to_string(d) + " lists " + std::to_string(ids->size())
                                     + " slots, but num_slots is " + std::to_string(*slots)
                                     + " (TensorRT-LLM raises ValueError)");
-        rows[d] = std::move(*ids);
+        if (!mtp)
+            rows[d] = std::move(*ids);
     }
     for (int d : m.moe_layers)
         if (!rows.count(d))

@@ -1,5 +1,6 @@
 #include "placement/exporters.h"
 
+#include "placement/balance.h"
 #include "common/atomic_file.h"
 #include "common/diagnostics.h"
 
@@ -101,7 +102,12 @@ std::string sglangJson(const Placement& p, const ModelSpec& model)
     return out;
 }
 
-std::string trtllmYaml(const Placement& p, const ModelSpec& model)
+int mtpLayersToWrite(const ModelSpec& model, const ExportOptions& options)
+{
+    return options.mtp_layers >= 0 ? options.mtp_layers : model.mtp_layers;
+}
+
+std::string trtllmYaml(const Placement& p, const ModelSpec& model, const ExportOptions& options)
 {
     const int R = p.layers.front().numSlots();
     std::string out = "# TensorRT-LLM MoE load balancer (moe_config.load_balancer) for " + model.name + ", "
@@ -112,6 +118,12 @@ std::string trtllmYaml(const Placement& p, const ModelSpec& model)
         out += "  " + std::to_string(model.moe_layers[static_cast<std::size_t>(m)]) + ": ";
         appendInts(out, p.layers[static_cast<std::size_t>(m)].phy2log(), ", ");
         out += '\n';
+    }
+    const int mtp = mtpLayersToWrite(model, options);
+    for (int i = 0; i < mtp; ++i) {
+        out += "  " + std::to_string(model.num_layers + i) + ": ";
+        appendInts(out, p.layers.back().phy2log(), ", ");
+        out += "  # MTP layer " + std::to_string(i) + ": the last MoE layer's assignment\n";
     }
     out += "layer_updates_per_iter: 0\n";
     return out;
@@ -192,7 +204,13 @@ ExportFormat exportFormatFromString(std::string_view name)
     throw std::invalid_argument("unknown export format '" + std::string(name) + "' (known: " + known + ")");
 }
 
-std::vector<std::string> exportProblems(const Placement& p, const ModelSpec& model, ExportFormat fmt)
+bool exportNeedsDistinctReplicas(ExportFormat f)
+{
+    return f == ExportFormat::vllm_ascend;
+}
+
+std::vector<std::string> exportProblems(const Placement& p, const ModelSpec& model, ExportFormat fmt,
+                                        const ExportOptions& options)
 {
     std::vector<std::string> problems;
     const int E = model.routed_experts;
@@ -251,6 +269,17 @@ std::vector<std::string> exportProblems(const Placement& p, const ModelSpec& mod
                                    + "; " + std::string(toString(fmt)) + " needs one slot count for all layers");
         }
     }
+    if (exportNeedsDistinctReplicas(fmt)) {
+        for (const auto& c : findColocatedReplicas(p))
+            problems.push_back("MoE layer " + std::to_string(c.layer) + ": GPU " + std::to_string(c.gpu) + " holds "
+                               + std::to_string(c.copies) + " copies of expert " + std::to_string(c.expert)
+                               + "; vllm-ascend keeps one local slot per expert and takes the slots per rank from "
+                                 "rank 0's distinct experts, so this file would load and route tokens to the wrong "
+                                 "experts. Use strategy eplb (not eplb-exact), or let moex-cli place / File > Export "
+                                 "separate the copies (they do for this format)");
+    }
+    if (fmt == ExportFormat::trtllm && options.mtp_layers > 64)
+        problems.push_back("at most 64 MTP layers can be written, not " + std::to_string(options.mtp_layers));
     if (problems.size() > kMaxProblems) {
         const auto more = problems.size() - kMaxProblems;
         problems.resize(kMaxProblems);
@@ -259,9 +288,9 @@ std::vector<std::string> exportProblems(const Placement& p, const ModelSpec& mod
     return problems;
 }
 
-std::string exportPlacement(const Placement& p, const ModelSpec& model, ExportFormat fmt)
+std::string exportPlacement(const Placement& p, const ModelSpec& model, ExportFormat fmt, const ExportOptions& options)
 {
-    const auto problems = exportProblems(p, model, fmt);
+    const auto problems = exportProblems(p, model, fmt, options);
     if (!problems.empty()) {
         Diagnostics d;
         const Location where{"export to " + std::string(toString(fmt)), 0, 0};
@@ -272,17 +301,28 @@ std::string exportPlacement(const Placement& p, const ModelSpec& model, ExportFo
     switch (fmt) {
     case ExportFormat::native: return nativeYaml(p, model);
     case ExportFormat::sglang: return sglangJson(p, model);
-    case ExportFormat::trtllm: return trtllmYaml(p, model);
+    case ExportFormat::trtllm: return trtllmYaml(p, model, options);
     case ExportFormat::vllm_ascend: return vllmAscendJson(p);
     case ExportFormat::eplb: return eplbResultToJson(eplbTensors(p));
     }
     throw std::logic_error("unhandled export format");
 }
 
-void writePlacementExport(const std::string& path, const Placement& p, const ModelSpec& model, ExportFormat fmt)
+void writePlacementExport(const std::string& path, const Placement& p, const ModelSpec& model, ExportFormat fmt,
+                          const ExportOptions& options)
 {
-    const std::string text = exportPlacement(p, model, fmt);  // refuses before any file is touched
+    const std::string text = exportPlacement(p, model, fmt, options);  // refuses before any file is touched
     writeFileAtomically(path, text);
+}
+
+Placement placementForExport(const Placement& p, ExportFormat fmt, const std::vector<std::vector<double>>& load,
+                             int gpusPerDomain, std::optional<SeparationReport>& separated)
+{
+    separated.reset();
+    Placement out = p;
+    if (exportNeedsDistinctReplicas(fmt) && !findColocatedReplicas(p).empty())
+        separated = separateColocatedReplicas(out, load, gpusPerDomain);
+    return out;
 }
 
 std::string eplbResultToJson(const EplbResult& r)

@@ -1,5 +1,7 @@
 #include "placement/search.h"
 
+#include "placement/replica_separation.h"
+
 #include "placement/search_layer.h"
 #include "placement/search_steady.h"
 
@@ -35,62 +37,6 @@ std::uint64_t mixSeed(std::uint64_t seed, int layer)
 
 // The local search of one layer; see search.h for the moves.
 }  // namespace
-
-int repairColocated(LayerPlacement& layer, const std::vector<double>& load)
-{
-    const int G = layer.numGpus();
-    const auto counts = layer.replicaCounts(static_cast<int>(load.size()));
-    auto slotLoad = [&](ExpertId e) { return load[e.index()] / counts[e.index()]; };
-    auto holds = [&](int g, ExpertId e) {
-        const auto& s = layer.gpu_slots[static_cast<std::size_t>(g)];
-        return std::find(s.begin(), s.end(), e) != s.end();
-    };
-    std::vector<double> gpuLoad(static_cast<std::size_t>(G), 0.0);
-    for (int g = 0; g < G; ++g)
-        for (ExpertId e : layer.gpu_slots[static_cast<std::size_t>(g)])
-            gpuLoad[static_cast<std::size_t>(g)] += slotLoad(e);
-    int moved = 0;
-    for (int g = 0; g < G; ++g) {
-        auto& slots = layer.gpu_slots[static_cast<std::size_t>(g)];
-        for (std::size_t k = 0; k < slots.size(); ++k) {
-            const ExpertId e = slots[k];
-            if (std::find(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(k), e) ==
-                slots.begin() + static_cast<std::ptrdiff_t>(k))
-                continue;  // first replica of e on this GPU
-            int bestH = -1;
-            std::size_t bestJ = 0;
-            double bestPeak = 0;
-            for (int h = 0; h < G; ++h) {
-                if (h == g || holds(h, e))
-                    continue;
-                const auto& other = layer.gpu_slots[static_cast<std::size_t>(h)];
-                for (std::size_t j = 0; j < other.size(); ++j) {
-                    if (holds(g, other[j]))
-                        continue;
-                    const double delta = slotLoad(other[j]) - slotLoad(e);
-                    const double peak = std::max(gpuLoad[static_cast<std::size_t>(g)] + delta,
-                                                 gpuLoad[static_cast<std::size_t>(h)] - delta);
-                    if (bestH < 0 || peak < bestPeak) {
-                        bestH = h;
-                        bestJ = j;
-                        bestPeak = peak;
-                    }
-                }
-            }
-            if (bestH < 0)
-                continue;  // nowhere to go (every other GPU holds e): left for the checks to report
-            auto& other = layer.gpu_slots[static_cast<std::size_t>(bestH)];
-            const double delta = slotLoad(other[bestJ]) - slotLoad(e);
-            gpuLoad[static_cast<std::size_t>(g)] += delta;
-            gpuLoad[static_cast<std::size_t>(bestH)] -= delta;
-            std::swap(slots[k], other[bestJ]);
-            ++moved;
-        }
-    }
-    if (moved > 0)
-        layer.shares.clear();
-    return moved;
-}
 
 Placement searchPlacement(const PlacementRequest& rq, SearchReport* report)
 {
@@ -140,7 +86,7 @@ Placement searchPlacement(const PlacementRequest& rq, SearchReport* report)
         Layout repairedEplb;
         for (int k = 0; k < kStarts; ++k) {
             LayerPlacement layer = starts[k].layers[static_cast<std::size_t>(l)];
-            const int moved = repairColocated(layer, load);
+            const int moved = separateColocatedInLayer(layer, load, G / std::max(1, rq.num_nodes));
             Layout candidate = search_internal::toLayout(layer);
             if (k == 2) {
                 r.repaired_colocations += moved;

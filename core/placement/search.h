@@ -7,7 +7,7 @@
 //
 // Per layer (layers are independent given the routing, so each is searched on its own):
 //  1. Starts: the layer as contiguous, round-robin, eplb and gem lay it out, each with any
-//     colocated replicas repaired (repairColocated). The fastest by the objective whose balance is
+//     colocated replicas separated (separateColocatedInLayer, replica_separation.h). The fastest by the objective whose balance is
 //     no worse than eplb's becomes the current layout.
 //     Then, when the request has the loads of single steps (PlacementRequest::step_load, the
 //     steps the objective simulates), steadySwaps (search_steady.h) trades slots so that fewer
@@ -70,10 +70,5 @@ struct SearchReport {
 // The search placement for a validated request; throws std::invalid_argument when it has no
 // objective or the objective has another number of layers.
 Placement searchPlacement(const PlacementRequest& request, SearchReport* report = nullptr);
-
-// Moves second and further replicas of an expert on one GPU (deepseek-ai/EPLB#22) to other GPUs
-// by trading slots, each trade the one that leaves the pair of GPUs' larger load (even shares)
-// smallest. Shares, if any, are dropped. Returns how many replicas moved.
-int repairColocated(LayerPlacement& layer, const std::vector<double>& load);
 
 }  // namespace moex

@@ -1,6 +1,7 @@
 #include "placement/strategies.h"
 
 #include "placement/eplb.h"
+#include "placement/replica_separation.h"
 #include "placement/gem.h"
 #include "placement/search.h"
 
@@ -112,7 +113,7 @@ Placement roundRobinPlacement(int numExperts, int numGpus, int numLayers, int re
 
 const std::vector<std::string>& placementStrategies()
 {
-    static const std::vector<std::string> names = {"contiguous", "round-robin", "eplb", "gem", "search"};
+    static const std::vector<std::string> names = {"contiguous", "round-robin", "eplb", "eplb-exact", "gem", "search"};
     return names;
 }
 
@@ -198,7 +199,12 @@ Placement eplbPlacement(const PlacementRequest& rq, int layers, int slots)
     if (rq.load.empty())
         uniform.assign(static_cast<std::size_t>(layers), std::vector<double>(static_cast<std::size_t>(rq.num_experts), 1.0));
     const auto& weight = rq.load.empty() ? uniform : rq.load;
-    return eplbToPlacement(rebalanceExperts(weight, slots, groups, nodes, rq.num_gpus), rq.num_gpus);
+    Placement p = eplbToPlacement(rebalanceExperts(weight, slots, groups, nodes, rq.num_gpus), rq.num_gpus);
+    // "eplb-exact" is DeepSeek's output as it is; "eplb" moves the extra copies of an expert that
+    // EPLB put on one GPU to other GPUs of the same node (replica_separation.h).
+    if (rq.strategy == "eplb")
+        separateColocatedReplicas(p, weight, rq.num_gpus / nodes);
+    return p;
 }
 
 }  // namespace

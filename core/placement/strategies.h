@@ -1,6 +1,7 @@
 // Placement strategies behind one entry point, so the CLI, the scenario and the benchmark choose a
 // strategy by name: contiguous (the serving systems' default), round-robin, eplb (DeepSeek's
-// balancer, eplb.h), gem (GPU-variability-aware, gem.h) and search (improves the simulated time,
+// balancer, eplb.h, with the extra copies it puts on one GPU moved to others: replica_separation.h),
+// eplb-exact (DeepSeek's output as it is, same-GPU copies included), gem (GPU-variability-aware, gem.h) and search (improves the simulated time,
 // search.h). docs/PLACEMENT.md explains each.
 #pragma once
 

@@ -42,10 +42,21 @@ struct Precision {
 enum class Overlap { none, two_batch };
 enum class Backend { sim, cpu, cuda, remote };
 
+enum class EngineWeights { automatic, own, shared };
+
+// The real engine's settings (run/engine_source.cpp says what each does).
 struct EngineSpec {
     Backend backend = Backend::sim;
     std::string host;  // remote: HOST:PORT
     int ranks = 1;
+    std::vector<int> layers;                            // decoder-layer indices; empty = every MoE layer
+    EngineWeights weights = EngineWeights::automatic;  // auto | own | shared
+    std::int64_t tokens = 0;                           // per step, all ranks; 0 = min(tokens_per_gpu, 256)
+    std::uint64_t seed = 1;                            // weights and hidden states
+    double memory_gb = 0;                              // weight budget; 0 = 80% of the memory available
+    int line = 0;                                      // where engine.backend was set, for located errors
+    int column = 0;
+    bool operator==(const EngineSpec&) const = default;
 };
 
 struct Scenario {

@@ -9,7 +9,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kStrategies = {"contiguous", "round-robin", "eplb", "gem", "search", "explicit"};
+const std::vector<std::string> kStrategies = {"contiguous", "round-robin", "eplb", "eplb-exact", "gem", "search", "explicit"};
 
 std::string gb(double bytes)
 {
@@ -291,13 +291,48 @@ void readPrecisionAndEngine(const YAML::Node& root, Scenario& s, ScenarioChecks&
     }
     if (YamlReader::has(root, "engine")) {
         const YAML::Node node = root["engine"];
-        if (c.r.expectMap(node, "engine", {"backend", "host", "ranks"})) {
+        if (c.r.expectMap(node, "engine", {"backend", "host", "ranks", "routing", "layers", "weights", "tokens",
+                                           "seed", "memory_gb"})) {
+            const YAML::Node at = YamlReader::has(node, "backend") ? node["backend"] : node;
+            s.engine.line = at.Mark().line + 1;
+            s.engine.column = at.Mark().column + 1;
             if (auto b = c.r.getChoice(node, "backend", false, {"sim", "cpu", "cuda", "remote"}))
                 s.engine.backend = static_cast<Backend>(*b);
             if (auto h = c.r.getString(node, "host", s.engine.backend == Backend::remote))
                 s.engine.host = *h;
-            if (auto n = c.r.getInt(node, "ranks", false, 1, 1024))
+            if (auto n = c.r.getInt(node, "ranks", false, 1, 4096))
                 s.engine.ranks = static_cast<int>(*n);
+            // Only the real gate on the hidden states so far; forcing the workload's choices is to come.
+            c.r.getChoice(node, "routing", false, {"computed"});
+            if (auto w = c.r.getChoice(node, "weights", false, {"auto", "own", "shared"}))
+                s.engine.weights = static_cast<EngineWeights>(*w);
+            if (auto t = c.r.getInt(node, "tokens", false, 1, 1 << 20))
+                s.engine.tokens = *t;
+            if (auto seed = c.r.getInt(node, "seed", false, 0, std::int64_t{1} << 53))
+                s.engine.seed = static_cast<std::uint64_t>(*seed);
+            if (auto g = c.r.getDouble(node, "memory_gb", false, 0.001, 1e6))
+                s.engine.memory_gb = *g;
+            if (YamlReader::has(node, "layers")) {
+                const YAML::Node layers = node["layers"];
+                if (layers.IsScalar() && layers.Scalar() == "all") {
+                    s.engine.layers.clear();
+                } else if (!layers.IsSequence() || layers.size() == 0) {
+                    c.r.error(layers, "engine.layers must be 'all' or a list of MoE decoder-layer indices");
+                } else {
+                    s.engine.layers.clear();
+                    for (const auto& l : layers) {
+                        auto d = c.r.asInt(l, "decoder-layer index", 0, 1 << 16);
+                        if (!d)
+                            continue;
+                        if (c.modelOk && !s.model.isMoeLayer(static_cast<int>(*d)))
+                            c.r.error(l, "decoder layer " + std::to_string(*d) + " is not an MoE layer of " + s.model.name);
+                        else if (!s.engine.layers.empty() && *d <= s.engine.layers.back())
+                            c.r.error(l, "engine.layers must ascend");
+                        else
+                            s.engine.layers.push_back(static_cast<int>(*d));
+                    }
+                }
+            }
         }
     }
     if (YamlReader::has(root, "calibration")) {

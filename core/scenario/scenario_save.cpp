@@ -166,6 +166,20 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
         out << YAML::Key << "host" << YAML::Value << s.engine.host;
     if (s.engine.ranks != 1)
         out << YAML::Key << "ranks" << YAML::Value << s.engine.ranks;
+    if (!s.engine.layers.empty()) {
+        out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (int d : s.engine.layers)
+            out << d;
+        out << YAML::EndSeq;
+    }
+    if (s.engine.weights != EngineWeights::automatic)
+        out << YAML::Key << "weights" << YAML::Value << (s.engine.weights == EngineWeights::own ? "own" : "shared");
+    if (s.engine.tokens > 0)
+        out << YAML::Key << "tokens" << YAML::Value << s.engine.tokens;
+    if (s.engine.seed != 1)
+        out << YAML::Key << "seed" << YAML::Value << s.engine.seed;
+    if (s.engine.memory_gb > 0)
+        out << YAML::Key << "memory_gb" << YAML::Value << s.engine.memory_gb;
     out << YAML::EndMap;
     if (!s.calibration.empty())
         out << YAML::Key << "calibration" << YAML::Value << relativeTo(s.calibration, dir);

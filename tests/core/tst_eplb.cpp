@@ -446,8 +446,15 @@ void TestEplb::makePlacementEntry()
     rq.num_groups = 4;
     rq.num_slots = 16;
     rq.load = kReadmeWeight;
-    rq.strategy = "eplb";
+    rq.strategy = "eplb-exact";
     QCOMPARE(makePlacement(rq).layers[1].phy2log(), (std::vector<int>{7, 10, 6, 8, 6, 11, 8, 9, 2, 4, 5, 1, 5, 0, 3, 1}));
+    // The README example puts no two copies on one GPU, so eplb (copies separated) is the same.
+    rq.strategy = "eplb";
+    {
+        PlacementRequest exact = rq;
+        exact.strategy = "eplb-exact";
+        QVERIFY(makePlacement(rq) == makePlacement(exact));
+    }
     rq.strategy = "contiguous";
     QCOMPARE(makePlacement(rq).layers[0].phy2log(), contiguousPlacement(12, 8, 1, 4).layers[0].phy2log());
     rq.strategy = "round-robin";

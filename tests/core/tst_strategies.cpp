@@ -7,6 +7,7 @@
 #include "placement/balance.h"
 #include "placement/cost_function.h"
 #include "placement/gem.h"
+#include "placement/replica_separation.h"
 #include "placement/search.h"
 #include "placement/strategies.h"
 #include "scenario/scenario_yaml.h"
@@ -281,12 +282,14 @@ void TestStrategies::neverTwoReplicasOfOneExpertOnOneGpu()
     PlacementSetup setup = preparePlacement(s);
     const auto& load = setup.request.load;
     PlacementRequest rq = setup.request;
-    rq.strategy = "eplb";
+    rq.strategy = "eplb-exact";
     const Placement eplb = makePlacement(rq);
     if (scenario == QLatin1String(kHgx))
         QVERIFY(!findColocatedReplicas(eplb).empty());  // the flaw the others must not have
+    PlacementRequest separated = rq;
+    separated.strategy = "eplb";
     rq.strategy = "gem";
-    for (const Placement& p : {makePlacement(rq), makePlacement(setup.request)}) {
+    for (const Placement& p : {makePlacement(rq), makePlacement(setup.request), makePlacement(separated)}) {
         QVERIFY2(findColocatedReplicas(p).empty(),
                  qPrintable(QString::fromStdString(describeColocated(findColocatedReplicas(p)))));
         QVERIFY(checkPlacement(p, s.model.routed_experts, s.topology.numGpus()).empty());
@@ -295,7 +298,8 @@ void TestStrategies::neverTwoReplicasOfOneExpertOnOneGpu()
     Placement repaired = eplb;
     int moved = 0;
     for (int l = 0; l < repaired.numLayers(); ++l)
-        moved += repairColocated(repaired.layers[static_cast<std::size_t>(l)], load[static_cast<std::size_t>(l)]);
+        moved += separateColocatedInLayer(repaired.layers[static_cast<std::size_t>(l)], load[static_cast<std::size_t>(l)],
+                                          s.topology.numGpus() / s.topology.numDomains());
     QCOMPARE(moved > 0, !findColocatedReplicas(eplb).empty());
     QVERIFY(findColocatedReplicas(repaired).empty());
     QVERIFY(checkPlacement(repaired, s.model.routed_experts, s.topology.numGpus()).empty());
