@@ -19,5 +19,6 @@ int cmdCompare(const Argv& argv);
 int cmdBench(const Argv& argv);
 int cmdLoadStats(const Argv& argv);
 int cmdPlace(const Argv& argv);
+int cmdRun(const Argv& argv);
 
 }  // namespace moex::cli

@@ -26,6 +26,8 @@ const Command kCommands[] = {
      "topology NAME [--racks N] [--nodes N] [--gpus-per-node N] [--nics-per-gpu N] [-o OUT]   write a built-in as YAML"},
     {"simulate", moex::cli::cmdSimulate,
      "simulate SCENARIO [--steps N] [--seed S] [--json OUT|-] [--calibration F] [--set KEY=VALUE]..."},
+    {"run", moex::cli::cmdRun,
+     "run SCENARIO [--backend cpu] [--ranks N] [--steps N] [--json OUT|-] [--set KEY=VALUE]...   the real MoE layers"},
     {"compare", moex::cli::cmdCompare, "compare A B [--steps N] [--json OUT|-]   side by side, ratios B/A, term by term"},
     {"place", moex::cli::cmdPlace, "place SCENARIO --strategy S [--slots R] [--load F] --format F -o OUT   placement export"},
     {"load-stats", moex::cli::cmdLoadStats, "load-stats FILE [--json OUT|-]   any supported statistics/trace file, per-layer max/mean"},

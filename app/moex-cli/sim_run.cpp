@@ -3,41 +3,21 @@
 #include "common/atomic_file.h"
 #include "metrics/metrics_json.h"
 #include "sim/scenario_run.h"
-#include "sim/simulator.h"
 
-#include <algorithm>
 #include <iostream>
 
 namespace moex::cli {
 
-double median(std::vector<double> v)
-{
-    if (v.empty())
-        return 0;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 SimRun runSimulation(const Scenario& s, int steps, long long seed, const std::string& calibrationFile)
 {
+    SourceOptions options;
+    options.seed = seed;
+    options.calibration_file = calibrationFile;
+    auto source = makeSimSource(options);
     SimRun run;
+    static_cast<RunResult&>(run) = runSteps(*source, s, resolvePlacement(s), steps);
     run.scenario = s;
-    const Calibration cal = resolveCalibration(s, calibrationFile);
-    run.calibration = cal.name;
-    auto routing = makeRoutingSource(s, seed);
-    const Placement placement = resolvePlacement(s);
-    Simulator sim(s, placement, cal);
-    RoutingSample sample;
-    for (int i = 0; i < steps; ++i) {
-        routing->next(sample);
-        sim.step(sample, run.last);
-        run.last.step = i;
-        run.steps.push_back(run.last.summary);
-        run.wall_us.push_back(run.last.sim_wall_us);
-    }
-    run.mean = meanTotals(run.steps);
-    run.median_wall_us = median(run.wall_us);
+    run.calibration = source->calibration();
     return run;
 }
 

@@ -1,7 +1,8 @@
-// Running a scenario through the simulator for a number of steps: shared by simulate, compare and bench.
+// Running a scenario through the simulator for a number of steps (simulate, compare, bench): the
+// core run loop (run/run_loop.h) on the "sim" source, with the scenario and calibration kept.
 #pragma once
 
-#include "metrics/step_metrics.h"
+#include "run/run_loop.h"
 #include "scenario/scenario.h"
 
 #include <string>
@@ -9,14 +10,11 @@
 
 namespace moex::cli {
 
-struct SimRun {
+using moex::median;
+
+struct SimRun : RunResult {
     Scenario scenario;
-    StepMetrics last;               // the final step in full
-    std::vector<StepTotals> steps;  // every step's totals
-    StepTotals mean;                // mean over steps (the reported summary)
-    std::vector<double> wall_us;    // simulator wall time per step
-    double median_wall_us = 0;
-    std::string calibration;        // name of the calibration used
+    std::string calibration;  // name of the calibration used
 };
 
 SimRun runSimulation(const Scenario& s, int steps, long long seed, const std::string& calibrationFile);
@@ -26,7 +24,5 @@ std::vector<std::string> nodeNames(const Scenario& s);
 
 // Writes JSON to `target` ("-" = stdout) atomically.
 void writeJson(const std::string& target, const std::string& text);
-
-double median(std::vector<double> v);
 
 }  // namespace moex::cli

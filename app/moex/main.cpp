@@ -42,7 +42,7 @@ int headless(const QString& scenario)
     try {
         const moex::Scenario s = moex::loadScenarioFile(scenario.toStdString());
         const moex::Placement p = moex::resolvePlacement(s);
-        std::cout << moex::session::headlessSummary(moex::session::summarize(s, p, 10));
+        std::cout << moex::session::headlessSummary(moex::session::summarize(s, p));
         return 0;
     } catch (const moex::InputError& e) {
         std::cerr << e.diagnostics().format();

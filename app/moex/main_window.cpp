@@ -6,6 +6,8 @@
 #include "qt_text.h"
 #include "scenario_document.h"
 #include "sim_runner.h"
+
+#include "run/run_loop.h"
 #include "tour_bar.h"
 #include "undo_commands.h"
 
@@ -496,7 +498,7 @@ void MainWindow::runCompare()
         return;
     m_compareView->setNames(m_docA->displayName(), m_docB->displayName() + tr(" (what-if)"));
     m_compareView->setBusy(true);
-    m_compare->request(m_docA->scenario(), m_docA->placement(), m_docB->scenario(), m_docB->placement(), 6);
+    m_compare->request(m_docA->scenario(), m_docA->placement(), m_docB->scenario(), m_docB->placement(), kSummarySteps);
 }
 
 void MainWindow::onCompareReady()

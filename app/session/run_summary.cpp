@@ -1,32 +1,20 @@
 #include "run_summary.h"
 
-#include "metrics/metrics_json.h"
-#include "sim/scenario_run.h"
-#include "sim/simulator.h"
+#include "run/run_loop.h"
 #include "sim/summary_text.h"
-
-#include <vector>
 
 namespace moex::session {
 
 RunSummary summarize(const Scenario& s, const Placement& p, int steps)
 {
+    auto source = makeSimSource();
+    const RunResult run = runSteps(*source, s, p, steps);
     RunSummary r;
     r.scenario = s;
-    const Calibration cal = resolveCalibration(s);
-    r.calibration = cal.name;
-    auto routing = makeRoutingSource(s);
-    Simulator sim(s, p, cal);
-    RoutingSample sample;
-    std::vector<StepTotals> totals;
-    for (int i = 0; i < steps; ++i) {
-        routing->next(sample);
-        sim.step(sample, r.last);
-        r.last.step = i;
-        totals.push_back(r.last.summary);
-    }
-    r.steps = steps;
-    r.mean = meanTotals(totals);
+    r.last = run.last;
+    r.mean = run.mean;
+    r.steps = static_cast<int>(run.steps.size());
+    r.calibration = source->calibration();
     return r;
 }
 

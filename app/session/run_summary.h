@@ -4,6 +4,7 @@
 
 #include "metrics/step_metrics.h"
 #include "placement/placement.h"
+#include "run/run_loop.h"
 #include "scenario/scenario.h"
 
 #include <string>
@@ -19,7 +20,7 @@ struct RunSummary {
 };
 
 // Throws (InputError, std::invalid_argument) like the simulator.
-RunSummary summarize(const Scenario& s, const Placement& p, int steps = 10);
+RunSummary summarize(const Scenario& s, const Placement& p, int steps = kSummarySteps);
 
 // The plain-text summary `moex SCENARIO` prints when there is no display (like moex-cli simulate).
 std::string headlessSummary(const RunSummary& r);

@@ -13,7 +13,7 @@
 #include <QTimer>
 
 #ifndef Q_MOC_RUN
-#include "metrics_source.h"
+#include "run/metrics_source.h"
 #endif
 
 #include <functional>

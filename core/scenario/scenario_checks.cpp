@@ -310,7 +310,7 @@ void readPrecisionAndEngine(const YAML::Node& root, Scenario& s, ScenarioChecks&
                 s.engine.tokens = *t;
             if (auto seed = c.r.getInt(node, "seed", false, 0, std::int64_t{1} << 53))
                 s.engine.seed = static_cast<std::uint64_t>(*seed);
-            if (auto g = c.r.getDouble(node, "memory_gb", false, 0.001, 1e6))
+            if (auto g = c.r.getDouble(node, "memory_gb", false, 1e-6, 1e6))
                 s.engine.memory_gb = *g;
             if (YamlReader::has(node, "layers")) {
                 const YAML::Node layers = node["layers"];

@@ -1,24 +1,31 @@
 // MetricsSource "sim": moex::Simulator over the scenario's RoutingSource.
-#include "metrics_source.h"
+#include "run/metrics_source.h"
 
 #include "sim/scenario_run.h"
 #include "sim/simulator.h"
 
-namespace moex::session {
+#include <stdexcept>
+
+namespace moex {
 
 namespace {
 
 class SimSource final : public MetricsSource {
 public:
+    explicit SimSource(SourceOptions options) : m_options(std::move(options)) {}
+
     std::string name() const override { return "sim"; }
+    std::string detail() const override { return "calibration " + m_calibration; }
+    std::string calibration() const override { return m_calibration; }
 
     void configure(const Scenario& scenario, const Placement& placement) override
     {
-        const Calibration cal = resolveCalibration(scenario);
-        auto routing = makeRoutingSource(scenario);
+        const Calibration cal = resolveCalibration(scenario, m_options.calibration_file);
+        auto routing = makeRoutingSource(scenario, m_options.seed);
         auto sim = std::make_unique<Simulator>(scenario, placement, cal);
         m_routing = std::move(routing);
         m_sim = std::move(sim);
+        m_calibration = cal.name;
         m_sample = RoutingSample{};
         m_hasSample = false;
         m_step = 0;
@@ -63,8 +70,10 @@ public:
     }
 
 private:
+    SourceOptions m_options;
     std::unique_ptr<RoutingSource> m_routing;
     std::unique_ptr<Simulator> m_sim;
+    std::string m_calibration;
     RoutingSample m_sample;
     bool m_hasSample = false;
     int m_step = 0;
@@ -72,9 +81,9 @@ private:
 
 }  // namespace
 
-std::unique_ptr<MetricsSource> makeSimSource()
+std::unique_ptr<MetricsSource> makeSimSource(const SourceOptions& options)
 {
-    return std::make_unique<SimSource>();
+    return std::make_unique<SimSource>(options);
 }
 
-}  // namespace moex::session
+}  // namespace moex

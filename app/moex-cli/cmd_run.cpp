@@ -1,0 +1,113 @@
+// moex-cli run SCENARIO [--backend cpu] [--ranks N] [--steps N] [--warmup N] [--tokens N] [--layers L1,L2,...]
+//                       [--json OUT|-] [--set KEY=VALUE]...
+// The real MoE layers (core/engine) through the run API, on the backend --backend or the scenario's
+// engine.backend names (cpu when the scenario says sim). The JSON has the keys of `simulate --json`
+// plus `checksum` (of the last step's layer outputs: the same for any number of ranks) and
+// `measured: true`; `sim_wall_us_per_step` is the engine's wall time per step.
+#include "cli_args.h"
+#include "commands.h"
+#include "format.h"
+#include "sim_run.h"
+
+#include "common/diagnostics.h"
+#include "metrics/metrics_json.h"
+#include "run/run_loop.h"
+#include "scenario/scenario_yaml.h"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+namespace moex::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "moex-cli run SCENARIO [--backend cpu] [--ranks N] [--steps N] [--warmup N] [--tokens N] "
+    "[--layers L1,L2,...] [--json OUT|-] [--set KEY=VALUE]...";
+
+[[noreturn]] void bad(const std::string& message)
+{
+    throw InputError(Location{"moex-cli run", 0, 0}, message);
+}
+
+std::string checksumText(double c)
+{
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", c);
+    return buf;
+}
+
+}  // namespace
+
+int cmdRun(const Argv& argv)
+{
+    Args args("run", argv,
+              {{"backend"}, {"ranks"}, {"steps"}, {"warmup"}, {"tokens"}, {"layers"}, {"json"}, {"set", true, true}});
+    args.requirePositionals(1, 1, kUsage);
+    Scenario s = loadScenarioFile(args.positionals().front(), args.overrides());
+    if (auto b = args.value("backend")) {
+        if (*b == "cpu")
+            s.engine.backend = Backend::cpu;
+        else if (*b == "cuda")
+            s.engine.backend = Backend::cuda;
+        else
+            bad("--backend " + *b + ": known backends are cpu and cuda");
+    } else if (s.engine.backend == Backend::sim) {
+        s.engine.backend = Backend::cpu;
+    }
+    if (args.has("ranks"))
+        s.engine.ranks = args.intValue("ranks", 1, 1, 4096);
+    if (args.has("tokens"))
+        s.engine.tokens = args.intValue("tokens", 0, 1, 1 << 20);
+    if (auto layers = args.value("layers")) {
+        s.engine.layers.clear();
+        std::stringstream in(*layers);
+        std::string item;
+        while (std::getline(in, item, ',')) {
+            try {
+                std::size_t used = 0;
+                const int d = std::stoi(item, &used);
+                if (used != item.size())
+                    throw std::invalid_argument(item);
+                s.engine.layers.push_back(d);
+            } catch (const std::exception&) {
+                bad("--layers " + *layers + ": '" + item + "' is not a decoder-layer index");
+            }
+        }
+    }
+    const int steps = args.intValue("steps", 3, 1, 100000);
+    const int warmup = args.intValue("warmup", 1, 0, 1000);
+    const RunResult run = runScenario(s, steps, {}, warmup);
+    if (auto json = args.value("json")) {
+        std::vector<std::string> names;
+        for (int r = 0; r < run.last.num_gpus; ++r)
+            names.push_back("rank" + std::to_string(r));
+        nlohmann::json j = metricsToJson(run.last, names);
+        j["summary"] = summaryToJson(run.mean);
+        j["steps"] = steps;
+        j["scenario"] = s.name;
+        j["source"] = run.source;
+        j["engine"] = run.detail;
+        j["measured"] = run.measured;
+        j["checksum"] = run.checksum;
+        j["sim_wall_us_per_step"] = run.median_wall_us;
+        writeJson(*json, j.dump(1));
+        if (*json == "-")
+            return 0;
+    }
+    const StepTotals& m = run.mean;
+    std::cout << "scenario         " << s.name << ": " << s.model.name << " on the " << run.source << " engine\n";
+    std::cout << "engine           " << run.detail << '\n';
+    std::cout << "MoE layers       " << fixed(m.moe_time_us / 1000.0, 3) << " ms per step (mean of " << run.steps.size()
+              << " measured steps after " << warmup << " warm-up)\n";
+    std::cout << "  router+dispatch " << fixed(m.dispatch_us / 1000.0, 3) << " ms, experts "
+              << fixed(m.expert_compute_us / 1000.0, 3) << " ms (slowest rank), combine "
+              << fixed(m.combine_us / 1000.0, 3) << " ms\n";
+    std::cout << "tokens/s         " << fixed(m.tokens_per_s, 0) << " through the MoE layers (no attention runs)\n";
+    std::cout << "imbalance        " << fixed(m.imbalance, 3) << " (max/mean rank load, mean over layers)\n";
+    std::cout << "checksum         " << checksumText(run.checksum) << " (last step's layer outputs)\n";
+    return 0;
+}
+
+}  // namespace moex::cli

@@ -1,0 +1,478 @@
+#include "engine/ep_engine.h"
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace moex::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double usSince(Clock::time_point t0)
+{
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+// One expert slot a rank holds in one layer.
+struct Slot {
+    int expert = 0;
+    FfnWeights weights;
+};
+
+struct RankLayer {
+    std::vector<Slot> slots;
+    FfnWeights shared;
+    RouterWeights router;
+};
+
+// What a rank sends to one destination in one layer: rows of H floats and, per row, which of its
+// tokens and which of the token's k choices it is, and which local slot of the destination runs it.
+struct SendList {
+    std::vector<float> rows;
+    std::vector<int> token;   // local token index on the source
+    std::vector<int> choice;  // 0..k-1
+    std::vector<int> slot;    // local slot on the destination
+};
+
+struct PhaseTimes {
+    double router = 0, dispatch = 0, expert = 0, wait = 0, combine = 0, layer = 0;
+    std::int64_t pairs = 0;
+};
+
+}  // namespace
+
+struct EpEngine::Impl {
+    ModelSpec model;
+    LayerShape shape;
+    Placement placement;
+    EngineConfig config;
+    int ranks = 0;
+    std::vector<int> ordinals;  // MoE ordinal of each configured layer
+    // [rank][configured layer or 0 when shared]
+    std::vector<std::vector<RankLayer>> weights;
+
+    // Per step scratch, [rank] or [src][dst].
+    std::vector<std::vector<float>> x;            // rank's hidden states, n_r x H
+    std::vector<std::vector<int>> ids;            // n_r x k
+    std::vector<std::vector<float>> gate;         // n_r x k
+    std::vector<std::vector<SendList>> send;      // [src][dst]
+    std::vector<std::vector<float>> recv;         // [dst] rows from all sources, source order
+    std::vector<std::vector<int>> recvSlot;       // [dst] local slot of each received row
+    std::vector<std::vector<std::size_t>> recvOffset;  // [dst][src] first row from src
+    std::vector<std::vector<float>> result;       // [dst] expert output per received row
+    std::vector<std::vector<float>> output;       // [rank] n_r x H
+    std::vector<std::int64_t> counts;             // [src * ranks + dst] rows
+    std::vector<std::vector<PhaseTimes>> times;   // [configured layer][rank]
+    std::vector<std::vector<std::vector<std::int64_t>>> rankExpertLoad;  // [rank][configured layer][expert]
+    std::vector<double> trafficRows;              // [src * ranks + dst] rows over the step's layers
+    std::vector<double> tokenChecksum;            // [global token] over layers
+
+    [[nodiscard]] std::int64_t tokenBegin(int r) const
+    {
+        const std::int64_t base = config.tokens / ranks, extra = config.tokens % ranks;
+        return r * base + std::min<std::int64_t>(r, extra);
+    }
+    [[nodiscard]] int tokensOf(int r) const { return static_cast<int>(tokenBegin(r + 1) - tokenBegin(r)); }
+
+    const RankLayer& rankLayer(int r, int li) const
+    {
+        return weights[static_cast<std::size_t>(r)][config.shared_weights ? 0 : static_cast<std::size_t>(li)];
+    }
+
+    // The rank whose replica of `expert` runs choice k of global token t sent from rank `src`.
+    [[nodiscard]] std::pair<int, int> target(int ordinal, int expert, int src, std::int64_t t, int k) const
+    {
+        const auto& layer = placement.layers[static_cast<std::size_t>(ordinal)];
+        std::vector<std::pair<int, int>> reps;  // (rank, local slot)
+        for (int g = 0; g < ranks; ++g) {
+            const auto& s = layer.gpu_slots[static_cast<std::size_t>(g)];
+            for (int j = 0; j < static_cast<int>(s.size()); ++j)
+                if (s[static_cast<std::size_t>(j)].value == expert) {
+                    if (g == src)
+                        return {g, j};
+                    reps.emplace_back(g, j);
+                    break;
+                }
+        }
+        return reps[static_cast<std::size_t>((t + k) % static_cast<std::int64_t>(reps.size()))];
+    }
+
+    void buildRank(int r)
+    {
+        auto& mine = weights[static_cast<std::size_t>(r)];
+        const std::size_t built = config.shared_weights ? 1 : ordinals.size();
+        mine.resize(built);
+        for (std::size_t li = 0; li < built; ++li) {
+            const int ordinal = ordinals[li];
+            const int decoder = model.moe_layers[static_cast<std::size_t>(ordinal)];
+            RankLayer& rl = mine[li];
+            const auto& held = placement.layers[static_cast<std::size_t>(ordinal)].gpu_slots[static_cast<std::size_t>(r)];
+            rl.slots.resize(held.size());
+            // The rank's share of this machine's cores builds its experts side by side.
+            const int workers = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks);
+            std::vector<std::thread> pool;
+            for (int w = 0; w < workers; ++w)
+                pool.emplace_back([&, w] {
+                    for (std::size_t j = static_cast<std::size_t>(w); j < held.size(); j += static_cast<std::size_t>(workers))
+                        rl.slots[j] = {held[j].value, makeExpertWeights(shape, config.seed, decoder, held[j].value)};
+                });
+            for (auto& t : pool)
+                t.join();
+            if (shape.shared_inter > 0)
+                rl.shared = makeSharedWeights(shape, config.seed, decoder);
+            rl.router = makeRouterWeights(shape, config.seed, decoder);
+        }
+    }
+
+    void runRank(int r, int step, std::barrier<>& sync)
+    {
+        const int H = shape.hidden, K = shape.topk;
+        const auto Hs = static_cast<std::size_t>(H);
+        const int n = tokensOf(r);
+        const std::int64_t t0 = tokenBegin(r);
+        std::vector<float> scratch;
+        for (std::size_t li = 0; li < ordinals.size(); ++li) {
+            const int ordinal = ordinals[li];
+            const RankLayer& w = rankLayer(r, static_cast<int>(li));
+            PhaseTimes& pt = times[li][static_cast<std::size_t>(r)];
+            const auto layerStart = Clock::now();
+
+            // Router.
+            auto& xr = x[static_cast<std::size_t>(r)];
+            xr.resize(static_cast<std::size_t>(n) * Hs);
+            for (int t = 0; t < n; ++t)
+                makeTokenHidden(config.seed, step * 4096 + ordinal, t0 + t, H, xr.data() + static_cast<std::size_t>(t) * Hs);
+            auto phase = Clock::now();
+            auto& id = ids[static_cast<std::size_t>(r)];
+            auto& gw = gate[static_cast<std::size_t>(r)];
+            id.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(K));
+            gw.resize(id.size());
+            route(shape, w.router, xr.data(), n, id.data(), gw.data());
+            pt.router = usSince(phase);
+
+            // Dispatch: pack, exchange counts, pull.
+            phase = Clock::now();
+            auto& out = send[static_cast<std::size_t>(r)];
+            for (auto& s : out) {
+                s.rows.clear();
+                s.token.clear();
+                s.choice.clear();
+                s.slot.clear();
+            }
+            for (int t = 0; t < n; ++t)
+                for (int k = 0; k < K; ++k) {
+                    const int e = id[static_cast<std::size_t>(t * K + k)];
+                    const auto [dst, slot] = target(ordinal, e, r, t0 + t, k);
+                    SendList& s = out[static_cast<std::size_t>(dst)];
+                    s.rows.insert(s.rows.end(), xr.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t) * Hs),
+                                  xr.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t + 1) * Hs));
+                    s.token.push_back(t);
+                    s.choice.push_back(k);
+                    s.slot.push_back(slot);
+                }
+            for (int d = 0; d < ranks; ++d) {
+                const auto c = static_cast<std::int64_t>(out[static_cast<std::size_t>(d)].token.size());
+                counts[static_cast<std::size_t>(r * ranks + d)] = c;
+                trafficRows[static_cast<std::size_t>(r * ranks + d)] += static_cast<double>(c);
+            }
+            auto& load = rankExpertLoad[static_cast<std::size_t>(r)][li];
+            for (int v : id)
+                ++load[static_cast<std::size_t>(v)];
+            sync.arrive_and_wait();  // counts known everywhere
+            auto& rv = recv[static_cast<std::size_t>(r)];
+            auto& rs = recvSlot[static_cast<std::size_t>(r)];
+            auto& ro = recvOffset[static_cast<std::size_t>(r)];
+            std::size_t rows = 0;
+            for (int s = 0; s < ranks; ++s) {
+                ro[static_cast<std::size_t>(s)] = rows;
+                rows += static_cast<std::size_t>(counts[static_cast<std::size_t>(s * ranks + r)]);
+            }
+            rv.resize(rows * Hs);
+            rs.resize(rows);
+            for (int s = 0; s < ranks; ++s) {
+                const SendList& from = send[static_cast<std::size_t>(s)][static_cast<std::size_t>(r)];
+                std::copy(from.rows.begin(), from.rows.end(), rv.begin() + static_cast<std::ptrdiff_t>(ro[static_cast<std::size_t>(s)] * Hs));
+                std::copy(from.slot.begin(), from.slot.end(), rs.begin() + static_cast<std::ptrdiff_t>(ro[static_cast<std::size_t>(s)]));
+            }
+            pt.dispatch = usSince(phase);
+            pt.pairs = static_cast<std::int64_t>(rows);
+
+            // Experts: the rows of each local slot gathered, run, scattered back in receive order.
+            phase = Clock::now();
+            auto& res = result[static_cast<std::size_t>(r)];
+            res.resize(rows * Hs);
+            std::vector<float> in, got;
+            std::vector<std::size_t> which;
+            for (std::size_t j = 0; j < w.slots.size(); ++j) {
+                which.clear();
+                for (std::size_t i = 0; i < rows; ++i)
+                    if (rs[i] == static_cast<int>(j))
+                        which.push_back(i);
+                if (which.empty())
+                    continue;
+                in.resize(which.size() * Hs);
+                got.resize(which.size() * Hs);
+                for (std::size_t q = 0; q < which.size(); ++q)
+                    std::copy_n(rv.begin() + static_cast<std::ptrdiff_t>(which[q] * Hs), Hs, in.begin() + static_cast<std::ptrdiff_t>(q * Hs));
+                ffnForward(shape, shape.inter, w.slots[j].weights, in.data(), static_cast<int>(which.size()), got.data(), scratch);
+                for (std::size_t q = 0; q < which.size(); ++q)
+                    std::copy_n(got.begin() + static_cast<std::ptrdiff_t>(q * Hs), Hs, res.begin() + static_cast<std::ptrdiff_t>(which[q] * Hs));
+            }
+            auto& o = output[static_cast<std::size_t>(r)];
+            o.assign(static_cast<std::size_t>(n) * Hs, 0.0f);
+            if (shape.shared_inter > 0 && n > 0)
+                ffnForward(shape, shape.shared_inter, w.shared, xr.data(), n, o.data(), scratch);
+            pt.expert = usSince(phase);
+
+            // Combine: wait for every rank's experts, pull this rank's results, sum per token.
+            phase = Clock::now();
+            sync.arrive_and_wait();
+            pt.wait = usSince(phase);
+            phase = Clock::now();
+            auto& picked = pickedRows[static_cast<std::size_t>(r)];
+            picked.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(K) * Hs);
+            for (int d = 0; d < ranks; ++d) {
+                const SendList& sent = send[static_cast<std::size_t>(r)][static_cast<std::size_t>(d)];
+                const std::size_t first = recvOffset[static_cast<std::size_t>(d)][static_cast<std::size_t>(r)];
+                const auto& from = result[static_cast<std::size_t>(d)];
+                for (std::size_t q = 0; q < sent.token.size(); ++q)
+                    std::copy_n(from.begin() + static_cast<std::ptrdiff_t>((first + q) * Hs), Hs,
+                                picked.begin() + static_cast<std::ptrdiff_t>(
+                                    static_cast<std::size_t>(sent.token[q] * K + sent.choice[q]) * Hs));
+            }
+            for (int t = 0; t < n; ++t) {
+                float* ot = o.data() + static_cast<std::size_t>(t) * Hs;
+                for (int k = 0; k < K; ++k) {
+                    const float wk = gw[static_cast<std::size_t>(t * K + k)];
+                    const float* rk = picked.data() + static_cast<std::size_t>(t * K + k) * Hs;
+                    for (std::size_t i = 0; i < Hs; ++i)
+                        ot[i] += wk * rk[i];
+                }
+                double c = 0;
+                for (std::size_t i = 0; i < Hs; ++i)
+                    c += static_cast<double>(ot[i]) * static_cast<double>(1 + i % 13);
+                tokenChecksum[static_cast<std::size_t>(t0 + t)] += c;
+            }
+            pt.combine = usSince(phase);
+            sync.arrive_and_wait();  // every rank done with this layer's buffers
+            pt.layer = usSince(layerStart);
+        }
+    }
+
+    std::vector<std::vector<float>> pickedRows;  // [rank] n_r x k x H results by (token, choice)
+};
+
+EpEngine::EpEngine(const ModelSpec& model, DType weights, const Placement& placement, const EngineConfig& config)
+    : m(std::make_unique<Impl>())
+{
+    m->model = model;
+    m->shape = layerShape(model, weights);
+    m->placement = placement;
+    m->config = config;
+    m->ranks = placement.numGpus();
+    const int R = m->ranks;
+    if (R <= 0)
+        throw std::invalid_argument("the engine needs at least one rank");
+    if (placement.num_experts != model.routed_experts || placement.numLayers() != model.numMoeLayers())
+        throw std::invalid_argument("the engine's placement does not match the model's MoE layers and experts");
+    if (config.tokens <= 0)
+        throw std::invalid_argument("the engine needs at least one token per step");
+    if (config.layers.empty())
+        throw std::invalid_argument("the engine has no MoE layer to run");
+    for (int d : config.layers) {
+        const auto it = std::find(model.moe_layers.begin(), model.moe_layers.end(), d);
+        if (it == model.moe_layers.end())
+            throw std::invalid_argument("decoder layer " + std::to_string(d) + " is not an MoE layer of " + model.name);
+        m->ordinals.push_back(static_cast<int>(it - model.moe_layers.begin()));
+    }
+    for (int o : m->ordinals) {
+        const auto& layer = placement.layers[static_cast<std::size_t>(o)];
+        if (layer.numGpus() != R)
+            throw std::invalid_argument("the engine's placement has layers with different GPU counts");
+        for (int e = 0; e < model.routed_experts; ++e)
+            if (layer.replicaCounts(model.routed_experts)[static_cast<std::size_t>(e)] == 0)
+                throw std::invalid_argument("expert " + std::to_string(e) + " has no slot in MoE layer " + std::to_string(o));
+    }
+    m->weights.resize(static_cast<std::size_t>(R));
+    {
+        std::vector<std::thread> builders;
+        for (int r = 0; r < R; ++r)
+            builders.emplace_back([this, r] { m->buildRank(r); });
+        for (auto& b : builders)
+            b.join();
+    }
+    const auto Rs = static_cast<std::size_t>(R);
+    m->x.resize(Rs);
+    m->ids.resize(Rs);
+    m->gate.resize(Rs);
+    m->send.assign(Rs, std::vector<SendList>(Rs));
+    m->recv.resize(Rs);
+    m->recvSlot.resize(Rs);
+    m->recvOffset.assign(Rs, std::vector<std::size_t>(Rs, 0));
+    m->result.resize(Rs);
+    m->output.resize(Rs);
+    m->pickedRows.resize(Rs);
+    m->counts.assign(Rs * Rs, 0);
+}
+
+EpEngine::~EpEngine() = default;
+
+int EpEngine::ranks() const
+{
+    return m->ranks;
+}
+
+const LayerShape& EpEngine::shape() const
+{
+    return m->shape;
+}
+
+std::size_t EpEngine::weightBytes() const
+{
+    std::size_t total = 0;
+    for (const auto& rank : m->weights)
+        for (const auto& rl : rank) {
+            for (const auto& s : rl.slots)
+                total += s.weights.bytes();
+            total += rl.shared.bytes() + (rl.router.weight.size() + rl.router.bias.size() + rl.router.correction.size()) * sizeof(float);
+        }
+    return total;
+}
+
+std::size_t EpEngine::weightBytesNeeded(const ModelSpec& model, DType weights, const Placement& placement,
+                                        const EngineConfig& config)
+{
+    const LayerShape s = layerShape(model, weights);
+    const double perElement = s.format == WeightFormat::f32 ? 4.0
+        : s.format == WeightFormat::bf16                    ? 2.0
+        : s.format == WeightFormat::fp8_block               ? 1.0 + 4.0 / (128.0 * 128.0)
+                                                            : 0.5 + 4.0 / 32.0;
+    const double expert = 3.0 * s.hidden * static_cast<double>(s.inter) * perElement;
+    const double shared = 3.0 * s.hidden * static_cast<double>(s.shared_inter) * perElement;
+    const double router = static_cast<double>(s.experts) * s.hidden * 4.0;
+    const std::size_t layers = config.shared_weights ? 1 : config.layers.size();
+    double total = 0;
+    for (std::size_t li = 0; li < layers && li < config.layers.size(); ++li) {
+        const auto it = std::find(model.moe_layers.begin(), model.moe_layers.end(), config.layers[li]);
+        if (it == model.moe_layers.end())
+            continue;
+        const auto& layer = placement.layers[static_cast<std::size_t>(it - model.moe_layers.begin())];
+        total += expert * layer.numSlots() + (shared + router) * layer.numGpus();
+    }
+    return static_cast<std::size_t>(total);
+}
+
+double EpEngine::step(int step, StepMetrics& out, std::vector<float>* lastOutput)
+{
+    Impl& e = *m;
+    const int R = e.ranks, E = e.shape.experts;
+    const std::size_t L = e.ordinals.size();
+    e.times.assign(L, std::vector<PhaseTimes>(static_cast<std::size_t>(R)));
+    e.tokenChecksum.assign(static_cast<std::size_t>(e.config.tokens), 0.0);
+    e.trafficRows.assign(static_cast<std::size_t>(R) * static_cast<std::size_t>(R), 0.0);
+    e.rankExpertLoad.assign(static_cast<std::size_t>(R),
+                            std::vector<std::vector<std::int64_t>>(L, std::vector<std::int64_t>(static_cast<std::size_t>(E), 0)));
+    const auto wall = Clock::now();
+    {
+        std::barrier<> sync(R);
+        std::vector<std::thread> threads;
+        for (int r = 0; r < R; ++r)
+            threads.emplace_back([&e, r, step, &sync] { e.runRank(r, step, sync); });
+        for (auto& t : threads)
+            t.join();
+    }
+    const double wallUs = usSince(wall);
+
+    out = StepMetrics{};
+    out.source = "cpu";
+    out.step = step;
+    out.num_gpus = R;
+    out.gpus.assign(static_cast<std::size_t>(R), GpuMetrics{});
+    out.traffic.assign(static_cast<std::size_t>(R) * static_cast<std::size_t>(R), 0.0);
+    const double rowBytes = static_cast<double>(e.shape.hidden) * sizeof(float);
+    StepTotals& sum = out.summary;
+    std::vector<int> slowestCount(static_cast<std::size_t>(R), 0);
+    for (std::size_t li = 0; li < L; ++li) {
+        LayerMetrics lm;
+        lm.layer = e.model.moe_layers[static_cast<std::size_t>(e.ordinals[li])];
+        lm.expert_load.assign(static_cast<std::size_t>(E), 0);
+        lm.gpu_load.assign(static_cast<std::size_t>(R), 0);
+        const auto& pts = e.times[li];
+        double layerUs = 0, dispatchUs = 0, combineUs = 0, computeUs = 0;
+        int slowest = 0;
+        for (int r = 0; r < R; ++r) {
+            const PhaseTimes& pt = pts[static_cast<std::size_t>(r)];
+            layerUs = std::max(layerUs, pt.layer);
+            dispatchUs = std::max(dispatchUs, pt.router + pt.dispatch);
+            combineUs = std::max(combineUs, pt.combine);
+            if (pt.expert > computeUs) {
+                computeUs = pt.expert;
+                slowest = r;
+            }
+            lm.gpu_load[static_cast<std::size_t>(r)] = pt.pairs;
+            GpuMetrics& g = out.gpus[static_cast<std::size_t>(r)];
+            g.compute_us += pt.expert;
+            g.attention_us += pt.router;
+            g.dispatch_us += pt.dispatch;
+            g.combine_us += pt.combine;
+            g.expert_pairs += pt.pairs;
+        }
+        lm.time_us = layerUs;
+        lm.dispatch_us = dispatchUs;
+        lm.combine_us = combineUs;
+        lm.compute_us = computeUs;
+        lm.slowest_gpu = slowest;
+        ++slowestCount[static_cast<std::size_t>(slowest)];
+        double mx = 0, mean = 0;
+        for (auto v : lm.gpu_load) {
+            mx = std::max(mx, static_cast<double>(v));
+            mean += static_cast<double>(v) / R;
+        }
+        lm.imbalance = mean > 0 ? mx / mean : 1.0;
+        out.layers.push_back(std::move(lm));
+        sum.moe_time_us += layerUs;
+        sum.dispatch_us += dispatchUs;
+        sum.combine_us += combineUs;
+        sum.expert_compute_us += computeUs;
+        sum.imbalance += out.layers.back().imbalance / static_cast<double>(L);
+    }
+    sum.imbalance -= 1.0;  // started at the default 1.0
+    // Expert loads as the ranks' routers chose them; traffic both ways (dispatch rows out, combine
+    // rows back) between every rank pair, over the step's layers.
+    for (std::size_t li = 0; li < L; ++li)
+        for (int r = 0; r < R; ++r)
+            for (int x = 0; x < E; ++x)
+                out.layers[li].expert_load[static_cast<std::size_t>(x)] += e.rankExpertLoad[static_cast<std::size_t>(r)][li][static_cast<std::size_t>(x)];
+    for (int s = 0; s < R; ++s)
+        for (int d = 0; d < R; ++d)
+            out.traffic[static_cast<std::size_t>(s * R + d)] = e.trafficRows[static_cast<std::size_t>(s * R + d)] * rowBytes * 2.0;
+    for (int r = 0; r < R; ++r) {
+        GpuMetrics& g = out.gpus[static_cast<std::size_t>(r)];
+        g.tokens = e.tokensOf(r);
+        g.idle_us = std::max(0.0, sum.moe_time_us - (g.compute_us + g.attention_us + g.dispatch_us + g.combine_us));
+    }
+    sum.step_time_us = sum.moe_time_us;
+    sum.tokens_per_s = sum.step_time_us > 0 ? static_cast<double>(e.config.tokens) * 1e6 / sum.step_time_us : 0;
+    sum.tokens_per_s_per_gpu = sum.tokens_per_s / R;
+    sum.batch_per_gpu = e.config.tokens / R;
+    sum.straggler_gpu = static_cast<int>(std::max_element(slowestCount.begin(), slowestCount.end()) - slowestCount.begin());
+    out.sim_wall_us = wallUs;
+
+    if (lastOutput) {
+        lastOutput->clear();
+        for (int r = 0; r < R; ++r)
+            lastOutput->insert(lastOutput->end(), e.output[static_cast<std::size_t>(r)].begin(), e.output[static_cast<std::size_t>(r)].end());
+    }
+    double checksum = 0;
+    for (double c : e.tokenChecksum)
+        checksum += c;
+    return checksum;
+}
+
+}  // namespace moex::engine

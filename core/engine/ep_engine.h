@@ -1,0 +1,63 @@
+// Expert-parallel MoE layers on the CPU, ranks in one process (transport "threads"). Each rank is a
+// thread that holds its own experts (the placement's slots of its GPU) and its own tokens, and the
+// step runs as it would between GPUs:
+//   router     the gate GEMM and top-k on the rank's tokens (moe_layer.h)
+//   dispatch   counts per destination exchanged first (a ranks x ranks matrix behind a barrier),
+//              then every rank pulls the rows sent to it from each source's explicit send buffer
+//              into one receive buffer, ordered by source (the layout the NCCL transport will use)
+//   expert     the rank's experts over the rows they received, plus the shared experts on its own
+//              tokens
+//   combine    every source pulls its rows' results back and sums them per token in top-k order
+// A token's expert runs on the replica on its own rank when there is one, else on replica
+// (token + k) mod copies. Every phase is timed per rank with the steady clock; the step yields
+// StepMetrics from those measurements, the per-expert token counts and the bytes between rank
+// pairs, and a checksum of the layers' outputs that does not depend on the number of ranks.
+// No attention runs between the MoE layers: each layer gets its own seeded hidden states.
+#pragma once
+
+#include "engine/moe_layer.h"
+#include "metrics/step_metrics.h"
+#include "placement/placement.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace moex::engine {
+
+struct EngineConfig {
+    std::int64_t tokens = 128;   // per step, all ranks together (split evenly, the first ranks one more)
+    std::vector<int> layers;     // decoder-layer indices of MoE layers to run, ascending
+    bool shared_weights = false; // every layer runs on one layer's weights (the first listed)
+    std::uint64_t seed = 1;      // weights and hidden states
+};
+
+class EpEngine {
+public:
+    // `placement` has one layer per MoE layer of the model and one GPU per rank. Builds each rank's
+    // weights (in parallel, one thread per rank). Throws std::invalid_argument for a placement or
+    // layer list that does not fit the model.
+    EpEngine(const ModelSpec& model, DType weights, const Placement& placement, const EngineConfig& config);
+    ~EpEngine();
+    EpEngine(const EpEngine&) = delete;
+    EpEngine& operator=(const EpEngine&) = delete;
+
+    [[nodiscard]] int ranks() const;
+    [[nodiscard]] const LayerShape& shape() const;
+    [[nodiscard]] std::size_t weightBytes() const;  // all ranks' expert, shared and router weights
+    // Bytes the weights would take for this model, placement and config, without building them.
+    static std::size_t weightBytesNeeded(const ModelSpec& model, DType weights, const Placement& placement,
+                                         const EngineConfig& config);
+
+    // Runs step `step` over every configured layer; fills `out` (source "cpu") and returns the
+    // checksum: sum over layers, tokens (in global order) and elements of output x (1 + index mod 13).
+    // `lastOutput`, when given, receives the last layer's output, tokens x hidden, in token order.
+    double step(int step, StepMetrics& out, std::vector<float>* lastOutput = nullptr);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m;
+};
+
+}  // namespace moex::engine

@@ -1,0 +1,247 @@
+#include "engine/moe_layer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace moex::engine {
+
+namespace {
+
+// Seeds of the tensors of one layer, kept apart by a tag per tensor kind.
+std::uint64_t tensorSeed(std::uint64_t seed, int layer, int tag, int expert)
+{
+    return seed * 0x100000001b3ULL ^ (static_cast<std::uint64_t>(layer) << 40) ^ (static_cast<std::uint64_t>(tag) << 32)
+        ^ static_cast<std::uint64_t>(static_cast<std::uint32_t>(expert));
+}
+
+std::vector<float> seededVector(std::uint64_t seed, std::size_t n, float a)
+{
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i)
+        v[i] = a * hashUniform(seed, i);
+    return v;
+}
+
+FfnWeights makeFfn(const LayerShape& s, int inter, std::uint64_t seed, int layer, int tagBase, int expert)
+{
+    FfnWeights w;
+    const float inScale = 1.0f / std::sqrt(static_cast<float>(s.hidden));
+    const float outScale = 1.0f / std::sqrt(static_cast<float>(inter));
+    w.gate = QuantMatrix::seeded(s.format, inter, s.hidden, tensorSeed(seed, layer, tagBase, expert), inScale);
+    w.up = QuantMatrix::seeded(s.format, inter, s.hidden, tensorSeed(seed, layer, tagBase + 1, expert), inScale);
+    w.down = QuantMatrix::seeded(s.format, s.hidden, inter, tensorSeed(seed, layer, tagBase + 2, expert), outScale);
+    if (s.swiglu_limit > 0) {
+        w.gate_bias = seededVector(tensorSeed(seed, layer, tagBase + 3, expert), static_cast<std::size_t>(inter), 0.1f);
+        w.up_bias = seededVector(tensorSeed(seed, layer, tagBase + 4, expert), static_cast<std::size_t>(inter), 0.1f);
+        w.down_bias = seededVector(tensorSeed(seed, layer, tagBase + 5, expert), static_cast<std::size_t>(s.hidden), 0.1f);
+    }
+    return w;
+}
+
+float silu(float v)
+{
+    return v / (1.0f + std::exp(-v));
+}
+
+float sigmoid(float v)
+{
+    return 1.0f / (1.0f + std::exp(-v));
+}
+
+// Indices of the k largest of v[0..n), largest first; ties to the lower index.
+void topK(const float* v, int n, int k, int* out)
+{
+    std::vector<int> idx(static_cast<std::size_t>(n));
+    std::iota(idx.begin(), idx.end(), 0);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [v](int a, int b) {
+        return v[a] > v[b] || (v[a] == v[b] && a < b);
+    });
+    std::copy_n(idx.begin(), k, out);
+}
+
+}  // namespace
+
+LayerShape layerShape(const ModelSpec& m, DType weights)
+{
+    LayerShape s;
+    s.hidden = m.hidden_size;
+    s.inter = m.moe_intermediate_size;
+    s.experts = m.routed_experts;
+    s.topk = m.experts_per_token;
+    s.groups = std::max(1, m.expert_groups);
+    s.topk_groups = std::max(1, m.groups_per_token);
+    s.shared_inter = m.shared_experts * (m.shared_intermediate_size > 0 ? m.shared_intermediate_size : m.moe_intermediate_size);
+    s.norm_topk_prob = m.norm_topk_prob;
+    s.scaling = static_cast<float>(m.routed_scaling_factor);
+    s.swiglu_limit = static_cast<float>(m.swiglu_limit);
+    if (m.scoring == Scoring::sigmoid)
+        s.router = RouterKind::sigmoid_grouped;
+    else if (m.swiglu_limit > 0)
+        s.router = RouterKind::gpt_oss;
+    else
+        s.router = RouterKind::softmax;
+    s.format = weightFormatFor(weights);
+    if (s.format == WeightFormat::mxfp4 && (s.hidden % 32 != 0 || s.inter % 32 != 0))
+        s.format = WeightFormat::bf16;  // MX blocks run along rows of 32
+    return s;
+}
+
+std::size_t FfnWeights::bytes() const
+{
+    return gate.bytes() + up.bytes() + down.bytes() + (gate_bias.size() + up_bias.size() + down_bias.size()) * sizeof(float);
+}
+
+FfnWeights makeExpertWeights(const LayerShape& s, std::uint64_t seed, int layer, int expert)
+{
+    return makeFfn(s, s.inter, seed, layer, 0, expert);
+}
+
+FfnWeights makeSharedWeights(const LayerShape& s, std::uint64_t seed, int layer)
+{
+    return makeFfn(s, s.shared_inter, seed, layer, 8, 0);
+}
+
+RouterWeights makeRouterWeights(const LayerShape& s, std::uint64_t seed, int layer)
+{
+    RouterWeights w;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(s.hidden));
+    w.weight = seededVector(tensorSeed(seed, layer, 16, 0), static_cast<std::size_t>(s.experts) * static_cast<std::size_t>(s.hidden), scale * 1.7320508f);
+    if (s.router == RouterKind::gpt_oss)
+        w.bias = seededVector(tensorSeed(seed, layer, 17, 0), static_cast<std::size_t>(s.experts), 0.1f);
+    if (s.router == RouterKind::sigmoid_grouped)
+        w.correction = seededVector(tensorSeed(seed, layer, 18, 0), static_cast<std::size_t>(s.experts), 0.05f);
+    return w;
+}
+
+void makeTokenHidden(std::uint64_t seed, int step, std::int64_t token, int hidden, float* out)
+{
+    const std::uint64_t base = tensorSeed(seed, 0x3fff, 32, step) ^ (static_cast<std::uint64_t>(token) * 0x9e3779b97f4a7c15ULL);
+    for (int i = 0; i < hidden; ++i)
+        out[i] = hashUniform(base, static_cast<std::uint64_t>(i));
+}
+
+float dot(const float* a, const float* b, int n)
+{
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j)
+            acc[j] += a[i + j] * b[i + j];
+    for (int j = 0; i < n; ++i, ++j)
+        acc[j] += a[i] * b[i];
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+void route(const LayerShape& s, const RouterWeights& w, const float* x, int n, int* ids, float* weights)
+{
+    const int E = s.experts, H = s.hidden, K = s.topk;
+    std::vector<float> logits(static_cast<std::size_t>(E)), choice(static_cast<std::size_t>(E));
+    for (int t = 0; t < n; ++t) {
+        const float* xt = x + static_cast<std::size_t>(t) * static_cast<std::size_t>(H);
+        int* id = ids + static_cast<std::size_t>(t) * static_cast<std::size_t>(K);
+        float* wt = weights + static_cast<std::size_t>(t) * static_cast<std::size_t>(K);
+        for (int e = 0; e < E; ++e)
+            logits[static_cast<std::size_t>(e)] = dot(w.weight.data() + static_cast<std::size_t>(e) * static_cast<std::size_t>(H), xt, H)
+                + (w.bias.empty() ? 0.0f : w.bias[static_cast<std::size_t>(e)]);
+        switch (s.router) {
+        case RouterKind::softmax: {
+            const float mx = *std::max_element(logits.begin(), logits.end());
+            float sum = 0;
+            for (auto& v : logits) {
+                v = std::exp(v - mx);
+                sum += v;
+            }
+            for (auto& v : logits)
+                v /= sum;
+            topK(logits.data(), E, K, id);
+            float ksum = 0;
+            for (int j = 0; j < K; ++j)
+                ksum += logits[static_cast<std::size_t>(id[j])];
+            for (int j = 0; j < K; ++j)
+                wt[j] = s.norm_topk_prob ? logits[static_cast<std::size_t>(id[j])] / ksum : logits[static_cast<std::size_t>(id[j])];
+            break;
+        }
+        case RouterKind::gpt_oss: {
+            topK(logits.data(), E, K, id);
+            const float mx = logits[static_cast<std::size_t>(id[0])];
+            float sum = 0;
+            for (int j = 0; j < K; ++j)
+                sum += (wt[j] = std::exp(logits[static_cast<std::size_t>(id[j])] - mx));
+            for (int j = 0; j < K; ++j)
+                wt[j] /= sum;
+            break;
+        }
+        case RouterKind::sigmoid_grouped: {
+            for (int e = 0; e < E; ++e) {
+                logits[static_cast<std::size_t>(e)] = sigmoid(logits[static_cast<std::size_t>(e)]);
+                choice[static_cast<std::size_t>(e)] = logits[static_cast<std::size_t>(e)] + w.correction[static_cast<std::size_t>(e)];
+            }
+            const int G = s.groups, per = E / G;
+            if (G > 1 && s.topk_groups < G) {
+                std::vector<float> groupScore(static_cast<std::size_t>(G));
+                for (int g = 0; g < G; ++g) {
+                    int best[2];
+                    topK(choice.data() + static_cast<std::size_t>(g * per), per, std::min(2, per), best);
+                    groupScore[static_cast<std::size_t>(g)] = choice[static_cast<std::size_t>(g * per + best[0])]
+                        + (per > 1 ? choice[static_cast<std::size_t>(g * per + best[1])] : 0.0f);
+                }
+                std::vector<int> keep(static_cast<std::size_t>(s.topk_groups));
+                topK(groupScore.data(), G, s.topk_groups, keep.data());
+                std::vector<char> kept(static_cast<std::size_t>(G), 0);
+                for (int g : keep)
+                    kept[static_cast<std::size_t>(g)] = 1;
+                for (int e = 0; e < E; ++e)
+                    if (!kept[static_cast<std::size_t>(e / per)])
+                        choice[static_cast<std::size_t>(e)] = 0.0f;  // as the reference's masked_fill(0.0)
+            }
+            topK(choice.data(), E, K, id);
+            float sum = 0;
+            for (int j = 0; j < K; ++j)
+                sum += (wt[j] = logits[static_cast<std::size_t>(id[j])]);
+            for (int j = 0; j < K; ++j)
+                wt[j] = (s.norm_topk_prob ? wt[j] / (sum + 1e-20f) : wt[j]) * s.scaling;
+            break;
+        }
+        }
+    }
+}
+
+void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float* x, int n, float* y,
+                std::vector<float>& scratch)
+{
+    const int H = s.hidden;
+    const auto I = static_cast<std::size_t>(inter), Hs = static_cast<std::size_t>(H), N = static_cast<std::size_t>(n);
+    scratch.resize(std::max(I, Hs) + 2 * N * I);
+    float* row = scratch.data();
+    float* g = row + std::max(I, Hs);
+    float* u = g + N * I;
+    for (int r = 0; r < inter; ++r) {
+        w.gate.dequantRow(r, row);
+        for (std::size_t t = 0; t < N; ++t)
+            g[t * I + static_cast<std::size_t>(r)] = dot(row, x + t * Hs, H);
+        w.up.dequantRow(r, row);
+        for (std::size_t t = 0; t < N; ++t)
+            u[t * I + static_cast<std::size_t>(r)] = dot(row, x + t * Hs, H);
+    }
+    for (std::size_t t = 0; t < N; ++t)
+        for (std::size_t r = 0; r < I; ++r) {
+            float gv = g[t * I + r], uv = u[t * I + r];
+            if (s.swiglu_limit > 0) {
+                gv = std::min(gv + w.gate_bias[r], s.swiglu_limit);
+                uv = std::clamp(uv + w.up_bias[r], -s.swiglu_limit, s.swiglu_limit);
+                g[t * I + r] = (uv + 1.0f) * (gv * sigmoid(s.swiglu_alpha * gv));
+            } else {
+                g[t * I + r] = silu(gv) * uv;
+            }
+        }
+    for (int r = 0; r < H; ++r) {
+        w.down.dequantRow(r, row);
+        const float bias = w.down_bias.empty() ? 0.0f : w.down_bias[static_cast<std::size_t>(r)];
+        for (std::size_t t = 0; t < N; ++t)
+            y[t * Hs + static_cast<std::size_t>(r)] = dot(row, g + t * I, inter) + bias;
+    }
+}
+
+}  // namespace moex::engine

@@ -1,0 +1,179 @@
+// MetricsSource "cpu": the real MoE layers on this machine (engine/ep_engine.h), configured from the
+// scenario's engine section:
+//   ranks    expert-parallel ranks in this process (threads transport)
+//   layers   decoder-layer indices of the MoE layers to run (empty = all)
+//   weights  own (each layer its own weights) | shared (every layer streams the first listed layer's
+//            weights: the bytes read per layer are the same, so timings stay honest) | auto (own when
+//            they fit in 80% of the memory available, else shared)
+//   tokens   per step, all ranks together (0 = the workload's tokens per GPU, at most 256)
+//   seed     of the weights and hidden states
+// The experts are laid out for the ranks the engine runs, with the scenario's strategy (search and
+// explicit placements, made for the topology's GPUs, fall back to eplb) and its redundant slots
+// rounded to a multiple of the ranks.
+#include "run/metrics_source.h"
+
+#include "common/diagnostics.h"
+#include "engine/ep_engine.h"
+#include "placement/strategies.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace moex {
+
+namespace {
+
+// Bytes of memory available now (MemAvailable), or 0 when unknown.
+std::size_t memoryAvailable()
+{
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    std::size_t kb = 0;
+    std::string unit;
+    while (in >> key >> kb >> unit)
+        if (key == "MemAvailable:")
+            return kb * 1024;
+    return 0;
+}
+
+std::string gb(std::size_t bytes)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(bytes) / 1e9);
+    return buf;
+}
+
+Location engineLocation(const Scenario& s)
+{
+    return Location{s.file.empty() ? std::string("scenario") : s.file, s.engine.line, s.engine.column};
+}
+
+Placement rankPlacement(const Scenario& s, int ranks)
+{
+    const int E = s.model.routed_experts;
+    int slots = E + s.placement.redundant_slots;
+    slots -= slots % ranks;
+    if (slots < E)
+        slots += ranks;
+    PlacementRequest rq;
+    rq.strategy = s.placement.strategy == "search" || s.placement.strategy == "explicit" ? "eplb" : s.placement.strategy;
+    rq.num_experts = E;
+    rq.num_gpus = ranks;
+    rq.num_layers = s.model.numMoeLayers();
+    rq.num_groups = E % std::max(1, s.model.expert_groups) == 0 ? std::max(1, s.model.expert_groups) : 1;
+    rq.num_slots = slots;
+    return makePlacement(rq);
+}
+
+class EngineSource final : public MetricsSource {
+public:
+    std::string name() const override { return "cpu"; }
+    std::string detail() const override { return m_detail; }
+    bool measured() const override { return true; }
+
+    void configure(const Scenario& s, const Placement& given) override
+    {
+        const EngineSpec& spec = s.engine;
+        const int ranks = spec.ranks;
+        if (ranks < 1 || ranks > s.model.routed_experts)
+            throw InputError(engineLocation(s), "engine.ranks = " + std::to_string(ranks) + ": give 1 to "
+                                                    + std::to_string(s.model.routed_experts) + " ranks (one expert each at most)");
+        engine::EngineConfig cfg;
+        cfg.seed = spec.seed;
+        cfg.tokens = spec.tokens > 0 ? spec.tokens : std::min<std::int64_t>(s.workload.tokens_per_gpu, 256);
+        if (cfg.tokens < ranks)
+            throw InputError(engineLocation(s), std::to_string(cfg.tokens) + " tokens per step cannot give each of "
+                                                    + std::to_string(ranks) + " ranks a token (engine.tokens)");
+        cfg.layers = spec.layers.empty() ? s.model.moe_layers : spec.layers;
+        for (int d : cfg.layers)
+            if (!s.model.isMoeLayer(d))
+                throw InputError(engineLocation(s), "engine.layers: decoder layer " + std::to_string(d)
+                                                        + " is not an MoE layer of " + s.model.name);
+        const Placement placement = given.numGpus() == ranks && given.numLayers() == s.model.numMoeLayers()
+            ? given
+            : rankPlacement(s, ranks);
+        const DType dtype = s.precision.weights;
+        const std::size_t available = memoryAvailable();
+        const std::size_t budget = spec.memory_gb > 0 ? static_cast<std::size_t>(spec.memory_gb * 1e9)
+                                                      : available / 10 * 8;
+        cfg.shared_weights = spec.weights == EngineWeights::shared;
+        std::size_t need = engine::EpEngine::weightBytesNeeded(s.model, dtype, placement, cfg);
+        if (spec.weights == EngineWeights::automatic && budget > 0 && need > budget) {
+            cfg.shared_weights = true;
+            need = engine::EpEngine::weightBytesNeeded(s.model, dtype, placement, cfg);
+        }
+        if (budget > 0 && need > budget)
+            throw InputError(engineLocation(s),
+                             "the engine's weights need " + gb(need) + (cfg.shared_weights ? " (one layer, shared)" : "")
+                                 + " but " + gb(budget) + " are available (80% of free memory, or engine.memory_gb); "
+                                 "run fewer layers (engine.layers) or use engine.weights: shared");
+        auto built = std::make_unique<engine::EpEngine>(s.model, dtype, placement, cfg);
+        m_engine = std::move(built);
+        m_cfg = cfg;
+        m_step = 0;
+        std::ostringstream d;
+        d << ranks << " rank(s), " << cfg.layers.size() << " MoE layer(s)" << (cfg.shared_weights ? " on one layer's shared weights" : "")
+          << ", " << cfg.tokens << " tokens per step, " << engine::toString(m_engine->shape().format) << " weights ("
+          << gb(m_engine->weightBytes()) << "), computed routing, threads transport";
+        m_detail = d.str();
+    }
+
+    bool configured() const override { return m_engine != nullptr; }
+
+    void setPlacement(const Placement&, const GpuSpeeds&) override
+    {
+        // The engine holds each rank's experts in memory; a new layout needs configure().
+    }
+
+    void reset() override { m_step = 0; }
+
+    void next(StepMetrics& out) override
+    {
+        if (!m_engine)
+            throw std::logic_error("the engine has no scenario yet");
+        m_checksum = m_engine->step(m_step++, out);
+    }
+
+    void repeat(StepMetrics& out) override
+    {
+        if (!m_engine)
+            throw std::logic_error("the engine has no scenario yet");
+        m_checksum = m_engine->step(std::max(0, m_step - 1), out);
+    }
+
+    double checksum() const override { return m_checksum; }
+
+private:
+    std::unique_ptr<engine::EpEngine> m_engine;
+    engine::EngineConfig m_cfg;
+    std::string m_detail;
+    int m_step = 0;
+    double m_checksum = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<MetricsSource> makeCpuEngineSource()
+{
+    return std::make_unique<EngineSource>();
+}
+
+std::unique_ptr<MetricsSource> makeSource(const Scenario& s, const SourceOptions& options)
+{
+    switch (s.engine.backend) {
+    case Backend::sim: return makeSimSource(options);
+    case Backend::cpu: return makeCpuEngineSource();
+    case Backend::cuda:
+        throw InputError(engineLocation(s), "engine.backend: cuda: this build has no CUDA engine backend yet "
+                                            "(moex-cli devices says what it has); use cpu or sim");
+    case Backend::remote:
+        throw InputError(engineLocation(s), "engine.backend: remote: this build has no remote worker client yet; "
+                                            "use cpu or sim");
+    }
+    throw std::logic_error("unhandled engine backend");
+}
+
+}  // namespace moex

@@ -1,0 +1,55 @@
+// The one run API (DESIGN.md section 6): where StepMetrics come from. "sim" (the analytical model),
+// "cpu" (the real MoE layers on this machine's CPU, engine/ep_engine.h), later "cuda" and "remote".
+// moex-cli simulate / compare / run, the headless moex and the GUI's runner all drive a
+// MetricsSource through runSteps (run_loop.h). Not thread-safe by itself: a caller serialises calls.
+#pragma once
+
+#include "metrics/step_metrics.h"
+#include "placement/placement.h"
+#include "scenario/scenario.h"
+
+#include <memory>
+#include <string>
+
+namespace moex {
+
+class MetricsSource {
+public:
+    virtual ~MetricsSource() = default;
+    [[nodiscard]] virtual std::string name() const = 0;  // shown in the status bar: "sim", "cpu", "remote:HOST"
+    // What produced the numbers, for summaries: "calibration blackwell-default", "4 ranks, fp8 ...".
+    [[nodiscard]] virtual std::string detail() const = 0;
+    // sim: the calibration's name ("" for measured sources).
+    [[nodiscard]] virtual std::string calibration() const { return {}; }
+    // True for measured sources (the engine): their JSON carries `measured: true` and a checksum.
+    [[nodiscard]] virtual bool measured() const { return false; }
+    // Rebuilds for a scenario and placement; the next step is step 0. Throws (InputError,
+    // std::invalid_argument) and then keeps the previous configuration.
+    virtual void configure(const Scenario& scenario, const Placement& placement) = 0;
+    [[nodiscard]] virtual bool configured() const = 0;
+    // Same scenario, another placement or GPU speeds (hand edits); takes effect at the next call.
+    virtual void setPlacement(const Placement& placement, const GpuSpeeds& speeds) = 0;
+    virtual void reset() = 0;                   // back to step 0 (routing restarts)
+    virtual void next(StepMetrics& out) = 0;    // one more step
+    // The last step's input again with the current placement, so an edit's effect is seen alone
+    // (the first step when none ran yet). Undoing an edit therefore gives the same numbers back.
+    virtual void repeat(StepMetrics& out) = 0;
+    // The engine: checksum of the last step's layer outputs (0 for the model).
+    [[nodiscard]] virtual double checksum() const { return 0; }
+};
+
+struct SourceOptions {
+    long long seed = -1;              // routing seed override (-1: the scenario's)
+    std::string calibration_file;     // sim: calibration override ("" = the scenario's)
+};
+
+// The analytical simulator over the scenario's routing (synthetic generator or trace).
+std::unique_ptr<MetricsSource> makeSimSource(const SourceOptions& options = {});
+// The real MoE layers on the CPU (engine.* of the scenario: ranks, layers, weights, tokens, seed).
+std::unique_ptr<MetricsSource> makeCpuEngineSource();
+
+// The source `scenario.engine.backend` names. A backend this build lacks (cuda without the CUDA
+// engine, remote) is an InputError located at the scenario's engine.backend, never a fallback.
+std::unique_ptr<MetricsSource> makeSource(const Scenario& scenario, const SourceOptions& options = {});
+
+}  // namespace moex

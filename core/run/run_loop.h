@@ -1,0 +1,39 @@
+// The step loop every front end uses: warm-up, steps, averaging. Written once here so that
+// moex-cli simulate, compare and run, the headless moex and the GUI's Compare tab agree.
+#pragma once
+
+#include "run/metrics_source.h"
+
+#include <string>
+#include <vector>
+
+namespace moex {
+
+// Steps a summary averages over unless told otherwise (simulate, compare, the headless moex, the
+// GUI's Compare tab).
+inline constexpr int kSummarySteps = 10;
+
+struct RunResult {
+    std::string source;             // the source's name()
+    std::string detail;             // its detail()
+    bool measured = false;
+    StepMetrics last;               // the final step in full
+    std::vector<StepTotals> steps;  // every step's totals
+    StepTotals mean;                // mean over steps (the reported summary)
+    std::vector<double> wall_us;    // wall time of each step in the source
+    double median_wall_us = 0;
+    double checksum = 0;            // the engine's, of the last step
+};
+
+// Configures `source` for the scenario and placement, runs `warmup` steps that are not counted,
+// then `steps` steps (at least 1). Throws what the source throws.
+RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placement& placement, int steps,
+                   int warmup = 0);
+
+// The scenario on the source its engine.backend names, placement resolved: what `moex-cli
+// simulate`/`run` and the headless moex do.
+RunResult runScenario(const Scenario& scenario, int steps, const SourceOptions& options = {}, int warmup = 0);
+
+double median(std::vector<double> v);
+
+}  // namespace moex

@@ -1,0 +1,132 @@
+// moex-cli run: the real engine through the CLI contract. JSON with the keys of simulate plus
+// `checksum` and `measured: true`; the same checksum for 1 and 4 ranks; flags and scenario keys that
+// are wrong give exit 2 with what and where; the text summary names the engine.
+#include "cli_runner.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using moex::test::CliResult;
+using moex::test::runCli;
+
+namespace {
+
+// A DeepSeek-style model at small shapes (sigmoid router, groups, a shared expert), inline.
+QString writeScenario(const QTemporaryDir& dir, const QString& engineExtra = QString())
+{
+    const QString path = dir.filePath(QStringLiteral("small.yaml"));
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly))
+        return {};
+    f.write(QStringLiteral(
+                "name: small-engine\n"
+                "model:\n"
+                "  name: small-deepseek\n  hidden_size: 64\n  num_layers: 4\n  moe_layers: {first: 1, every: 1}\n"
+                "  routed_experts: 16\n  experts_per_token: 4\n  shared_experts: 1\n  moe_intermediate_size: 32\n"
+                "  shared_intermediate_size: 32\n  expert_groups: 4\n  groups_per_token: 2\n  scoring: sigmoid\n"
+                "  routed_scaling_factor: 2.5\n  weight_dtype: fp8\n  vocab_size: 1000\n"
+                "  attention: {kind: gqa, heads: 4, kv_heads: 2, head_dim: 16}\n"
+                "topology: {builtin: hgx-h100}\n"
+                "workload: {phase: decode, tokens_per_gpu: 24}\n"
+                "engine:\n  backend: cpu\n")
+                .toUtf8()
+            + engineExtra.toUtf8());
+    return path;
+}
+
+QJsonObject runJson(const QStringList& args)
+{
+    const CliResult r = runCli(args + QStringList{QStringLiteral("--json"), QStringLiteral("-")});
+    if (r.exitCode != 0) {
+        qWarning("%s", qPrintable(r.err));
+        return {};
+    }
+    return QJsonDocument::fromJson(r.out.toUtf8()).object();
+}
+
+}  // namespace
+
+class TestCliRun : public QObject {
+    Q_OBJECT
+private slots:
+    void jsonContractAndChecksum()
+    {
+        QTemporaryDir dir;
+        const QString s = writeScenario(dir);
+        const QJsonObject one = runJson({QStringLiteral("run"), s, QStringLiteral("--ranks"), QStringLiteral("1")});
+        const QJsonObject four = runJson({QStringLiteral("run"), s, QStringLiteral("--ranks"), QStringLiteral("4")});
+        QVERIFY(!one.isEmpty() && !four.isEmpty());
+        for (const char* key : {"summary", "gpus", "links", "traffic", "layers", "sim_wall_us_per_step", "checksum", "measured"})
+            QVERIFY2(four.contains(QLatin1String(key)), key);
+        QCOMPARE(four[QStringLiteral("measured")].toBool(), true);
+        QCOMPARE(four[QStringLiteral("source")].toString(), QStringLiteral("cpu"));
+        QCOMPARE(four[QStringLiteral("checksum")].toDouble(), one[QStringLiteral("checksum")].toDouble());
+        QVERIFY(one[QStringLiteral("checksum")].toDouble() != 0);
+        QCOMPARE(four[QStringLiteral("gpus")].toArray().size(), 4);
+        QCOMPARE(four[QStringLiteral("layers")].toArray().size(), 3);  // every MoE layer by default
+        const QJsonObject summary = four[QStringLiteral("summary")].toObject();
+        QVERIFY(summary[QStringLiteral("step_time_us")].toDouble() > 0);
+        QVERIFY(summary[QStringLiteral("tokens_per_s")].toDouble() > 0);
+        // 24 tokens x top-4 in each layer.
+        double pairs = 0;
+        for (const auto v : four[QStringLiteral("layers")].toArray().first().toObject()[QStringLiteral("expert_load")].toArray())
+            pairs += v.toDouble();
+        QCOMPARE(pairs, 24.0 * 4);
+        // Another seed, other weights and tokens: another checksum.
+        const QJsonObject seeded = runJson({QStringLiteral("run"), s, QStringLiteral("--set"), QStringLiteral("engine.seed=9")});
+        QVERIFY(seeded[QStringLiteral("checksum")].toDouble() != one[QStringLiteral("checksum")].toDouble());
+    }
+
+    void textSummary()
+    {
+        QTemporaryDir dir;
+        const CliResult r = runCli({QStringLiteral("run"), writeScenario(dir), QStringLiteral("--layers"), QStringLiteral("2"),
+                                    QStringLiteral("--ranks"), QStringLiteral("2")});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains(QStringLiteral("2 rank(s), 1 MoE layer(s)")), qPrintable(r.out));
+        QVERIFY(r.out.contains(QStringLiteral("fp8-e4m3")));
+        QVERIFY(r.out.contains(QStringLiteral("checksum")));
+    }
+
+    void badInput_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("engineExtra");
+        QTest::addColumn<QString>("needle");
+        QTest::newRow("more ranks than experts") << QStringList{QStringLiteral("--ranks"), QStringLiteral("17")} << QString()
+                                                 << QStringLiteral("engine.ranks = 17");
+        QTest::newRow("--ranks 0") << QStringList{QStringLiteral("--ranks"), QStringLiteral("0")} << QString()
+                                   << QStringLiteral("--ranks");
+        QTest::newRow("dense layer") << QStringList{QStringLiteral("--layers"), QStringLiteral("0")} << QString()
+                                     << QStringLiteral("decoder layer 0 is not an MoE layer");
+        QTest::newRow("bad --layers") << QStringList{QStringLiteral("--layers"), QStringLiteral("1,x")} << QString()
+                                      << QStringLiteral("'x' is not a decoder-layer index");
+        QTest::newRow("unknown backend") << QStringList{QStringLiteral("--backend"), QStringLiteral("tpu")} << QString()
+                                         << QStringLiteral("known backends are cpu and cuda");
+        QTest::newRow("weights beyond memory") << QStringList() << QStringLiteral("  memory_gb: 0.00001\n")
+                                               << QStringLiteral("weights need");
+        QTest::newRow("yaml: unknown weights mode") << QStringList() << QStringLiteral("  weights: everywhere\n")
+                                                    << QStringLiteral("small.yaml:");
+        QTest::newRow("yaml: layers out of order") << QStringList() << QStringLiteral("  layers: [3, 1]\n")
+                                                   << QStringLiteral("engine.layers must ascend");
+    }
+
+    void badInput()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, engineExtra);
+        QFETCH(QString, needle);
+        QTemporaryDir dir;
+        const CliResult r = runCli(QStringList{QStringLiteral("run"), writeScenario(dir, engineExtra)} + args);
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(needle), qPrintable(r.err));
+        QVERIFY(!r.err.contains(QStringLiteral("internal error")));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliRun)
+#include "tst_cli_run.moc"
