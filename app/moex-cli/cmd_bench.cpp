@@ -266,14 +266,15 @@ int benchFidelity(const Args& args)
 
 }  // namespace
 
-int benchPlace(const Args& args);  // cmd_bench_place.cpp
+int benchPlace(const Args& args);   // cmd_bench_place.cpp
+int benchEngine(const Args& args);  // cmd_bench_engine.cpp
 
 int cmdBench(const Argv& argv)
 {
     Args args("bench", argv,
               {{"scenario"}, {"steps"}, {"routed-steps"}, {"json"}, {"set", true, true}, {"budget-ms"}, {"seed"}, {"runs"}, {"counts"}});
     args.requirePositionals(1, 1,
-                            "moex-cli bench sim|fidelity|place [--scenario S] [--steps N] [--json OUT|-] "
+                            "moex-cli bench sim|fidelity|place|engine [--scenario S] [--steps N] [--json OUT|-] "
                             "(sim: [--routed-steps N]) "
                             "(place: [--budget-ms N] [--seed S] [--runs N] [--counts FILE])");
     const std::string what = args.positionals().front();
@@ -283,8 +284,10 @@ int cmdBench(const Argv& argv)
         return benchFidelity(args);
     if (what == "place")
         return benchPlace(args);
+    if (what == "engine")
+        return benchEngine(args);
     throw InputError(Location{"moex-cli bench", 0, 0},
-                     "unknown benchmark '" + what + "'; expected sim, fidelity or place");
+                     "unknown benchmark '" + what + "'; expected sim, fidelity, place or engine");
 }
 
 }  // namespace moex::cli

@@ -207,22 +207,37 @@ struct EpEngine::Impl {
             phase = Clock::now();
             auto& res = result[static_cast<std::size_t>(r)];
             res.resize(rows * Hs);
-            std::vector<float> in, got;
-            std::vector<std::size_t> which;
-            for (std::size_t j = 0; j < w.slots.size(); ++j) {
-                which.clear();
-                for (std::size_t i = 0; i < rows; ++i)
-                    if (rs[i] == static_cast<int>(j))
-                        which.push_back(i);
-                if (which.empty())
-                    continue;
-                in.resize(which.size() * Hs);
-                got.resize(which.size() * Hs);
-                for (std::size_t q = 0; q < which.size(); ++q)
-                    std::copy_n(rv.begin() + static_cast<std::ptrdiff_t>(which[q] * Hs), Hs, in.begin() + static_cast<std::ptrdiff_t>(q * Hs));
-                ffnForward(shape, shape.inter, w.slots[j].weights, in.data(), static_cast<int>(which.size()), got.data(), scratch);
-                for (std::size_t q = 0; q < which.size(); ++q)
-                    std::copy_n(got.begin() + static_cast<std::ptrdiff_t>(q * Hs), Hs, res.begin() + static_cast<std::ptrdiff_t>(which[q] * Hs));
+            // The rank's share of the cores takes its slots in turn (each slot's rows to one worker).
+            const int workers = std::max(1, std::min(static_cast<int>(w.slots.size()),
+                                                     static_cast<int>(std::thread::hardware_concurrency()) / ranks));
+            auto runSlots = [&](int worker) {
+                std::vector<float> in, got, local;
+                std::vector<std::size_t> which;
+                for (std::size_t j = static_cast<std::size_t>(worker); j < w.slots.size(); j += static_cast<std::size_t>(workers)) {
+                    which.clear();
+                    for (std::size_t i = 0; i < rows; ++i)
+                        if (rs[i] == static_cast<int>(j))
+                            which.push_back(i);
+                    if (which.empty())
+                        continue;
+                    in.resize(which.size() * Hs);
+                    got.resize(which.size() * Hs);
+                    for (std::size_t q = 0; q < which.size(); ++q)
+                        std::copy_n(rv.begin() + static_cast<std::ptrdiff_t>(which[q] * Hs), Hs, in.begin() + static_cast<std::ptrdiff_t>(q * Hs));
+                    ffnForward(shape, shape.inter, w.slots[j].weights, in.data(), static_cast<int>(which.size()), got.data(), local);
+                    for (std::size_t q = 0; q < which.size(); ++q)
+                        std::copy_n(got.begin() + static_cast<std::ptrdiff_t>(q * Hs), Hs, res.begin() + static_cast<std::ptrdiff_t>(which[q] * Hs));
+                }
+            };
+            if (workers == 1) {
+                runSlots(0);
+            } else {
+                std::vector<std::thread> pool;
+                for (int k = 1; k < workers; ++k)
+                    pool.emplace_back(runSlots, k);
+                runSlots(0);
+                for (auto& t : pool)
+                    t.join();
             }
             auto& o = output[static_cast<std::size_t>(r)];
             o.assign(static_cast<std::size_t>(n) * Hs, 0.0f);

@@ -1,5 +1,7 @@
 #include "engine/moe_layer.h"
 
+#include "engine/row_kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -213,17 +215,19 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
 {
     const int H = s.hidden;
     const auto I = static_cast<std::size_t>(inter), Hs = static_cast<std::size_t>(H), N = static_cast<std::size_t>(n);
-    scratch.resize(std::max(I, Hs) + 2 * N * I);
-    float* row = scratch.data();
-    float* g = row + std::max(I, Hs);
+    scratch.resize(2 * N * I + 2 * N);
+    float* g = scratch.data();
     float* u = g + N * I;
+    float* dg = u + N * I;  // one row's results for the n tokens
+    float* du = dg + N;
+    thread_local std::vector<float> rowBuffer;
     for (int r = 0; r < inter; ++r) {
-        w.gate.dequantRow(r, row);
-        for (std::size_t t = 0; t < N; ++t)
-            g[t * I + static_cast<std::size_t>(r)] = dot(row, x + t * Hs, H);
-        w.up.dequantRow(r, row);
-        for (std::size_t t = 0; t < N; ++t)
-            u[t * I + static_cast<std::size_t>(r)] = dot(row, x + t * Hs, H);
+        rowDots(w.gate, r, x, n, Hs, dg, rowBuffer);
+        rowDots(w.up, r, x, n, Hs, du, rowBuffer);
+        for (std::size_t t = 0; t < N; ++t) {
+            g[t * I + static_cast<std::size_t>(r)] = dg[t];
+            u[t * I + static_cast<std::size_t>(r)] = du[t];
+        }
     }
     for (std::size_t t = 0; t < N; ++t)
         for (std::size_t r = 0; r < I; ++r) {
@@ -237,10 +241,10 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
             }
         }
     for (int r = 0; r < H; ++r) {
-        w.down.dequantRow(r, row);
+        rowDots(w.down, r, g, n, I, dg, rowBuffer);
         const float bias = w.down_bias.empty() ? 0.0f : w.down_bias[static_cast<std::size_t>(r)];
         for (std::size_t t = 0; t < N; ++t)
-            y[t * Hs + static_cast<std::size_t>(r)] = dot(row, g + t * I, inter) + bias;
+            y[t * Hs + static_cast<std::size_t>(r)] = dg[t] + bias;
     }
 }
 

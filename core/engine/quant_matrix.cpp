@@ -212,6 +212,16 @@ const std::uint8_t* QuantMatrix::rowData(int r) const
     return m_data.data() + static_cast<std::size_t>(r) * m_rowBytes;
 }
 
+const float* QuantMatrix::rowScales(int r) const
+{
+    const auto C = static_cast<std::size_t>(m_cols);
+    if (m_fmt == WeightFormat::fp8_block)
+        return m_scales.data() + static_cast<std::size_t>(r / kFp8Block) * ((C + kFp8Block - 1) / kFp8Block);
+    if (m_fmt == WeightFormat::mxfp4)
+        return m_scales.data() + static_cast<std::size_t>(r) * (C / kMxBlock);
+    return nullptr;
+}
+
 void QuantMatrix::dequantRow(int r, float* out) const
 {
     const std::uint8_t* p = rowData(r);

@@ -45,6 +45,9 @@ public:
     [[nodiscard]] std::vector<float> dequantAll() const;
     // Bytes of row r's elements in storage (what a kernel streams for it), without scales.
     [[nodiscard]] const std::uint8_t* rowData(int r) const;
+    // The scales that apply to row r: fp8_block one per 128 columns, mxfp4 one per 32; null for
+    // f32 and bf16.
+    [[nodiscard]] const float* rowScales(int r) const;
 
 private:
     WeightFormat m_fmt = WeightFormat::f32;

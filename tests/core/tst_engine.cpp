@@ -6,6 +6,7 @@
 #include "engine/ep_engine.h"
 #include "engine/moe_layer.h"
 #include "engine/quant_matrix.h"
+#include "engine/row_kernels.h"
 #include "placement/strategies.h"
 #include "run/run_loop.h"
 #include "scenario/scenario_yaml.h"
@@ -94,6 +95,7 @@ private slots:
     void quantisedMatricesStayClose_data();
     void quantisedMatricesStayClose();
     void seededWeightsDependOnlyOnTheirIndex();
+    void vectorKernelsAgreeWithPortable();
     void routersFollowTheirFamily();
     void groupLimitedRoutingStaysInItsGroups();
     void ranksGiveTheOneRankOutput_data();
@@ -195,6 +197,46 @@ void TestEngine::seededWeightsDependOnlyOnTheirIndex()
     QVERIFY(a.gate.dequantAll() != other.gate.dequantAll());
     QVERIFY(a.down.dequantAll() != makeExpertWeights(s, 7, 2, 5).down.dequantAll());  // another layer
     QVERIFY(a.up.dequantAll() != makeExpertWeights(s, 8, 1, 5).up.dequantAll());    // another seed
+}
+
+void TestEngine::vectorKernelsAgreeWithPortable()
+{
+    // Every kernel this CPU runs against the portable one, every format, token counts around the
+    // register block of 8, columns with several fp8 and MX blocks.
+    const int R = 5, C = 384;
+    std::vector<float> x(static_cast<std::size_t>(11 * C));
+    for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = hashUniform(5, i);
+    int checked = 0;
+    for (Kernel k : {Kernel::avx2, Kernel::avx512}) {
+        if (!kernelSupported(k)) {
+            qInfo("%s: not on this CPU", toString(k));
+            continue;
+        }
+        for (WeightFormat f : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::fp8_block, WeightFormat::mxfp4}) {
+            const QuantMatrix w = QuantMatrix::seeded(f, R, C, 9, 0.3f);
+            const auto dense = w.dequantAll();
+            std::vector<float> scratch;
+            for (int n : {1, 3, 8, 11}) {
+                std::vector<float> a(static_cast<std::size_t>(n)), b(static_cast<std::size_t>(n));
+                for (int r = 0; r < R; ++r) {
+                    rowDotsWith(Kernel::portable, w, r, x.data(), n, C, a.data(), scratch);
+                    rowDotsWith(k, w, r, x.data(), n, C, b.data(), scratch);
+                    for (int t = 0; t < n; ++t) {
+                        double mag = 0;
+                        for (int c = 0; c < C; ++c)
+                            mag += std::fabs(dense[static_cast<std::size_t>(r * C + c)] * x[static_cast<std::size_t>(t * C + c)]);
+                        QVERIFY2(std::fabs(a[static_cast<std::size_t>(t)] - b[static_cast<std::size_t>(t)]) <= 1e-6 * mag,
+                                 qPrintable(QStringLiteral("%1 %2 n=%3 row %4 token %5: %6 vs %7")
+                                                .arg(QLatin1String(toString(k)), QLatin1String(toString(f))).arg(n).arg(r).arg(t)
+                                                .arg(a[static_cast<std::size_t>(t)]).arg(b[static_cast<std::size_t>(t)])));
+                    }
+                    ++checked;
+                }
+            }
+        }
+    }
+    qInfo("%d rows checked; active kernel %s", checked, toString(activeKernel()));
 }
 
 void TestEngine::routersFollowTheirFamily()

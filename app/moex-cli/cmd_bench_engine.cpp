@@ -1,0 +1,266 @@
+// moex-cli bench engine [--runs N] [--json OUT|-]: the CPU engine's kernels against ceilings measured
+// in the same run (these shared machines' memory bandwidth moves, so the read ceiling is measured
+// right before and right after the figures, and both are printed).
+//
+//   decode   a Mixtral-8x7B layer slice: 2 of 8 experts (hidden 4096, expert 14336), 1 and 8
+//            tokens each, weights bf16 / fp8 / fp32, one expert per thread on two threads: weight
+//            bytes streamed per second (median of N runs) over the read ceiling: decode_ratio is
+//            the smallest of the six
+//   ceiling  STREAM-style read: a 1 GiB buffer summed with wide integer adds by the same number
+//            of threads, median of N passes
+//   r1       a decode layer of DeepSeek-R1 shape (hidden 7168, expert 2048, top-8, fp8, 32 routed
+//            experts and the shared expert, 64 tokens) on 4 ranks of the threads transport: ms per
+//            layer, median of N steps
+// Prefill against a dense BLAS sgemm (prefill_ratio) needs OpenBLAS or oneDNN in the build, which
+// it does not have yet: the JSON says so (prefill_ratio null) rather than inventing a ceiling.
+#include "cli_args.h"
+#include "commands.h"
+#include "format.h"
+#include "sim_run.h"
+
+#include "engine/ep_engine.h"
+#include "engine/moe_layer.h"
+#include "engine/row_kernels.h"
+#include "placement/placement.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <immintrin.h>
+#include <iostream>
+#include <thread>
+
+namespace moex::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace moex::engine;
+
+double seconds(Clock::time_point a, Clock::time_point b)
+{
+    return std::chrono::duration<double>(b - a).count();
+}
+
+std::string cpuName()
+{
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("model name", 0) == 0)
+            return line.substr(line.find(':') + 2);
+    return "unknown CPU";
+}
+
+__attribute__((target("avx2"))) std::uint64_t sumAvx2(const std::uint64_t* p, std::size_t n)
+{
+    __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+    for (std::size_t i = 0; i + 16 <= n; i += 16) {
+        a = _mm256_add_epi64(a, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
+        b = _mm256_add_epi64(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
+        c = _mm256_add_epi64(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
+        d = _mm256_add_epi64(d, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
+    }
+    alignas(32) std::uint64_t out[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d)));
+    return out[0] + out[1] + out[2] + out[3];
+}
+
+std::uint64_t sumPortable(const std::uint64_t* p, std::size_t n)
+{
+    std::uint64_t a = 0, b = 0, c = 0, d = 0;
+    for (std::size_t i = 0; i + 4 <= n; i += 4) {
+        a += p[i];
+        b += p[i + 1];
+        c += p[i + 2];
+        d += p[i + 3];
+    }
+    return a + b + c + d;
+}
+
+// Read bandwidth (GB/s) of `threads` threads summing disjoint halves of a 1 GiB buffer.
+struct Ceiling {
+    std::vector<std::uint64_t, std::allocator<std::uint64_t>> data;
+    int threads = 2;
+    std::uint64_t sink = 0;
+
+    explicit Ceiling(int t) : threads(t)
+    {
+        data.resize((std::size_t{1} << 30) / sizeof(std::uint64_t));
+        for (std::size_t i = 0; i < data.size(); ++i)
+            data[i] = i;
+    }
+
+    double measure(int runs)
+    {
+        std::vector<double> gbs;
+        const bool avx2 = kernelSupported(Kernel::avx2);
+        for (int k = 0; k < runs; ++k) {
+            std::vector<std::thread> pool;
+            std::vector<std::uint64_t> part(static_cast<std::size_t>(threads));
+            const std::size_t per = data.size() / static_cast<std::size_t>(threads) / 16 * 16;
+            const auto t0 = Clock::now();
+            for (int t = 0; t < threads; ++t)
+                pool.emplace_back([&, t] {
+                    const std::uint64_t* p = data.data() + static_cast<std::size_t>(t) * per;
+                    part[static_cast<std::size_t>(t)] = avx2 && reinterpret_cast<std::uintptr_t>(p) % 32 == 0 ? sumAvx2(p, per) : sumPortable(p, per);
+                });
+            for (auto& th : pool)
+                th.join();
+            const double s = seconds(t0, Clock::now());
+            for (auto v : part)
+                sink += v;
+            gbs.push_back(static_cast<double>(per * static_cast<std::size_t>(threads) * sizeof(std::uint64_t)) / s / 1e9);
+        }
+        return median(gbs);
+    }
+};
+
+struct DecodeFigure {
+    std::string format;
+    int tokens = 0;
+    double ms = 0;
+    double gbs = 0;
+    double ratio = 0;
+};
+
+}  // namespace
+
+int benchEngine(const Args& args)
+{
+    const int runs = args.intValue("runs", 5, 1, 1000);
+    const int threads = 2;
+    const std::string cpu = cpuName();
+    const Kernel kernel = activeKernel();
+    std::cout << "bench engine: " << cpu << ", kernel " << toString(kernel) << ", " << threads << " threads, median of "
+              << runs << " runs\n";
+
+    Ceiling ceiling(threads);
+    ceiling.measure(1);  // touch
+    const double before = ceiling.measure(runs);
+
+    // Decode: a Mixtral layer slice, 2 of 8 experts, one per thread.
+    ModelSpec mixtral;
+    mixtral.name = "Mixtral-8x7B slice";
+    mixtral.hidden_size = 4096;
+    mixtral.moe_intermediate_size = 14336;
+    mixtral.routed_experts = 8;
+    mixtral.experts_per_token = 2;
+    std::vector<DecodeFigure> decode;
+    for (DType t : {DType::bf16, DType::fp8, DType::fp32}) {
+        const LayerShape s = layerShape(mixtral, t);
+        FfnWeights experts[2] = {makeExpertWeights(s, 1, 0, 0), makeExpertWeights(s, 1, 0, 1)};
+        const double bytes = static_cast<double>(experts[0].bytes() + experts[1].bytes());
+        for (int n : {1, 8}) {
+            std::vector<float> x(static_cast<std::size_t>(n) * 4096), y[2];
+            for (int i = 0; i < n; ++i)
+                makeTokenHidden(1, 0, i, 4096, x.data() + static_cast<std::size_t>(i) * 4096);
+            std::vector<double> ms;
+            for (int k = 0; k < runs + 1; ++k) {
+                std::barrier<> go(threads + 1);
+                std::vector<std::thread> pool;
+                for (int e = 0; e < 2; ++e)
+                    pool.emplace_back([&, e] {
+                        std::vector<float> scratch;
+                        y[e].resize(x.size());
+                        go.arrive_and_wait();
+                        ffnForward(s, s.inter, experts[e], x.data(), n, y[e].data(), scratch);
+                    });
+                go.arrive_and_wait();
+                const auto t0 = Clock::now();
+                for (auto& th : pool)
+                    th.join();
+                if (k > 0)  // the first pass warms caches and pages
+                    ms.push_back(seconds(t0, Clock::now()) * 1e3);
+            }
+            DecodeFigure f;
+            f.format = std::string(toString(t));
+            f.tokens = n;
+            f.ms = median(ms);
+            f.gbs = bytes / (f.ms * 1e-3) / 1e9;
+            decode.push_back(f);
+        }
+    }
+
+    // DeepSeek-R1-shaped decode layer on 4 ranks.
+    ModelSpec r1;
+    r1.name = "DeepSeek-R1 shape, 32 experts";
+    r1.hidden_size = 7168;
+    r1.num_layers = 1;
+    r1.moe_layers = {0};
+    r1.routed_experts = 32;
+    r1.experts_per_token = 8;
+    r1.moe_intermediate_size = 2048;
+    r1.shared_experts = 1;
+    r1.shared_intermediate_size = 2048;
+    r1.scoring = Scoring::sigmoid;
+    r1.expert_groups = 8;
+    r1.groups_per_token = 4;
+    r1.routed_scaling_factor = 2.5;
+    Placement p;
+    p.num_experts = 32;
+    LayerPlacement layer;
+    layer.gpu_slots.resize(4);
+    for (int e = 0; e < 32; ++e)
+        layer.gpu_slots[static_cast<std::size_t>(e / 8)].push_back(ExpertId{e});
+    p.layers.push_back(layer);
+    EngineConfig cfg;
+    cfg.tokens = 64;
+    cfg.layers = {0};
+    EpEngine engine(r1, DType::fp8, p, cfg);
+    std::vector<double> r1ms;
+    StepMetrics m;
+    engine.step(0, m);
+    for (int k = 0; k < runs; ++k) {
+        engine.step(k + 1, m);
+        r1ms.push_back(m.summary.moe_time_us / 1000.0);
+    }
+    const double r1Median = median(r1ms);
+
+    const double after = ceiling.measure(runs);
+    const double ceilingGbs = 0.5 * (before + after);
+    double worst = 1e9;
+    for (auto& f : decode) {
+        f.ratio = f.gbs / ceilingGbs;
+        worst = std::min(worst, f.ratio);
+    }
+
+    std::cout << "read ceiling     " << fixed(before, 1) << " GB/s before, " << fixed(after, 1) << " GB/s after (1 GiB, "
+              << threads << " threads); ratios against their mean\n";
+    std::cout << "decode, Mixtral-8x7B slice (2 experts of 4096 x 14336, one per thread)\n";
+    std::cout << "  weights  tokens       ms    GB/s   ratio\n";
+    for (const auto& f : decode) {
+        char line[96];
+        std::snprintf(line, sizeof line, "  %-7s  %6d  %7.2f  %6.1f  %6.3f\n", f.format.c_str(), f.tokens, f.ms, f.gbs, f.ratio);
+        std::cout << line;
+    }
+    std::cout << "decode_ratio     " << fixed(worst, 3) << " (smallest of the six; target >= 0.85)\n";
+    std::cout << "R1-shaped layer  " << fixed(r1Median, 2) << " ms (4 ranks, 64 tokens, fp8, 32 experts + shared)\n";
+    std::cout << "prefill_ratio    not measured: no BLAS ceiling in this build yet\n";
+
+    if (auto json = args.value("json")) {
+        nlohmann::json j;
+        j["cpu"] = cpu;
+        j["kernel"] = toString(kernel);
+        j["threads"] = threads;
+        j["runs"] = runs;
+        j["ceiling_gbs_before"] = before;
+        j["ceiling_gbs_after"] = after;
+        j["decode_ratio"] = worst;
+        j["prefill_ratio"] = nullptr;
+        j["r1_layer_ms_4_ranks"] = r1Median;
+        nlohmann::json rows = nlohmann::json::array();
+        for (const auto& f : decode)
+            rows.push_back({{"weights", f.format}, {"tokens", f.tokens}, {"ms", f.ms}, {"gbs", f.gbs}, {"ratio", f.ratio}});
+        j["decode"] = rows;
+        j["sink"] = ceiling.sink % 2;  // keeps the ceiling's reads
+        writeJson(*json, j.dump(1));
+    }
+    return 0;
+}
+
+}  // namespace moex::cli

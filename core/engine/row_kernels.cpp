@@ -1,0 +1,287 @@
+#include "engine/row_kernels.h"
+
+#include "engine/moe_layer.h"
+
+#include <atomic>
+#include <immintrin.h>
+
+// GCC 12's AVX-512 headers build their zero-masked results from _mm512_undefined_*, which
+// -Wmaybe-uninitialized reports at every inlined use; nothing here reads an undefined lane.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace moex::engine {
+
+namespace {
+
+constexpr int kTokenBlock = 8;  // accumulators held in registers per pass over the row
+
+std::atomic<int>& activeSlot()
+{
+    static std::atomic<int> slot{static_cast<int>(bestKernel())};
+    return slot;
+}
+
+void rowDotsPortable(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y,
+                     std::vector<float>& scratch)
+{
+    scratch.resize(static_cast<std::size_t>(w.cols()));
+    w.dequantRow(r, scratch.data());
+    for (int t = 0; t < n; ++t)
+        y[t] = dot(scratch.data(), x + static_cast<std::size_t>(t) * ldx, w.cols());
+}
+
+// ---------------------------------------------------------------------------------------------
+// AVX-512
+
+__attribute__((target("avx512f,avx512bw"))) inline __m512 e4m3x16(const std::uint8_t* p)
+{
+    const __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m512i em = _mm512_and_si512(u, _mm512_set1_epi32(0x7f));
+    const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x80)), 24);
+    // Normal: exponent e (bias 7) and 3 mantissa bits -> float bits (em << 20) + (120 << 23).
+    const __m512 normal = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(em, 20), _mm512_set1_epi32(120 << 23)));
+    // Subnormal (exponent 0): m x 2^-9.
+    const __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(em), _mm512_set1_ps(0x1p-9f));
+    const __mmask16 isSub = _mm512_cmplt_epi32_mask(em, _mm512_set1_epi32(8));
+    const __m512 mag = _mm512_mask_blend_ps(isSub, normal, sub);
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(mag), sign));
+}
+
+__attribute__((target("avx512f,avx512bw"))) inline __m512 e2m1x16(const std::uint8_t* p, __m512 table)
+{
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    const __m128i lo = _mm_and_si128(bytes, _mm_set1_epi8(0x0f));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0f));
+    const __m512i idx = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));  // element 2i = low nibble of byte i
+    return _mm512_permutexvar_ps(idx, table);
+}
+
+template <WeightFormat F>
+__attribute__((target("avx512f,avx512bw"))) inline __m512 load16(const std::uint8_t* row, const float* scales, int c, __m512 table)
+{
+    if constexpr (F == WeightFormat::f32)
+        return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + c);
+    else if constexpr (F == WeightFormat::bf16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(
+            _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * static_cast<std::size_t>(c)))), 16));
+    else if constexpr (F == WeightFormat::fp8_block)
+        return _mm512_mul_ps(e4m3x16(row + c), _mm512_set1_ps(scales[c / 128]));
+    else
+        return _mm512_mul_ps(e2m1x16(row + c / 2, table), _mm512_set1_ps(scales[c / 32]));
+}
+
+template <WeightFormat F, int N>
+__attribute__((target("avx512f,avx512bw"))) void blockAvx512(const QuantMatrix& w, int r, const float* x, std::size_t ldx,
+                                                             float* y)
+{
+    const std::uint8_t* row = w.rowData(r);
+    const float* scales = w.rowScales(r);
+    const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
+                                        -3.0f, -4.0f, -6.0f);
+    __m512 acc[N];
+    for (int t = 0; t < N; ++t)
+        acc[t] = _mm512_setzero_ps();
+    const int C = w.cols();
+    for (int c = 0; c < C; c += 16) {
+        const __m512 v = load16<F>(row, scales, c, table);
+        for (int t = 0; t < N; ++t)
+            acc[t] = _mm512_fmadd_ps(v, _mm512_loadu_ps(x + static_cast<std::size_t>(t) * ldx + static_cast<std::size_t>(c)), acc[t]);
+    }
+    for (int t = 0; t < N; ++t)
+        y[t] = _mm512_reduce_add_ps(acc[t]);
+}
+
+template <WeightFormat F, int N>
+__attribute__((target("avx512f,avx512bw"))) void dispatchAvx512(const QuantMatrix& w, int r, const float* x, int n,
+                                                                std::size_t ldx, float* y)
+{
+    if constexpr (N == 0) {
+        (void)w, (void)r, (void)x, (void)n, (void)ldx, (void)y;
+    } else if (n == N) {
+        blockAvx512<F, N>(w, r, x, ldx, y);
+    } else {
+        dispatchAvx512<F, N - 1>(w, r, x, n, ldx, y);
+    }
+}
+
+template <WeightFormat F>
+__attribute__((target("avx512f,avx512bw"))) void rowsAvx512(const QuantMatrix& w, int r, const float* x, int n,
+                                                            std::size_t ldx, float* y)
+{
+    for (int t0 = 0; t0 < n; t0 += kTokenBlock) {
+        const int m = n - t0 < kTokenBlock ? n - t0 : kTokenBlock;
+        dispatchAvx512<F, kTokenBlock>(w, r, x + static_cast<std::size_t>(t0) * ldx, m, ldx, y + t0);
+    }
+}
+
+void rowDotsAvx512(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y)
+{
+    switch (w.format()) {
+    case WeightFormat::f32: return rowsAvx512<WeightFormat::f32>(w, r, x, n, ldx, y);
+    case WeightFormat::bf16: return rowsAvx512<WeightFormat::bf16>(w, r, x, n, ldx, y);
+    case WeightFormat::fp8_block: return rowsAvx512<WeightFormat::fp8_block>(w, r, x, n, ldx, y);
+    case WeightFormat::mxfp4: return rowsAvx512<WeightFormat::mxfp4>(w, r, x, n, ldx, y);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// AVX2 + FMA
+
+__attribute__((target("avx2,fma"))) inline __m256 e4m3x8(const std::uint8_t* p)
+{
+    const __m256i u = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m256i em = _mm256_and_si256(u, _mm256_set1_epi32(0x7f));
+    const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x80)), 24);
+    const __m256 normal = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(em, 20), _mm256_set1_epi32(120 << 23)));
+    const __m256 sub = _mm256_mul_ps(_mm256_cvtepi32_ps(em), _mm256_set1_ps(0x1p-9f));
+    const __m256 isSub = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(8), em));
+    const __m256 mag = _mm256_blendv_ps(normal, sub, isSub);
+    return _mm256_castsi256_ps(_mm256_or_si256(_mm256_castps_si256(mag), sign));
+}
+
+__attribute__((target("avx2,fma"))) inline __m256 e2m1x8(const std::uint8_t* p)
+{
+    // 4 bytes = 8 nibbles, low nibble first.
+    std::uint32_t word;
+    __builtin_memcpy(&word, p, 4);
+    const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)), shifts), _mm256_set1_epi32(15));
+    const __m256 table = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+    const __m256 mag = _mm256_permutevar8x32_ps(table, _mm256_and_si256(nib, _mm256_set1_epi32(7)));
+    const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(nib, _mm256_set1_epi32(8)), 28);
+    return _mm256_castsi256_ps(_mm256_or_si256(_mm256_castps_si256(mag), sign));
+}
+
+template <WeightFormat F>
+__attribute__((target("avx2,fma"))) inline __m256 load8(const std::uint8_t* row, const float* scales, int c)
+{
+    if constexpr (F == WeightFormat::f32)
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + c);
+    else if constexpr (F == WeightFormat::bf16)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * static_cast<std::size_t>(c)))), 16));
+    else if constexpr (F == WeightFormat::fp8_block)
+        return _mm256_mul_ps(e4m3x8(row + c), _mm256_set1_ps(scales[c / 128]));
+    else
+        return _mm256_mul_ps(e2m1x8(row + c / 2), _mm256_set1_ps(scales[c / 32]));
+}
+
+__attribute__((target("avx2,fma"))) inline float hsum8(__m256 v)
+{
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+template <WeightFormat F, int N>
+__attribute__((target("avx2,fma"))) void blockAvx2(const QuantMatrix& w, int r, const float* x, std::size_t ldx, float* y)
+{
+    const std::uint8_t* row = w.rowData(r);
+    const float* scales = w.rowScales(r);
+    __m256 acc[N];
+    for (int t = 0; t < N; ++t)
+        acc[t] = _mm256_setzero_ps();
+    const int C = w.cols();
+    for (int c = 0; c < C; c += 8) {
+        const __m256 v = load8<F>(row, scales, c);
+        for (int t = 0; t < N; ++t)
+            acc[t] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + static_cast<std::size_t>(t) * ldx + static_cast<std::size_t>(c)), acc[t]);
+    }
+    for (int t = 0; t < N; ++t)
+        y[t] = hsum8(acc[t]);
+}
+
+template <WeightFormat F, int N>
+__attribute__((target("avx2,fma"))) void dispatchAvx2(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx,
+                                                      float* y)
+{
+    if constexpr (N == 0) {
+        (void)w, (void)r, (void)x, (void)n, (void)ldx, (void)y;
+    } else if (n == N) {
+        blockAvx2<F, N>(w, r, x, ldx, y);
+    } else {
+        dispatchAvx2<F, N - 1>(w, r, x, n, ldx, y);
+    }
+}
+
+template <WeightFormat F>
+__attribute__((target("avx2,fma"))) void rowsAvx2(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y)
+{
+    for (int t0 = 0; t0 < n; t0 += kTokenBlock) {
+        const int m = n - t0 < kTokenBlock ? n - t0 : kTokenBlock;
+        dispatchAvx2<F, kTokenBlock>(w, r, x + static_cast<std::size_t>(t0) * ldx, m, ldx, y + t0);
+    }
+}
+
+void rowDotsAvx2(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y)
+{
+    switch (w.format()) {
+    case WeightFormat::f32: return rowsAvx2<WeightFormat::f32>(w, r, x, n, ldx, y);
+    case WeightFormat::bf16: return rowsAvx2<WeightFormat::bf16>(w, r, x, n, ldx, y);
+    case WeightFormat::fp8_block: return rowsAvx2<WeightFormat::fp8_block>(w, r, x, n, ldx, y);
+    case WeightFormat::mxfp4: return rowsAvx2<WeightFormat::mxfp4>(w, r, x, n, ldx, y);
+    }
+}
+
+}  // namespace
+
+const char* toString(Kernel k)
+{
+    switch (k) {
+    case Kernel::portable: return "portable";
+    case Kernel::avx2: return "avx2+fma";
+    case Kernel::avx512: return "avx512";
+    }
+    return "?";
+}
+
+bool kernelSupported(Kernel k)
+{
+    switch (k) {
+    case Kernel::portable: return true;
+    case Kernel::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Kernel::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    }
+    return false;
+}
+
+Kernel bestKernel()
+{
+    if (kernelSupported(Kernel::avx512))
+        return Kernel::avx512;
+    if (kernelSupported(Kernel::avx2))
+        return Kernel::avx2;
+    return Kernel::portable;
+}
+
+Kernel activeKernel()
+{
+    return static_cast<Kernel>(activeSlot().load());
+}
+
+bool setActiveKernel(Kernel k)
+{
+    if (!kernelSupported(k))
+        return false;
+    activeSlot() = static_cast<int>(k);
+    return true;
+}
+
+void rowDotsWith(Kernel k, const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y,
+                 std::vector<float>& scratch)
+{
+    // The vector kernels step 16 (8) columns at a time; MX and fp8 blocks are multiples of that.
+    if (k == Kernel::avx512 && w.cols() % 16 == 0)
+        return rowDotsAvx512(w, r, x, n, ldx, y);
+    if (k != Kernel::portable && w.cols() % 8 == 0 && kernelSupported(Kernel::avx2))
+        return rowDotsAvx2(w, r, x, n, ldx, y);
+    rowDotsPortable(w, r, x, n, ldx, y, scratch);
+}
+
+void rowDots(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y, std::vector<float>& scratch)
+{
+    rowDotsWith(activeKernel(), w, r, x, n, ldx, y, scratch);
+}
+
+}  // namespace moex::engine

@@ -1,0 +1,37 @@
+// The engine's inner kernel: dot products of one weight row with n token vectors, the row
+// dequantised in registers as it streams (never written out as a tensor). Three implementations,
+// chosen once at run time by what the CPU has:
+//   avx512    16 floats per step (AVX-512F/BW): bf16 widened by a shift, fp8-e4m3 by exponent
+//             arithmetic (subnormals converted apart), MXFP4 nibbles through a 16-entry permute
+//   avx2      8 floats per step (AVX2 + FMA), the same conversions (MXFP4 via an 8-entry permute
+//             and a sign flip)
+//   portable  the row dequantised into a buffer, then moe_layer's fixed-order dot
+// Each implementation sums in a fixed order, so a token's result does not depend on the other
+// tokens of the call: ranks agree bit for bit on one machine. Implementations differ from each
+// other only in rounding (tests compare them within float32 tolerance).
+#pragma once
+
+#include "engine/quant_matrix.h"
+
+#include <cstddef>
+#include <vector>
+
+namespace moex::engine {
+
+enum class Kernel { portable, avx2, avx512 };
+
+const char* toString(Kernel k);
+// The fastest kernel this CPU runs.
+Kernel bestKernel();
+// The kernel rowDots uses: bestKernel() unless set (tests and benchmarks); setting one the CPU
+// cannot run is refused (false).
+Kernel activeKernel();
+bool setActiveKernel(Kernel k);
+bool kernelSupported(Kernel k);
+
+// y[t] = sum_c W[r][c] * x[t * ldx + c] for t < n. `scratch` (portable) grows as needed.
+void rowDots(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y, std::vector<float>& scratch);
+void rowDotsWith(Kernel k, const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y,
+                 std::vector<float>& scratch);
+
+}  // namespace moex::engine
