@@ -153,7 +153,13 @@ struct EpEngine::Impl {
             auto& gw = gate[static_cast<std::size_t>(r)];
             id.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(K));
             gw.resize(id.size());
-            route(shape, w.router, xr.data(), n, id.data(), gw.data());
+            if (forced) {
+                const int* given = (*forced)[li].data() + static_cast<std::size_t>(t0) * static_cast<std::size_t>(K);
+                std::copy_n(given, id.size(), id.begin());
+                routeForced(shape, w.router, xr.data(), n, given, gw.data());
+            } else {
+                route(shape, w.router, xr.data(), n, id.data(), gw.data());
+            }
             pt.router = usSince(phase);
 
             // Dispatch: pack, exchange counts, pull.
@@ -281,6 +287,7 @@ struct EpEngine::Impl {
     }
 
     std::vector<std::vector<float>> pickedRows;  // [rank] n_r x k x H results by (token, choice)
+    const std::vector<std::vector<int>>* forced = nullptr;  // this step's given experts, or null
 };
 
 EpEngine::EpEngine(const ModelSpec& model, DType weights, const Placement& placement, const EngineConfig& config)
@@ -381,6 +388,29 @@ std::size_t EpEngine::weightBytesNeeded(const ModelSpec& model, DType weights, c
         total += expert * layer.numSlots() + (shared + router) * layer.numGpus();
     }
     return static_cast<std::size_t>(total);
+}
+
+double EpEngine::step(int step, StepMetrics& out, const std::vector<std::vector<int>>& forcedIds,
+                      std::vector<float>* lastOutput)
+{
+    const auto need = static_cast<std::size_t>(m->config.tokens) * static_cast<std::size_t>(m->shape.topk);
+    if (forcedIds.size() != m->ordinals.size())
+        throw std::invalid_argument("forced routing: " + std::to_string(forcedIds.size()) + " layers given, "
+                                    + std::to_string(m->ordinals.size()) + " run");
+    for (const auto& ids : forcedIds) {
+        if (ids.size() != need)
+            throw std::invalid_argument("forced routing: " + std::to_string(ids.size()) + " choices, " + std::to_string(need)
+                                        + " needed (tokens x top-k)");
+        for (int v : ids)
+            if (v < 0 || v >= m->shape.experts)
+                throw std::invalid_argument("forced routing: expert " + std::to_string(v) + " out of range");
+    }
+    m->forced = &forcedIds;
+    struct Reset {
+        Impl* impl;
+        ~Reset() { impl->forced = nullptr; }
+    } reset{m.get()};
+    return this->step(step, out, lastOutput);
 }
 
 double EpEngine::step(int step, StepMetrics& out, std::vector<float>* lastOutput)

@@ -54,6 +54,10 @@ public:
     // checksum: sum over layers, tokens (in global order) and elements of output x (1 + index mod 13).
     // `lastOutput`, when given, receives the last layer's output, tokens x hidden, in token order.
     double step(int step, StepMetrics& out, std::vector<float>* lastOutput = nullptr);
+    // The same with every token's experts given ([configured layer][token * topk + j], tokens in
+    // global order, distinct per token): workload routing.
+    double step(int step, StepMetrics& out, const std::vector<std::vector<int>>& forcedIds,
+                std::vector<float>* lastOutput = nullptr);
 
 private:
     struct Impl;

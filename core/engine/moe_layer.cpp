@@ -210,6 +210,51 @@ void route(const LayerShape& s, const RouterWeights& w, const float* x, int n, i
     }
 }
 
+void routeForced(const LayerShape& s, const RouterWeights& w, const float* x, int n, const int* ids, float* weights)
+{
+    const int E = s.experts, H = s.hidden, K = s.topk;
+    std::vector<float> logits(static_cast<std::size_t>(E));
+    for (int t = 0; t < n; ++t) {
+        const float* xt = x + static_cast<std::size_t>(t) * static_cast<std::size_t>(H);
+        const int* id = ids + static_cast<std::size_t>(t) * static_cast<std::size_t>(K);
+        float* wt = weights + static_cast<std::size_t>(t) * static_cast<std::size_t>(K);
+        for (int e = 0; e < E; ++e)
+            logits[static_cast<std::size_t>(e)] = dot(w.weight.data() + static_cast<std::size_t>(e) * static_cast<std::size_t>(H), xt, H)
+                + (w.bias.empty() ? 0.0f : w.bias[static_cast<std::size_t>(e)]);
+        float sum = 0;
+        switch (s.router) {
+        case RouterKind::softmax: {
+            const float mx = *std::max_element(logits.begin(), logits.end());
+            float all = 0;
+            for (auto& v : logits)
+                all += (v = std::exp(v - mx));
+            for (int j = 0; j < K; ++j)
+                sum += (wt[j] = logits[static_cast<std::size_t>(id[j])] / all);
+            if (s.norm_topk_prob)
+                for (int j = 0; j < K; ++j)
+                    wt[j] /= sum;
+            break;
+        }
+        case RouterKind::gpt_oss: {
+            float mx = logits[static_cast<std::size_t>(id[0])];
+            for (int j = 1; j < K; ++j)
+                mx = std::max(mx, logits[static_cast<std::size_t>(id[j])]);
+            for (int j = 0; j < K; ++j)
+                sum += (wt[j] = std::exp(logits[static_cast<std::size_t>(id[j])] - mx));
+            for (int j = 0; j < K; ++j)
+                wt[j] /= sum;
+            break;
+        }
+        case RouterKind::sigmoid_grouped:
+            for (int j = 0; j < K; ++j)
+                sum += (wt[j] = sigmoid(logits[static_cast<std::size_t>(id[j])]));
+            for (int j = 0; j < K; ++j)
+                wt[j] = (s.norm_topk_prob ? wt[j] / (sum + 1e-20f) : wt[j]) * s.scaling;
+            break;
+        }
+    }
+}
+
 void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float* x, int n, float* y,
                 std::vector<float>& scratch)
 {

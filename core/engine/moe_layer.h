@@ -70,6 +70,11 @@ void makeTokenHidden(std::uint64_t seed, int step, std::int64_t token, int hidde
 // Routes n tokens (x: n x H): ids and weights n x topk, in top-k order.
 void route(const LayerShape& s, const RouterWeights& w, const float* x, int n, int* ids, float* weights);
 
+// The same with the experts given (ids: n x topk, distinct per token): the weights the family's
+// router gives those experts for these hidden states (workload routing: the scenario's choices
+// forced, the router still weighs them).
+void routeForced(const LayerShape& s, const RouterWeights& w, const float* x, int n, const int* ids, float* weights);
+
 // y[t] = FFN(x[t]) for n tokens; rows of x and y are H floats at x + t * H. `scratch` grows as needed.
 void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float* x, int n, float* y,
                 std::vector<float>& scratch);

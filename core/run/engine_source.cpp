@@ -7,6 +7,10 @@
 //            they fit in 80% of the memory available, else shared)
 //   tokens   per step, all ranks together (0 = the workload's tokens per GPU, at most 256)
 //   seed     of the weights and hidden states
+//   routing  computed (the real gate on the hidden states) | workload (each step's token->expert
+//            choices come from the scenario's routing, synthetic or trace, scaled to the engine's
+//            tokens, so the engine and the simulator see the same expert loads; the router still
+//            weighs the given experts)
 // The experts are laid out for the ranks the engine runs, with the scenario's strategy (search and
 // explicit placements, made for the topology's GPUs, fall back to eplb) and its redundant slots
 // rounded to a multiple of the ranks.
@@ -15,6 +19,7 @@
 #include "common/diagnostics.h"
 #include "engine/ep_engine.h"
 #include "placement/strategies.h"
+#include "sim/scenario_run.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -68,6 +73,55 @@ Placement rankPlacement(const Scenario& s, int ranks)
     return makePlacement(rq);
 }
 
+}  // namespace
+
+std::vector<int> forcedChoices(const RoutingSample& sample, int layer, std::int64_t tokens, int topk)
+{
+    const int E = sample.num_experts;
+    const auto counts = sample.layer(layer);
+    std::vector<double> load(static_cast<std::size_t>(E), 0.0);
+    double total = 0;
+    for (int src = 0; src < sample.num_gpus; ++src)
+        for (int e = 0; e < E; ++e) {
+            const double c = counts[static_cast<std::size_t>(src) * static_cast<std::size_t>(E) + static_cast<std::size_t>(e)];
+            load[static_cast<std::size_t>(e)] += c;
+            total += c;
+        }
+    const std::int64_t pairs = tokens * topk;
+    // Largest remainder: each expert's share of the pairs, ties to the lower expert id.
+    std::vector<std::int64_t> n(static_cast<std::size_t>(E), 0);
+    std::vector<std::pair<double, int>> rest;
+    std::int64_t given = 0;
+    for (int e = 0; e < E; ++e) {
+        const double exact = total > 0 ? load[static_cast<std::size_t>(e)] * static_cast<double>(pairs) / total
+                                       : static_cast<double>(pairs) / E;
+        n[static_cast<std::size_t>(e)] = std::min<std::int64_t>(tokens, static_cast<std::int64_t>(exact));
+        given += n[static_cast<std::size_t>(e)];
+        rest.emplace_back(exact - static_cast<double>(n[static_cast<std::size_t>(e)]), e);
+    }
+    std::stable_sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (std::size_t i = 0; given < pairs; i = (i + 1) % rest.size()) {
+        auto& c = n[static_cast<std::size_t>(rest[i].second)];
+        if (c < tokens) {
+            ++c;
+            ++given;
+        }
+    }
+    // Pairs sorted by expert; token t takes pairs t, t + T, ..., t + (k-1) T. An expert's pairs are
+    // consecutive and at most T, so no token gets one expert twice.
+    std::vector<int> list;
+    list.reserve(static_cast<std::size_t>(pairs));
+    for (int e = 0; e < E; ++e)
+        list.insert(list.end(), static_cast<std::size_t>(n[static_cast<std::size_t>(e)]), e);
+    std::vector<int> ids(static_cast<std::size_t>(pairs));
+    for (std::int64_t t = 0; t < tokens; ++t)
+        for (int j = 0; j < topk; ++j)
+            ids[static_cast<std::size_t>(t * topk + j)] = list[static_cast<std::size_t>(t + j * tokens)];
+    return ids;
+}
+
+namespace {
+
 class EngineSource final : public MetricsSource {
 public:
     std::string name() const override { return "cpu"; }
@@ -110,14 +164,23 @@ public:
                              "the engine's weights need " + gb(need) + (cfg.shared_weights ? " (one layer, shared)" : "")
                                  + " but " + gb(budget) + " are available (80% of free memory, or engine.memory_gb); "
                                  "run fewer layers (engine.layers) or use engine.weights: shared");
+        std::unique_ptr<RoutingSource> routing;
+        if (spec.workload_routing)
+            routing = makeRoutingSource(s);
         auto built = std::make_unique<engine::EpEngine>(s.model, dtype, placement, cfg);
         m_engine = std::move(built);
+        m_routing = std::move(routing);
+        m_ordinals.clear();
+        for (int d : cfg.layers)
+            m_ordinals.push_back(static_cast<int>(std::find(s.model.moe_layers.begin(), s.model.moe_layers.end(), d)
+                                                  - s.model.moe_layers.begin()));
+        m_forced.clear();
         m_cfg = cfg;
         m_step = 0;
         std::ostringstream d;
         d << ranks << " rank(s), " << cfg.layers.size() << " MoE layer(s)" << (cfg.shared_weights ? " on one layer's shared weights" : "")
           << ", " << cfg.tokens << " tokens per step, " << engine::toString(m_engine->shape().format) << " weights ("
-          << gb(m_engine->weightBytes()) << "), computed routing, threads transport";
+          << gb(m_engine->weightBytes()) << "), " << (m_routing ? "workload" : "computed") << " routing, threads transport";
         m_detail = d.str();
     }
 
@@ -128,26 +191,51 @@ public:
         // The engine holds each rank's experts in memory; a new layout needs configure().
     }
 
-    void reset() override { m_step = 0; }
+    void reset() override
+    {
+        m_step = 0;
+        if (m_routing)
+            m_routing->reset();
+        m_forced.clear();
+    }
 
     void next(StepMetrics& out) override
     {
         if (!m_engine)
             throw std::logic_error("the engine has no scenario yet");
-        m_checksum = m_engine->step(m_step++, out);
+        if (m_routing) {
+            m_routing->next(m_sample);
+            m_forced.clear();
+            for (int o : m_ordinals)
+                m_forced.push_back(forcedChoices(m_sample, o, m_cfg.tokens, m_engine->shape().topk));
+        }
+        run(m_step++, out);
     }
 
     void repeat(StepMetrics& out) override
     {
         if (!m_engine)
             throw std::logic_error("the engine has no scenario yet");
-        m_checksum = m_engine->step(std::max(0, m_step - 1), out);
+        if (m_routing && m_forced.empty()) {
+            next(out);
+            return;
+        }
+        run(std::max(0, m_step - 1), out);
     }
 
     double checksum() const override { return m_checksum; }
 
 private:
+    void run(int step, StepMetrics& out)
+    {
+        m_checksum = m_routing ? m_engine->step(step, out, m_forced) : m_engine->step(step, out);
+    }
+
     std::unique_ptr<engine::EpEngine> m_engine;
+    std::unique_ptr<RoutingSource> m_routing;
+    RoutingSample m_sample;
+    std::vector<int> m_ordinals;
+    std::vector<std::vector<int>> m_forced;
     engine::EngineConfig m_cfg;
     std::string m_detail;
     int m_step = 0;

@@ -7,6 +7,7 @@
 #include "metrics/step_metrics.h"
 #include "placement/placement.h"
 #include "scenario/scenario.h"
+#include "workload/routing_sample.h"
 
 #include <memory>
 #include <string>
@@ -47,6 +48,11 @@ struct SourceOptions {
 std::unique_ptr<MetricsSource> makeSimSource(const SourceOptions& options = {});
 // The real MoE layers on the CPU (engine.* of the scenario: ranks, layers, weights, tokens, seed).
 std::unique_ptr<MetricsSource> makeCpuEngineSource();
+
+// Workload routing for the engine: `tokens` tokens' top-k choices (token-major, distinct per token)
+// whose expert loads are layer `layer`'s of `sample` scaled to tokens x topk pairs (largest
+// remainder, each expert at most `tokens`).
+std::vector<int> forcedChoices(const RoutingSample& sample, int layer, std::int64_t tokens, int topk);
 
 // The source `scenario.engine.backend` names. A backend this build lacks (cuda without the CUDA
 // engine, remote) is an InputError located at the scenario's engine.backend, never a fallback.

@@ -54,6 +54,7 @@ struct EngineSpec {
     std::int64_t tokens = 0;                           // per step, all ranks; 0 = min(tokens_per_gpu, 256)
     std::uint64_t seed = 1;                            // weights and hidden states
     double memory_gb = 0;                              // weight budget; 0 = 80% of the memory available
+    bool workload_routing = false;                     // routing: workload (forced choices) | computed
     int line = 0;                                      // where engine.backend was set, for located errors
     int column = 0;
     bool operator==(const EngineSpec&) const = default;

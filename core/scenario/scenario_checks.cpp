@@ -302,8 +302,8 @@ void readPrecisionAndEngine(const YAML::Node& root, Scenario& s, ScenarioChecks&
                 s.engine.host = *h;
             if (auto n = c.r.getInt(node, "ranks", false, 1, 4096))
                 s.engine.ranks = static_cast<int>(*n);
-            // Only the real gate on the hidden states so far; forcing the workload's choices is to come.
-            c.r.getChoice(node, "routing", false, {"computed"});
+            if (auto r = c.r.getChoice(node, "routing", false, {"computed", "workload"}))
+                s.engine.workload_routing = *r == 1;
             if (auto w = c.r.getChoice(node, "weights", false, {"auto", "own", "shared"}))
                 s.engine.weights = static_cast<EngineWeights>(*w);
             if (auto t = c.r.getInt(node, "tokens", false, 1, 1 << 20))

@@ -178,6 +178,8 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
         out << YAML::Key << "tokens" << YAML::Value << s.engine.tokens;
     if (s.engine.seed != 1)
         out << YAML::Key << "seed" << YAML::Value << s.engine.seed;
+    if (s.engine.workload_routing)
+        out << YAML::Key << "routing" << YAML::Value << "workload";
     if (s.engine.memory_gb > 0)
         out << YAML::Key << "memory_gb" << YAML::Value << s.engine.memory_gb;
     out << YAML::EndMap;

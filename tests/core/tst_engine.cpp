@@ -10,6 +10,7 @@
 #include "placement/strategies.h"
 #include "run/run_loop.h"
 #include "scenario/scenario_yaml.h"
+#include "sim/scenario_run.h"
 
 #include <nlohmann/json.hpp>
 
@@ -104,6 +105,7 @@ private slots:
     void matchesNumpyReference_data();
     void matchesNumpyReference();
     void runApiSelectsTheBackend();
+    void workloadRoutingGivesTheScenarioLoads();
     void badEngineInputIsLocated();
 };
 
@@ -488,6 +490,68 @@ void TestEngine::runApiSelectsTheBackend()
         QCOMPARE(r.last.num_gpus, ranks);
         QCOMPARE(r.last.step, 1);  // warm-up not counted
         QVERIFY(r.mean.moe_time_us > 0);
+        if (ranks == 1)
+            checksum = r.checksum;
+        else
+            QCOMPARE(r.checksum, checksum);
+    }
+}
+
+void TestEngine::workloadRoutingGivesTheScenarioLoads()
+{
+    Scenario s = loadScenarioFile(MOEX_SOURCE_DIR "/samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml");
+    auto routing = makeRoutingSource(s);
+    RoutingSample sample;
+    routing->next(sample);
+    const int E = s.model.routed_experts, K = s.model.experts_per_token;
+    for (std::int64_t T : {std::int64_t{16}, std::int64_t{37}}) {
+        for (int layer : {0, 7}) {
+            const auto ids = forcedChoices(sample, layer, T, K);
+            QCOMPARE(static_cast<std::int64_t>(ids.size()), T * K);
+            std::vector<std::int64_t> mine(static_cast<std::size_t>(E), 0);
+            for (std::int64_t t = 0; t < T; ++t) {
+                std::set<int> distinct;
+                for (int j = 0; j < K; ++j) {
+                    const int e = ids[static_cast<std::size_t>(t * K + j)];
+                    QVERIFY(e >= 0 && e < E);
+                    distinct.insert(e);
+                    ++mine[static_cast<std::size_t>(e)];
+                }
+                QCOMPARE(static_cast<int>(distinct.size()), K);  // a token picks an expert once
+            }
+            // Each expert's share of the pairs is the sample's, within the rounding of one pair.
+            std::vector<double> theirs(static_cast<std::size_t>(E), 0.0);
+            double total = 0;
+            const auto counts = sample.layer(layer);
+            for (int src = 0; src < sample.num_gpus; ++src)
+                for (int e = 0; e < E; ++e) {
+                    theirs[static_cast<std::size_t>(e)] += counts[static_cast<std::size_t>(src * E + e)];
+                    total += counts[static_cast<std::size_t>(src * E + e)];
+                }
+            for (int e = 0; e < E; ++e)
+                QVERIFY2(std::fabs(static_cast<double>(mine[static_cast<std::size_t>(e)]) - theirs[static_cast<std::size_t>(e)] / total * static_cast<double>(T * K)) < 1.0,
+                         qPrintable(QStringLiteral("T %1 layer %2 expert %3").arg(T).arg(layer).arg(e)));
+        }
+    }
+    // Through the run API: the engine's expert loads are the forced ones, the same on 1 and 4 ranks.
+    s.model.hidden_size = 64;
+    s.model.moe_intermediate_size = 32;
+    s.engine.backend = Backend::cpu;
+    s.engine.workload_routing = true;
+    s.engine.layers = {0, 7};
+    s.engine.tokens = 32;
+    double checksum = 0;
+    for (int ranks : {1, 4}) {
+        s.engine.ranks = ranks;
+        const RunResult r = runScenario(s, 1);
+        QVERIFY(r.detail.find("workload routing") != std::string::npos);
+        for (std::size_t li = 0; li < 2; ++li) {
+            const auto want = forcedChoices(sample, li == 0 ? 0 : 7, 32, K);
+            std::vector<std::int64_t> load(static_cast<std::size_t>(E), 0);
+            for (int e : want)
+                ++load[static_cast<std::size_t>(e)];
+            QCOMPARE(r.last.layers[li].expert_load, load);
+        }
         if (ranks == 1)
             checksum = r.checksum;
         else

@@ -214,10 +214,9 @@ void TestScenarioErrors::aliasBombDoesNotExplode()
         text += "]\n";
     }
     text += "name: t\nmodel: ../models/mixtral-8x7b.yaml\ntopology: {builtin: hgx-h100}\nplacement: {slots: *a9}\n";
-    QElapsedTimer timer;
-    timer.start();
+    // Expanding 10^9 nodes would not finish: CTest's timeout (300 s) catches that, no wall-clock
+    // assertion here (a test that times itself fails on a slower machine).
     QVERIFY_THROWS_EXCEPTION(InputError, loadScenarioText(text, kFile));
-    QVERIFY(timer.elapsed() < 20000);  // a guard against exponential expansion, not a timing target
 }
 
 void TestScenarioErrors::hugeFileRefused()
