@@ -260,19 +260,22 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
 {
     const int H = s.hidden;
     const auto I = static_cast<std::size_t>(inter), Hs = static_cast<std::size_t>(H), N = static_cast<std::size_t>(n);
-    scratch.resize(2 * N * I + 2 * N);
+    constexpr int kRows = 64;  // rows per call: results land in a small [row][token] buffer
+    scratch.resize(2 * N * I + 2 * kRows * N);
     float* g = scratch.data();
     float* u = g + N * I;
-    float* dg = u + N * I;  // one row's results for the n tokens
-    float* du = dg + N;
+    float* dg = u + N * I;  // [row][token] results of kRows rows
+    float* du = dg + kRows * N;
     thread_local std::vector<float> rowBuffer;
-    for (int r = 0; r < inter; ++r) {
-        rowDots(w.gate, r, x, n, Hs, dg, rowBuffer);
-        rowDots(w.up, r, x, n, Hs, du, rowBuffer);
-        for (std::size_t t = 0; t < N; ++t) {
-            g[t * I + static_cast<std::size_t>(r)] = dg[t];
-            u[t * I + static_cast<std::size_t>(r)] = du[t];
-        }
+    for (int r0 = 0; r0 < inter; r0 += kRows) {
+        const int nr = std::min(kRows, inter - r0);
+        rowsDots(w.gate, r0, nr, x, n, Hs, dg, N, rowBuffer);
+        rowsDots(w.up, r0, nr, x, n, Hs, du, N, rowBuffer);
+        for (int i = 0; i < nr; ++i)
+            for (std::size_t t = 0; t < N; ++t) {
+                g[t * I + static_cast<std::size_t>(r0 + i)] = dg[static_cast<std::size_t>(i) * N + t];
+                u[t * I + static_cast<std::size_t>(r0 + i)] = du[static_cast<std::size_t>(i) * N + t];
+            }
     }
     for (std::size_t t = 0; t < N; ++t)
         for (std::size_t r = 0; r < I; ++r) {
@@ -285,11 +288,15 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
                 g[t * I + r] = silu(gv) * uv;
             }
         }
-    for (int r = 0; r < H; ++r) {
-        rowDots(w.down, r, g, n, I, dg, rowBuffer);
-        const float bias = w.down_bias.empty() ? 0.0f : w.down_bias[static_cast<std::size_t>(r)];
-        for (std::size_t t = 0; t < N; ++t)
-            y[t * Hs + static_cast<std::size_t>(r)] = dg[t] + bias;
+    for (int r0 = 0; r0 < H; r0 += kRows) {
+        const int nr = std::min(kRows, H - r0);
+        rowsDots(w.down, r0, nr, g, n, I, dg, N, rowBuffer);
+        for (int i = 0; i < nr; ++i) {
+            const auto r = static_cast<std::size_t>(r0 + i);
+            const float bias = w.down_bias.empty() ? 0.0f : w.down_bias[r];
+            for (std::size_t t = 0; t < N; ++t)
+                y[t * Hs + r] = dg[static_cast<std::size_t>(i) * N + t] + bias;
+        }
     }
 }
 

@@ -115,6 +115,77 @@ __attribute__((target("avx512f,avx512bw"))) void rowsAvx512(const QuantMatrix& w
     }
 }
 
+// NR rows x NT tokens per pass: each token chunk loaded once feeds NR rows. Every (row, token)
+// keeps its own accumulator and order, so results equal the one-row kernel's bit for bit.
+template <WeightFormat F, int NR, int NT>
+__attribute__((target("avx512f,avx512bw"))) void tileAvx512(const QuantMatrix& w, int r0, const float* x, std::size_t ldx,
+                                                            float* y, std::size_t ldy)
+{
+    const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
+                                        -3.0f, -4.0f, -6.0f);
+    const std::uint8_t* rows[NR];
+    const float* scales[NR];
+    for (int i = 0; i < NR; ++i) {
+        rows[i] = w.rowData(r0 + i);
+        scales[i] = w.rowScales(r0 + i);
+    }
+    __m512 acc[NR][NT];
+    for (int i = 0; i < NR; ++i)
+        for (int t = 0; t < NT; ++t)
+            acc[i][t] = _mm512_setzero_ps();
+    const int C = w.cols();
+    for (int c = 0; c < C; c += 16) {
+        __m512 v[NR];
+        for (int i = 0; i < NR; ++i)
+            v[i] = load16<F>(rows[i], scales[i], c, table);
+        for (int t = 0; t < NT; ++t) {
+            const __m512 xt = _mm512_loadu_ps(x + static_cast<std::size_t>(t) * ldx + static_cast<std::size_t>(c));
+            for (int i = 0; i < NR; ++i)
+                acc[i][t] = _mm512_fmadd_ps(v[i], xt, acc[i][t]);
+        }
+    }
+    for (int i = 0; i < NR; ++i)
+        for (int t = 0; t < NT; ++t)
+            y[static_cast<std::size_t>(i) * ldy + static_cast<std::size_t>(t)] = _mm512_reduce_add_ps(acc[i][t]);
+}
+
+template <WeightFormat F, int NR, int NT>
+__attribute__((target("avx512f,avx512bw"))) void tileDispatchAvx512(const QuantMatrix& w, int r0, int nr, const float* x, int nt,
+                                                                    std::size_t ldx, float* y, std::size_t ldy)
+{
+    if constexpr (NR == 0 || NT == 0) {
+        (void)w, (void)r0, (void)nr, (void)x, (void)nt, (void)ldx, (void)y, (void)ldy;
+    } else if (nr < NR) {
+        tileDispatchAvx512<F, NR - 1, NT>(w, r0, nr, x, nt, ldx, y, ldy);
+    } else if (nt < NT) {
+        tileDispatchAvx512<F, NR, NT - 1>(w, r0, nr, x, nt, ldx, y, ldy);
+    } else {
+        tileAvx512<F, NR, NT>(w, r0, x, ldx, y, ldy);
+    }
+}
+
+template <WeightFormat F>
+__attribute__((target("avx512f,avx512bw"))) void rowsTiledAvx512(const QuantMatrix& w, int r0, int nrows, const float* x, int n,
+                                                                 std::size_t ldx, float* y, std::size_t ldy)
+{
+    constexpr int kRows = 4, kTokens = 4;
+    for (int r = 0; r < nrows; r += kRows)
+        for (int t0 = 0; t0 < n; t0 += kTokens)
+            tileDispatchAvx512<F, kRows, kTokens>(w, r0 + r, nrows - r < kRows ? nrows - r : kRows,
+                                                  x + static_cast<std::size_t>(t0) * ldx, n - t0 < kTokens ? n - t0 : kTokens,
+                                                  ldx, y + static_cast<std::size_t>(r) * ldy + static_cast<std::size_t>(t0), ldy);
+}
+
+void rowsDotsAvx512(const QuantMatrix& w, int r0, int nrows, const float* x, int n, std::size_t ldx, float* y, std::size_t ldy)
+{
+    switch (w.format()) {
+    case WeightFormat::f32: return rowsTiledAvx512<WeightFormat::f32>(w, r0, nrows, x, n, ldx, y, ldy);
+    case WeightFormat::bf16: return rowsTiledAvx512<WeightFormat::bf16>(w, r0, nrows, x, n, ldx, y, ldy);
+    case WeightFormat::fp8_block: return rowsTiledAvx512<WeightFormat::fp8_block>(w, r0, nrows, x, n, ldx, y, ldy);
+    case WeightFormat::mxfp4: return rowsTiledAvx512<WeightFormat::mxfp4>(w, r0, nrows, x, n, ldx, y, ldy);
+    }
+}
+
 void rowDotsAvx512(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y)
 {
     switch (w.format()) {
@@ -282,6 +353,21 @@ void rowDotsWith(Kernel k, const QuantMatrix& w, int r, const float* x, int n, s
 void rowDots(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y, std::vector<float>& scratch)
 {
     rowDotsWith(activeKernel(), w, r, x, n, ldx, y, scratch);
+}
+
+void rowsDotsWith(Kernel k, const QuantMatrix& w, int r0, int nrows, const float* x, int n, std::size_t ldx, float* y,
+                  std::size_t ldy, std::vector<float>& scratch)
+{
+    if (k == Kernel::avx512 && w.cols() % 16 == 0)
+        return rowsDotsAvx512(w, r0, nrows, x, n, ldx, y, ldy);
+    for (int i = 0; i < nrows; ++i)
+        rowDotsWith(k, w, r0 + i, x, n, ldx, y + static_cast<std::size_t>(i) * ldy, scratch);
+}
+
+void rowsDots(const QuantMatrix& w, int r0, int nrows, const float* x, int n, std::size_t ldx, float* y, std::size_t ldy,
+              std::vector<float>& scratch)
+{
+    rowsDotsWith(activeKernel(), w, r0, nrows, x, n, ldx, y, ldy, scratch);
 }
 
 }  // namespace moex::engine

@@ -34,4 +34,12 @@ void rowDots(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx
 void rowDotsWith(Kernel k, const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y,
                  std::vector<float>& scratch);
 
+// Rows r0 .. r0 + nrows - 1 at once: y[i * ldy + t] = row r0 + i . token t. The AVX-512 kernel
+// tiles 4 rows x 4 tokens so that each token chunk it loads feeds four rows; the results are the
+// one-row kernel's bit for bit (same accumulator order per row and token).
+void rowsDots(const QuantMatrix& w, int r0, int nrows, const float* x, int n, std::size_t ldx, float* y, std::size_t ldy,
+              std::vector<float>& scratch);
+void rowsDotsWith(Kernel k, const QuantMatrix& w, int r0, int nrows, const float* x, int n, std::size_t ldx, float* y,
+                  std::size_t ldy, std::vector<float>& scratch);
+
 }  // namespace moex::engine
