@@ -11,6 +11,10 @@
 //   r1       a decode layer of DeepSeek-R1 shape (hidden 7168, expert 2048, top-8, fp8, 32 routed
 //            experts and the shared expert, 64 tokens) on 4 ranks of the threads transport: ms per
 //            layer, median of N steps
+//   a2a      the same layer's exchange: bytes between ranks (both ways) over the time of the
+//            dispatch (packing and pulling, after the router) and combine phases of the slowest
+//            rank, against a memcpy ceiling (the same bytes copied by the same 4 threads from one
+//            buffer to another, before and after)
 // Prefill against a dense BLAS sgemm (prefill_ratio) needs OpenBLAS or oneDNN in the build, which
 // it does not have yet: the JSON says so (prefill_ratio null) rather than inventing a ceiling.
 #include "cli_args.h"
@@ -212,14 +216,48 @@ int benchEngine(const Args& args)
     cfg.tokens = 64;
     cfg.layers = {0};
     EpEngine engine(r1, DType::fp8, p, cfg);
-    std::vector<double> r1ms;
+    std::vector<double> r1ms, a2aGbs;
     StepMetrics m;
     engine.step(0, m);
+    double a2aBytes = 0;
     for (int k = 0; k < runs; ++k) {
         engine.step(k + 1, m);
         r1ms.push_back(m.summary.moe_time_us / 1000.0);
+        double bytes = 0, us = 0;
+        for (int r = 0; r < 4; ++r)
+            for (int d = 0; d < 4; ++d)
+                if (r != d)
+                    bytes += m.traffic[static_cast<std::size_t>(r * 4 + d)];
+        for (const auto& g : m.gpus)
+            us = std::max(us, g.dispatch_us + g.combine_us);
+        a2aBytes = bytes;
+        a2aGbs.push_back(us > 0 ? bytes / (us * 1e-6) / 1e9 : 0);
     }
     const double r1Median = median(r1ms);
+    const double a2aMedian = median(a2aGbs);
+    // memcpy ceiling: the exchanged bytes (at least 64 MiB, so caches do not flatter it) copied by
+    // four threads, each its quarter.
+    auto memcpyGbs = [&] {
+        const std::size_t total = std::max<std::size_t>(static_cast<std::size_t>(a2aBytes), std::size_t{64} << 20);
+        std::vector<char> from(total, 1), to(total, 0);
+        std::vector<double> gbs;
+        for (int k = 0; k < runs; ++k) {
+            std::vector<std::thread> pool;
+            const auto t0 = Clock::now();
+            for (int q = 0; q < 4; ++q)
+                pool.emplace_back([&, q] {
+                    const std::size_t part = total / 4;
+                    std::memcpy(to.data() + static_cast<std::size_t>(q) * part, from.data() + static_cast<std::size_t>(q) * part, part);
+                });
+            for (auto& th : pool)
+                th.join();
+            gbs.push_back(static_cast<double>(total) / seconds(t0, Clock::now()) / 1e9);
+        }
+        ceiling.sink += static_cast<std::uint64_t>(to[total / 2]);
+        return median(gbs);
+    };
+    const double copyBefore = memcpyGbs();
+    const double copyAfter = memcpyGbs();
 
     const double after = ceiling.measure(runs);
     const double ceilingGbs = 0.5 * (before + after);
@@ -240,6 +278,10 @@ int benchEngine(const Args& args)
     }
     std::cout << "decode_ratio     " << fixed(worst, 3) << " (smallest of the six; target >= 0.85)\n";
     std::cout << "R1-shaped layer  " << fixed(r1Median, 2) << " ms (4 ranks, 64 tokens, fp8, 32 experts + shared)\n";
+    std::cout << "a2a (threads)    " << fixed(a2aMedian, 2) << " GB/s over dispatch + combine ("
+              << fixed(a2aBytes / 1e6, 1) << " MB between ranks per step); memcpy ceiling " << fixed(copyBefore, 1)
+              << " / " << fixed(copyAfter, 1) << " GB/s, ratio " << fixed(a2aMedian / (0.5 * (copyBefore + copyAfter)), 3)
+              << '\n';
     std::cout << "prefill_ratio    not measured: no BLAS ceiling in this build yet\n";
 
     if (auto json = args.value("json")) {
@@ -253,6 +295,10 @@ int benchEngine(const Args& args)
         j["decode_ratio"] = worst;
         j["prefill_ratio"] = nullptr;
         j["r1_layer_ms_4_ranks"] = r1Median;
+        j["a2a_gbs"] = a2aMedian;
+        j["a2a_memcpy_gbs_before"] = copyBefore;
+        j["a2a_memcpy_gbs_after"] = copyAfter;
+        j["a2a_ratio"] = a2aMedian / (0.5 * (copyBefore + copyAfter));
         nlohmann::json rows = nlohmann::json::array();
         for (const auto& f : decode)
             rows.push_back({{"weights", f.format}, {"tokens", f.tokens}, {"ms", f.ms}, {"gbs", f.gbs}, {"ratio", f.ratio}});
