@@ -86,20 +86,32 @@ struct EpEngine::Impl {
     }
 
     // The rank whose replica of `expert` runs choice k of global token t sent from rank `src`.
-    [[nodiscard]] std::pair<int, int> target(int ordinal, int expert, int src, std::int64_t t, int k) const
+    // [configured layer][expert] -> (rank, local slot) of each rank's first copy, in rank order.
+    std::vector<std::vector<std::vector<std::pair<int, int>>>> replicaTable;
+
+    void buildReplicaTable()
     {
-        const auto& layer = placement.layers[static_cast<std::size_t>(ordinal)];
-        std::vector<std::pair<int, int>> reps;  // (rank, local slot)
-        for (int g = 0; g < ranks; ++g) {
-            const auto& s = layer.gpu_slots[static_cast<std::size_t>(g)];
-            for (int j = 0; j < static_cast<int>(s.size()); ++j)
-                if (s[static_cast<std::size_t>(j)].value == expert) {
-                    if (g == src)
-                        return {g, j};
-                    reps.emplace_back(g, j);
-                    break;
+        replicaTable.assign(ordinals.size(), std::vector<std::vector<std::pair<int, int>>>(static_cast<std::size_t>(shape.experts)));
+        for (std::size_t li = 0; li < ordinals.size(); ++li) {
+            const auto& layer = placement.layers[static_cast<std::size_t>(ordinals[li])];
+            for (int g = 0; g < ranks; ++g) {
+                const auto& s = layer.gpu_slots[static_cast<std::size_t>(g)];
+                for (int j = 0; j < static_cast<int>(s.size()); ++j) {
+                    auto& reps = replicaTable[li][s[static_cast<std::size_t>(j)].index()];
+                    if (reps.empty() || reps.back().first != g)
+                        reps.emplace_back(g, j);
                 }
+            }
         }
+    }
+
+    // The rank and slot whose replica of `expert` runs choice k of global token t sent from `src`.
+    [[nodiscard]] std::pair<int, int> target(std::size_t li, int expert, int src, std::int64_t t, int k) const
+    {
+        const auto& reps = replicaTable[li][static_cast<std::size_t>(expert)];
+        for (const auto& rs : reps)
+            if (rs.first == src)
+                return rs;
         return reps[static_cast<std::size_t>((t + k) % static_cast<std::int64_t>(reps.size()))];
     }
 
@@ -174,7 +186,7 @@ struct EpEngine::Impl {
             for (int t = 0; t < n; ++t)
                 for (int k = 0; k < K; ++k) {
                     const int e = id[static_cast<std::size_t>(t * K + k)];
-                    const auto [dst, slot] = target(ordinal, e, r, t0 + t, k);
+                    const auto [dst, slot] = target(li, e, r, t0 + t, k);
                     SendList& s = out[static_cast<std::size_t>(dst)];
                     s.rows.insert(s.rows.end(), xr.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t) * Hs),
                                   xr.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t + 1) * Hs));
@@ -321,6 +333,12 @@ EpEngine::EpEngine(const ModelSpec& model, DType weights, const Placement& place
             if (layer.replicaCounts(model.routed_experts)[static_cast<std::size_t>(e)] == 0)
                 throw std::invalid_argument("expert " + std::to_string(e) + " has no slot in MoE layer " + std::to_string(o));
     }
+    // Shared weights: every layer runs the first listed layer's experts, so it also takes that layer's
+    // layout (slot j of a rank then holds the same expert in every layer).
+    if (config.shared_weights)
+        for (int o : m->ordinals)
+            m->placement.layers[static_cast<std::size_t>(o)] = placement.layers[static_cast<std::size_t>(m->ordinals.front())];
+    m->buildReplicaTable();
     m->weights.resize(static_cast<std::size_t>(R));
     {
         std::vector<std::thread> builders;

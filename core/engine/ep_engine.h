@@ -29,7 +29,7 @@ namespace moex::engine {
 struct EngineConfig {
     std::int64_t tokens = 128;   // per step, all ranks together (split evenly, the first ranks one more)
     std::vector<int> layers;     // decoder-layer indices of MoE layers to run, ascending
-    bool shared_weights = false; // every layer runs on one layer's weights (the first listed)
+    bool shared_weights = false; // every layer runs on one layer's weights and layout (the first listed)
     std::uint64_t seed = 1;      // weights and hidden states
 };
 

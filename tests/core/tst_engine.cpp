@@ -102,6 +102,7 @@ private slots:
     void ranksGiveTheOneRankOutput_data();
     void ranksGiveTheOneRankOutput();
     void metricsAreMeasuredAndConsistent();
+    void sharedWeightsRunEveryLayerOnTheFirstOnes();
     void matchesNumpyReference_data();
     void matchesNumpyReference();
     void runApiSelectsTheBackend();
@@ -354,6 +355,27 @@ void TestEngine::ranksGiveTheOneRankOutput()
     }
     // Another step gives other hidden states, hence another checksum.
     QVERIFY(single.step(3, metrics) != c1);
+}
+
+void TestEngine::sharedWeightsRunEveryLayerOnTheFirstOnes()
+{
+    // eplb lays each layer out differently; with shared weights every layer takes the first one's
+    // experts and layout, so ranks still agree, and each layer is the first layer's computation.
+    const ModelSpec m = smallModel("deepseek");
+    EngineConfig cfg = smallConfig(m);
+    cfg.shared_weights = true;
+    StepMetrics metrics;
+    std::vector<float> one, many;
+    EpEngine single(m, DType::bf16, placementFor(m, 1), cfg);
+    const double c1 = single.step(1, metrics, &one);
+    EpEngine four(m, DType::bf16, placementFor(m, 4, "eplb", 8), cfg);
+    QCOMPARE(four.step(1, metrics, &many), c1);
+    QCOMPARE(many, one);
+    // Half the weights of own weights for two layers.
+    cfg.shared_weights = false;
+    EpEngine own(m, DType::bf16, placementFor(m, 4, "eplb", 8), cfg);
+    QCOMPARE(four.weightBytes() * 2, own.weightBytes());
+    QVERIFY(own.step(1, metrics) != c1);  // the second layer's own weights differ
 }
 
 void TestEngine::metricsAreMeasuredAndConsistent()
