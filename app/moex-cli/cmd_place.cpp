@@ -21,7 +21,7 @@
 #include "placement/strategies.h"
 #include "scenario/scenario_yaml.h"
 #include "sim/scenario_run.h"
-#include "sim/simulator.h"
+#include "run/run_loop.h"
 
 #include <algorithm>
 #include <chrono>
@@ -35,27 +35,19 @@ namespace {
 constexpr const char* kUsage =
     "moex-cli place SCENARIO --strategy NAME [--slots R] [--load STATS] [--budget-ms N] [--seed S] "
     "--format native|sglang|trtllm|vllm-ascend|eplb -o OUT [--mtp-layers N] [--set KEY=VALUE]...";
-constexpr int kSummarySteps = 4;
+constexpr int kPlaceSteps = 4;  // steps the summary simulates (fewer than simulate's, two placements to judge)
 
 [[noreturn]] void bad(const std::string& message)
 {
     throw InputError(Location{"moex-cli place", 0, 0}, message);
 }
 
-// Mean simulated MoE time per step (us) of `p` over the first steps of the scenario's routing.
+// Mean simulated MoE time per step (us) of `p` over the first steps of the scenario's routing,
+// through the run API like every other front end.
 double simulatedMoeUs(const Scenario& s, const Placement& p)
 {
-    Simulator sim(s, p, resolveCalibration(s));
-    auto routing = makeRoutingSource(s);
-    RoutingSample sample;
-    StepMetrics m;
-    double sum = 0;
-    for (int i = 0; i < kSummarySteps; ++i) {
-        routing->next(sample);
-        sim.step(sample, m);
-        sum += m.summary.moe_time_us;
-    }
-    return sum / kSummarySteps;
+    auto source = makeSimSource();
+    return runSteps(*source, s, p, kPlaceSteps).mean.moe_time_us;
 }
 
 }  // namespace
@@ -154,7 +146,7 @@ int cmdPlace(const Argv& argv)
     std::cout << "  balance    " << fixed(maxMeanGpuLoad(p, load), 3) << " max/mean GPU load, even shares (contiguous "
               << fixed(maxMeanGpuLoad(contiguous, load), 3) << ")\n";
     std::cout << "  simulated  " << fixed(moe / 1000.0, 3) << " ms MoE time per step (contiguous "
-              << fixed(moeContiguous / 1000.0, 3) << " ms), " << kSummarySteps << " steps of the scenario's routing"
+              << fixed(moeContiguous / 1000.0, 3) << " ms), " << kPlaceSteps << " steps of the scenario's routing"
               << (format == ExportFormat::native ? "" : ", replicas splitting evenly as the file has no shares")
               << '\n';
     if (setup.objective)
