@@ -78,7 +78,16 @@ int cmdRun(const Argv& argv)
     }
     const int steps = args.intValue("steps", 3, 1, 100000);
     const int warmup = args.intValue("warmup", 1, 0, 1000);
-    const RunResult run = runScenario(s, steps, {}, warmup);
+    // The engine at real shapes takes seconds to minutes a step: say what is happening on stderr.
+    RunProgress progress;
+    progress.configured = [&](const MetricsSource& src) {
+        std::cerr << "moex-cli run: " << src.detail() << "; " << warmup << " warm-up + " << steps << " steps\n";
+    };
+    progress.stepped = [&](int i, const StepMetrics& m) {
+        std::cerr << "moex-cli run: step " << i + 1 << "/" << steps << ": " << fixed(m.summary.moe_time_us / 1000.0, 1)
+                  << " ms of MoE layers\n";
+    };
+    const RunResult run = runScenario(s, steps, {}, warmup, progress);
     if (auto json = args.value("json")) {
         std::vector<std::string> names;
         for (int r = 0; r < run.last.num_gpus; ++r)

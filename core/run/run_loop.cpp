@@ -16,9 +16,12 @@ double median(std::vector<double> v)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placement& placement, int steps, int warmup)
+RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placement& placement, int steps, int warmup,
+                   const RunProgress& progress)
 {
     source.configure(scenario, placement);
+    if (progress.configured)
+        progress.configured(source);
     RunResult run;
     run.source = source.name();
     run.detail = source.detail();
@@ -33,6 +36,8 @@ RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placem
         source.next(run.last);
         run.steps.push_back(run.last.summary);
         run.wall_us.push_back(run.last.sim_wall_us);
+        if (progress.stepped)
+            progress.stepped(i, run.last);
     }
     run.mean = meanTotals(run.steps);
     run.median_wall_us = median(run.wall_us);
@@ -40,12 +45,13 @@ RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placem
     return run;
 }
 
-RunResult runScenario(const Scenario& scenario, int steps, const SourceOptions& options, int warmup)
+RunResult runScenario(const Scenario& scenario, int steps, const SourceOptions& options, int warmup,
+                      const RunProgress& progress)
 {
     auto source = makeSource(scenario, options);
     // The engine lays its experts out for the ranks it runs (engine_source.cpp), not the topology's GPUs.
     const Placement placement = scenario.engine.backend == Backend::sim ? resolvePlacement(scenario) : Placement{};
-    return runSteps(*source, scenario, placement, steps, warmup);
+    return runSteps(*source, scenario, placement, steps, warmup, progress);
 }
 
 }  // namespace moex

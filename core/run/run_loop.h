@@ -4,6 +4,7 @@
 
 #include "run/metrics_source.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,14 +26,22 @@ struct RunResult {
     double checksum = 0;            // the engine's, of the last step
 };
 
+// What a long run reports as it goes (moex-cli run prints it): after configuring, and after each
+// counted step (index from 0).
+struct RunProgress {
+    std::function<void(const MetricsSource&)> configured;
+    std::function<void(int step, const StepMetrics&)> stepped;
+};
+
 // Configures `source` for the scenario and placement, runs `warmup` steps that are not counted,
 // then `steps` steps (at least 1). Throws what the source throws.
 RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placement& placement, int steps,
-                   int warmup = 0);
+                   int warmup = 0, const RunProgress& progress = {});
 
 // The scenario on the source its engine.backend names, placement resolved: what `moex-cli
 // simulate`/`run` and the headless moex do.
-RunResult runScenario(const Scenario& scenario, int steps, const SourceOptions& options = {}, int warmup = 0);
+RunResult runScenario(const Scenario& scenario, int steps, const SourceOptions& options = {}, int warmup = 0,
+                      const RunProgress& progress = {});
 
 double median(std::vector<double> v);
 
