@@ -34,18 +34,15 @@ void rowDotsPortable(const QuantMatrix& w, int r, const float* x, int n, std::si
 // ---------------------------------------------------------------------------------------------
 // AVX-512
 
-__attribute__((target("avx512f,avx512bw"))) inline __m512 e4m3x16(const std::uint8_t* p)
+// e4m3 as fp16 bits: sign to bit 15, the 7 exponent+mantissa bits to bits 13..7. As an fp16 the
+// value is exactly the e4m3 value times 2^-8, subnormals included (both formats keep the implicit
+// bit the same way), so one hardware conversion and the block scale times 256 finish it.
+__attribute__((target("avx512f,avx512bw"))) inline __m512 e4m3x16(const std::uint8_t* p, float scale)
 {
-    const __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    const __m512i em = _mm512_and_si512(u, _mm512_set1_epi32(0x7f));
-    const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x80)), 24);
-    // Normal: exponent e (bias 7) and 3 mantissa bits -> float bits (em << 20) + (120 << 23).
-    const __m512 normal = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(em, 20), _mm512_set1_epi32(120 << 23)));
-    // Subnormal (exponent 0): m x 2^-9.
-    const __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(em), _mm512_set1_ps(0x1p-9f));
-    const __mmask16 isSub = _mm512_cmplt_epi32_mask(em, _mm512_set1_epi32(8));
-    const __m512 mag = _mm512_mask_blend_ps(isSub, normal, sub);
-    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(mag), sign));
+    const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x7f)), 7),
+                                      _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8));
+    return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(scale * 256.0f));
 }
 
 __attribute__((target("avx512f,avx512bw"))) inline __m512 e2m1x16(const std::uint8_t* p, __m512 table)
@@ -66,7 +63,7 @@ __attribute__((target("avx512f,avx512bw"))) inline __m512 load16(const std::uint
         return _mm512_castsi512_ps(_mm512_slli_epi32(
             _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * static_cast<std::size_t>(c)))), 16));
     else if constexpr (F == WeightFormat::fp8_block)
-        return _mm512_mul_ps(e4m3x16(row + c), _mm512_set1_ps(scales[c / 128]));
+        return e4m3x16(row + c, scales[c / 128]);
     else
         return _mm512_mul_ps(e2m1x16(row + c / 2, table), _mm512_set1_ps(scales[c / 32]));
 }
@@ -199,19 +196,15 @@ void rowDotsAvx512(const QuantMatrix& w, int r, const float* x, int n, std::size
 // ---------------------------------------------------------------------------------------------
 // AVX2 + FMA
 
-__attribute__((target("avx2,fma"))) inline __m256 e4m3x8(const std::uint8_t* p)
+__attribute__((target("avx2,fma,f16c"))) inline __m256 e4m3x8(const std::uint8_t* p, float scale)
 {
-    const __m256i u = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-    const __m256i em = _mm256_and_si256(u, _mm256_set1_epi32(0x7f));
-    const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x80)), 24);
-    const __m256 normal = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(em, 20), _mm256_set1_epi32(120 << 23)));
-    const __m256 sub = _mm256_mul_ps(_mm256_cvtepi32_ps(em), _mm256_set1_ps(0x1p-9f));
-    const __m256 isSub = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(8), em));
-    const __m256 mag = _mm256_blendv_ps(normal, sub, isSub);
-    return _mm256_castsi256_ps(_mm256_or_si256(_mm256_castps_si256(mag), sign));
+    const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x7f)), 7),
+                                   _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x80)), 8));
+    return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(scale * 256.0f));
 }
 
-__attribute__((target("avx2,fma"))) inline __m256 e2m1x8(const std::uint8_t* p)
+__attribute__((target("avx2,fma,f16c"))) inline __m256 e2m1x8(const std::uint8_t* p)
 {
     // 4 bytes = 8 nibbles, low nibble first.
     std::uint32_t word;
@@ -225,7 +218,7 @@ __attribute__((target("avx2,fma"))) inline __m256 e2m1x8(const std::uint8_t* p)
 }
 
 template <WeightFormat F>
-__attribute__((target("avx2,fma"))) inline __m256 load8(const std::uint8_t* row, const float* scales, int c)
+__attribute__((target("avx2,fma,f16c"))) inline __m256 load8(const std::uint8_t* row, const float* scales, int c)
 {
     if constexpr (F == WeightFormat::f32)
         return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + c);
@@ -233,12 +226,12 @@ __attribute__((target("avx2,fma"))) inline __m256 load8(const std::uint8_t* row,
         return _mm256_castsi256_ps(_mm256_slli_epi32(
             _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * static_cast<std::size_t>(c)))), 16));
     else if constexpr (F == WeightFormat::fp8_block)
-        return _mm256_mul_ps(e4m3x8(row + c), _mm256_set1_ps(scales[c / 128]));
+        return e4m3x8(row + c, scales[c / 128]);
     else
         return _mm256_mul_ps(e2m1x8(row + c / 2), _mm256_set1_ps(scales[c / 32]));
 }
 
-__attribute__((target("avx2,fma"))) inline float hsum8(__m256 v)
+__attribute__((target("avx2,fma,f16c"))) inline float hsum8(__m256 v)
 {
     const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -246,7 +239,7 @@ __attribute__((target("avx2,fma"))) inline float hsum8(__m256 v)
 }
 
 template <WeightFormat F, int N>
-__attribute__((target("avx2,fma"))) void blockAvx2(const QuantMatrix& w, int r, const float* x, std::size_t ldx, float* y)
+__attribute__((target("avx2,fma,f16c"))) void blockAvx2(const QuantMatrix& w, int r, const float* x, std::size_t ldx, float* y)
 {
     const std::uint8_t* row = w.rowData(r);
     const float* scales = w.rowScales(r);
@@ -264,7 +257,7 @@ __attribute__((target("avx2,fma"))) void blockAvx2(const QuantMatrix& w, int r, 
 }
 
 template <WeightFormat F, int N>
-__attribute__((target("avx2,fma"))) void dispatchAvx2(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx,
+__attribute__((target("avx2,fma,f16c"))) void dispatchAvx2(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx,
                                                       float* y)
 {
     if constexpr (N == 0) {
@@ -277,7 +270,7 @@ __attribute__((target("avx2,fma"))) void dispatchAvx2(const QuantMatrix& w, int 
 }
 
 template <WeightFormat F>
-__attribute__((target("avx2,fma"))) void rowsAvx2(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y)
+__attribute__((target("avx2,fma,f16c"))) void rowsAvx2(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y)
 {
     for (int t0 = 0; t0 < n; t0 += kTokenBlock) {
         const int m = n - t0 < kTokenBlock ? n - t0 : kTokenBlock;
@@ -311,7 +304,7 @@ bool kernelSupported(Kernel k)
 {
     switch (k) {
     case Kernel::portable: return true;
-    case Kernel::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Kernel::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     case Kernel::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
     }
     return false;
