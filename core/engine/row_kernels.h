@@ -1,10 +1,11 @@
 // The engine's inner kernel: dot products of one weight row with n token vectors, the row
 // dequantised in registers as it streams (never written out as a tensor). Three implementations,
 // chosen once at run time by what the CPU has:
-//   avx512    16 floats per step (AVX-512F/BW): bf16 widened by a shift, fp8-e4m3 by exponent
-//             arithmetic (subnormals converted apart), MXFP4 nibbles through a 16-entry permute
-//   avx2      8 floats per step (AVX2 + FMA), the same conversions (MXFP4 via an 8-entry permute
-//             and a sign flip)
+//   avx512    16 floats per step (AVX-512F/BW): bf16 widened by a shift, fp8-e4m3 moved into fp16
+//             bits and converted by the hardware (exact, subnormals included), MXFP4 nibbles
+//             through a 16-entry permute; 4 rows x 4 tokens per pass from 4 tokens on
+//   avx2      8 floats per step (AVX2 + FMA + F16C), the same conversions (MXFP4 via an 8-entry
+//             permute and a sign flip)
 //   portable  the row dequantised into a buffer, then moe_layer's fixed-order dot
 // Each implementation sums in a fixed order, so a token's result does not depend on the other
 // tokens of the call: ranks agree bit for bit on one machine. Implementations differ from each
