@@ -175,6 +175,7 @@ public:
             m_ordinals.push_back(static_cast<int>(std::find(s.model.moe_layers.begin(), s.model.moe_layers.end(), d)
                                                   - s.model.moe_layers.begin()));
         m_forced.clear();
+        m_scenario = s;
         m_cfg = cfg;
         m_step = 0;
         std::ostringstream d;
@@ -186,9 +187,24 @@ public:
 
     bool configured() const override { return m_engine != nullptr; }
 
-    void setPlacement(const Placement&, const GpuSpeeds&) override
+    void setPlacement(const Placement& placement, const GpuSpeeds& speeds) override
     {
-        // The engine holds each rank's experts in memory; a new layout needs configure().
+        // Each rank holds its experts in memory: a new layout rebuilds them (GPU speeds do not
+        // apply to measured ranks). A placement for other than the engine's ranks keeps the
+        // engine's own layout, as configure() does.
+        if (!m_engine)
+            throw std::logic_error("the engine has no scenario yet");
+        Scenario s = m_scenario;
+        s.speeds = speeds;
+        // The routing goes on where it was, so repeat() runs the last step's tokens again.
+        const int step = m_step;
+        auto routing = std::move(m_routing);
+        auto forced = std::move(m_forced);
+        configure(s, placement);
+        m_step = step;
+        if (routing)
+            m_routing = std::move(routing);
+        m_forced = std::move(forced);
     }
 
     void reset() override
@@ -231,6 +247,7 @@ private:
         m_checksum = m_routing ? m_engine->step(step, out, m_forced) : m_engine->step(step, out);
     }
 
+    Scenario m_scenario;
     std::unique_ptr<engine::EpEngine> m_engine;
     std::unique_ptr<RoutingSource> m_routing;
     RoutingSample m_sample;

@@ -538,6 +538,31 @@ void TestEngine::runApiSelectsTheBackend()
         else
             QCOMPARE(r.checksum, checksum);
     }
+    // A new layout through setPlacement: the ranks rebuild their experts; the output (a function of
+    // the experts and tokens, not of where they run) stays, the per-rank loads follow the layout.
+    s.engine.ranks = 4;
+    auto source = makeSource(s);
+    PlacementRequest rq;
+    rq.strategy = "contiguous";
+    rq.num_experts = 8;
+    rq.num_gpus = 4;
+    rq.num_layers = s.model.numMoeLayers();
+    const Placement contiguous = makePlacement(rq);
+    source->configure(s, contiguous);
+    StepMetrics before, after;
+    source->next(before);
+    Placement swapped = contiguous;
+    for (auto& layer : swapped.layers)
+        std::swap(layer.gpu_slots[0][0], layer.gpu_slots[3][1]);  // experts 0 and 7 trade ranks
+    source->setPlacement(swapped, s.speeds);
+    source->repeat(after);
+    QCOMPARE(after.step, before.step);
+    QVERIFY(after.layers[0].gpu_load != before.layers[0].gpu_load || before.layers[0].expert_load[0] == before.layers[0].expert_load[7]);
+    const double c = source->checksum();
+    source->setPlacement(contiguous, s.speeds);
+    source->repeat(after);
+    QCOMPARE(source->checksum(), c);
+    QCOMPARE(after.layers[0].gpu_load, before.layers[0].gpu_load);
 }
 
 void TestEngine::workloadRoutingGivesTheScenarioLoads()
