@@ -31,7 +31,7 @@ const Command kCommands[] = {
     {"compare", moex::cli::cmdCompare, "compare A B [--steps N] [--json OUT|-]   side by side, ratios B/A, term by term"},
     {"place", moex::cli::cmdPlace, "place SCENARIO --strategy S [--slots R] [--load F] --format F -o OUT   placement export"},
     {"load-stats", moex::cli::cmdLoadStats, "load-stats FILE [--json OUT|-]   any supported statistics/trace file, per-layer max/mean"},
-    {"bench", moex::cli::cmdBench, "bench sim|fidelity [--scenario S] [--steps N] [--json OUT|-]   benchmarks"},
+    {"bench", moex::cli::cmdBench, "bench sim|fidelity|place|engine [--scenario S] [--steps N] [--json OUT|-]   benchmarks"},
     {"devices", moex::cli::cmdDevices, "devices                                   CUDA/NCCL in this build and on this machine"},
 };
 
