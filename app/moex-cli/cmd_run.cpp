@@ -74,6 +74,10 @@ int cmdRun(const Argv& argv)
             } catch (const std::exception&) {
                 bad("--layers " + *layers + ": '" + item + "' is not a decoder-layer index");
             }
+            if (!s.model.isMoeLayer(s.engine.layers.back()))
+                bad("--layers " + *layers + ": decoder layer " + item + " is not an MoE layer of " + s.model.name
+                    + " (" + std::to_string(s.model.numMoeLayers()) + " MoE layers, the first "
+                    + std::to_string(s.model.moe_layers.front()) + ", the last " + std::to_string(s.model.moe_layers.back()) + ")");
         }
     }
     const int steps = args.intValue("steps", 3, 1, 100000);
