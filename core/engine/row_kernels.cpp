@@ -2,7 +2,6 @@
 
 #include "engine/moe_layer.h"
 
-#include <atomic>
 #include <immintrin.h>
 
 // GCC 12's AVX-512 headers build their zero-masked results from _mm512_undefined_*, which
@@ -15,12 +14,6 @@ namespace moex::engine {
 namespace {
 
 constexpr int kTokenBlock = 8;  // accumulators held in registers per pass over the row
-
-std::atomic<int>& activeSlot()
-{
-    static std::atomic<int> slot{static_cast<int>(bestKernel())};
-    return slot;
-}
 
 void rowDotsPortable(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y,
                      std::vector<float>& scratch)
@@ -321,15 +314,8 @@ Kernel bestKernel()
 
 Kernel activeKernel()
 {
-    return static_cast<Kernel>(activeSlot().load());
-}
-
-bool setActiveKernel(Kernel k)
-{
-    if (!kernelSupported(k))
-        return false;
-    activeSlot() = static_cast<int>(k);
-    return true;
+    static const Kernel chosen = bestKernel();
+    return chosen;
 }
 
 void rowDotsWith(Kernel k, const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y,
@@ -341,11 +327,6 @@ void rowDotsWith(Kernel k, const QuantMatrix& w, int r, const float* x, int n, s
     if (k != Kernel::portable && w.cols() % 8 == 0 && kernelSupported(Kernel::avx2))
         return rowDotsAvx2(w, r, x, n, ldx, y);
     rowDotsPortable(w, r, x, n, ldx, y, scratch);
-}
-
-void rowDots(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y, std::vector<float>& scratch)
-{
-    rowDotsWith(activeKernel(), w, r, x, n, ldx, y, scratch);
 }
 
 void rowsDotsWith(Kernel k, const QuantMatrix& w, int r0, int nrows, const float* x, int n, std::size_t ldx, float* y,

@@ -22,16 +22,12 @@ namespace moex::engine {
 enum class Kernel { portable, avx2, avx512 };
 
 const char* toString(Kernel k);
-// The fastest kernel this CPU runs.
+// The fastest kernel this CPU runs, and the one rowsDots uses (chosen once).
 Kernel bestKernel();
-// The kernel rowDots uses: bestKernel() unless set (tests and benchmarks); setting one the CPU
-// cannot run is refused (false).
 Kernel activeKernel();
-bool setActiveKernel(Kernel k);
 bool kernelSupported(Kernel k);
 
-// y[t] = sum_c W[r][c] * x[t * ldx + c] for t < n. `scratch` (portable) grows as needed.
-void rowDots(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y, std::vector<float>& scratch);
+// y[t] = sum_c W[r][c] * x[t * ldx + c] for t < n, with kernel k. `scratch` (portable) grows as needed.
 void rowDotsWith(Kernel k, const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y,
                  std::vector<float>& scratch);
 
