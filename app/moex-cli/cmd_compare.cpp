@@ -1,4 +1,5 @@
 // moex-cli compare A B [--steps N] [--seed S] [--json OUT|-] [--calibration F] [--set K=V]...
+// moex-cli compare --measured RUN.json [--calibration F]: predicted vs measured (cmd_compare_measured.cpp).
 // Side-by-side totals with ratios B/A, and where the difference comes from, term by term.
 #include "cli_args.h"
 #include "commands.h"
@@ -32,8 +33,12 @@ std::string num(double v)
 
 int cmdCompare(const Argv& argv)
 {
-    Args args("compare", argv, {{"steps"}, {"seed"}, {"json"}, {"calibration"}, {"set", true, true}});
-    args.requirePositionals(2, 2, "moex-cli compare A B [--steps N] [--json OUT|-]");
+    Args args("compare", argv, {{"steps"}, {"seed"}, {"json"}, {"calibration"}, {"set", true, true}, {"measured"}});
+    if (auto run = args.value("measured")) {
+        args.requirePositionals(0, 0, "moex-cli compare --measured RUN.json [--calibration F] [--json OUT|-]");
+        return compareMeasured(*run, args.value("calibration").value_or(""), args.value("json"));
+    }
+    args.requirePositionals(2, 2, "moex-cli compare A B [--steps N] [--json OUT|-] | compare --measured RUN.json");
     const int steps = args.intValue("steps", 10, 1, 100000);
     const long long seed = args.has("seed") ? args.intValue("seed", 0, 0, 2147483647) : -1;
     const std::string cal = args.value("calibration").value_or("");

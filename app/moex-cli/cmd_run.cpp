@@ -105,6 +105,26 @@ int cmdRun(const Argv& argv)
         j["measured"] = run.measured;
         j["checksum"] = run.checksum;
         j["sim_wall_us_per_step"] = run.median_wall_us;
+        // Per-layer means over the measured steps, and what `compare --measured` needs to simulate
+        // the same run (the scenario file, its overrides, the engine settings as they ran).
+        nlohmann::json means = nlohmann::json::array();
+        for (const LayerMetrics& l : run.layer_mean)
+            means.push_back({{"layer", l.layer}, {"time_us", l.time_us}, {"dispatch_us", l.dispatch_us},
+                             {"compute_us", l.compute_us}, {"combine_us", l.combine_us}});
+        j["layers_mean"] = std::move(means);
+        nlohmann::json sets = nlohmann::json::array();
+        for (const auto& [key, value] : args.overrides())
+            sets.push_back(key + "=" + value);
+        std::vector<int> ran;
+        for (const LayerMetrics& l : run.last.layers)
+            ran.push_back(l.layer);
+        j["run"] = {{"scenario_file", s.file},
+                    {"set", sets},
+                    {"backend", s.engine.backend == Backend::cpu ? "cpu" : "cuda"},
+                    {"ranks", run.last.num_gpus},
+                    {"layers", ran},
+                    {"seed", s.engine.seed},
+                    {"routing", s.engine.workload_routing ? "workload" : "computed"}};
         writeJson(*json, j.dump(1));
         if (*json == "-")
             return 0;

@@ -2,6 +2,7 @@
 // 0 success, 2 bad input (InputError, printed by main with its locations), 1 internal failure.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,8 @@ int cmdBench(const Argv& argv);
 int cmdLoadStats(const Argv& argv);
 int cmdPlace(const Argv& argv);
 int cmdRun(const Argv& argv);
+int cmdCalibrate(const Argv& argv);
+// compare --measured RUN.json: predicted (host-cpu) vs measured (a `run --json` of the CPU engine).
+int compareMeasured(const std::string& runFile, const std::string& calibrationFile, const std::optional<std::string>& jsonOut);
 
 }  // namespace moex::cli

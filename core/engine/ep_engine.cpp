@@ -153,14 +153,15 @@ struct EpEngine::Impl {
             const int ordinal = ordinals[li];
             const RankLayer& w = rankLayer(r, static_cast<int>(li));
             PhaseTimes& pt = times[li][static_cast<std::size_t>(r)];
-            const auto layerStart = Clock::now();
-
-            // Router.
+            // The layer's input (no attention runs between MoE layers): made before the clock starts.
             auto& xr = x[static_cast<std::size_t>(r)];
             xr.resize(static_cast<std::size_t>(n) * Hs);
             for (int t = 0; t < n; ++t)
                 makeTokenHidden(config.seed, step * 4096 + ordinal, t0 + t, H, xr.data() + static_cast<std::size_t>(t) * Hs);
-            auto phase = Clock::now();
+            const auto layerStart = Clock::now();
+
+            // Router.
+            auto phase = layerStart;
             auto& id = ids[static_cast<std::size_t>(r)];
             auto& gw = gate[static_cast<std::size_t>(r)];
             id.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(K));

@@ -56,7 +56,9 @@ Location engineLocation(const Scenario& s)
     return Location{s.file.empty() ? std::string("scenario") : s.file, s.engine.line, s.engine.column};
 }
 
-Placement rankPlacement(const Scenario& s, int ranks)
+}  // namespace
+
+Placement engineRankPlacement(const Scenario& s, int ranks)
 {
     const int E = s.model.routed_experts;
     int slots = E + s.placement.redundant_slots;
@@ -72,8 +74,6 @@ Placement rankPlacement(const Scenario& s, int ranks)
     rq.num_slots = slots;
     return makePlacement(rq);
 }
-
-}  // namespace
 
 std::vector<int> forcedChoices(const RoutingSample& sample, int layer, std::int64_t tokens, int topk)
 {
@@ -148,7 +148,7 @@ public:
                                                         + " is not an MoE layer of " + s.model.name);
         const Placement placement = given.numGpus() == ranks && given.numLayers() == s.model.numMoeLayers()
             ? given
-            : rankPlacement(s, ranks);
+            : engineRankPlacement(s, ranks);
         const DType dtype = s.precision.weights;
         const std::size_t available = memoryAvailable();
         const std::size_t budget = spec.memory_gb > 0 ? static_cast<std::size_t>(spec.memory_gb * 1e9)

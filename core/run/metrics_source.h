@@ -54,6 +54,11 @@ std::unique_ptr<MetricsSource> makeCpuEngineSource();
 // remainder, each expert at most `tokens`).
 std::vector<int> forcedChoices(const RoutingSample& sample, int layer, std::int64_t tokens, int topk);
 
+// The experts laid out for the engine's `ranks` with the scenario's strategy (search and explicit
+// placements, made for the topology's GPUs, fall back to eplb), redundant slots rounded to a
+// multiple of the ranks: the layout the engine runs when it is given none for its ranks.
+Placement engineRankPlacement(const Scenario& scenario, int ranks);
+
 // The source `scenario.engine.backend` names. A backend this build lacks (cuda without the CUDA
 // engine, remote) is an InputError located at the scenario's engine.backend, never a fallback.
 std::unique_ptr<MetricsSource> makeSource(const Scenario& scenario, const SourceOptions& options = {});

@@ -4,6 +4,7 @@
 #include "sim/scenario_run.h"
 
 #include <algorithm>
+#include <array>
 
 namespace moex {
 
@@ -32,14 +33,31 @@ RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placem
         source.reset();
     const int n = std::max(1, steps);
     run.steps.reserve(static_cast<std::size_t>(n));
+    std::vector<std::array<double, 4>> sums;
     for (int i = 0; i < n; ++i) {
         source.next(run.last);
         run.steps.push_back(run.last.summary);
+        if (i == 0)
+            sums.assign(run.last.layers.size(), {0, 0, 0, 0});
+        for (std::size_t l = 0; l < run.last.layers.size() && l < sums.size(); ++l) {
+            const LayerMetrics& lm = run.last.layers[l];
+            sums[l][0] += lm.time_us;
+            sums[l][1] += lm.dispatch_us;
+            sums[l][2] += lm.compute_us;
+            sums[l][3] += lm.combine_us;
+        }
         run.wall_us.push_back(run.last.sim_wall_us);
         if (progress.stepped)
             progress.stepped(i, run.last);
     }
     run.mean = meanTotals(run.steps);
+    run.layer_mean = run.last.layers;
+    for (std::size_t l = 0; l < run.layer_mean.size() && l < sums.size(); ++l) {
+        run.layer_mean[l].time_us = sums[l][0] / n;
+        run.layer_mean[l].dispatch_us = sums[l][1] / n;
+        run.layer_mean[l].compute_us = sums[l][2] / n;
+        run.layer_mean[l].combine_us = sums[l][3] / n;
+    }
     run.median_wall_us = median(run.wall_us);
     run.checksum = source.checksum();
     return run;

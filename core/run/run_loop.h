@@ -21,6 +21,9 @@ struct RunResult {
     StepMetrics last;               // the final step in full
     std::vector<StepTotals> steps;  // every step's totals
     StepTotals mean;                // mean over steps (the reported summary)
+    // Per layer, mean over steps of time_us, dispatch_us, compute_us and combine_us; the rest
+    // (loads, slowest GPU) as in the last step.
+    std::vector<LayerMetrics> layer_mean;
     std::vector<double> wall_us;    // wall time of each step in the source
     double median_wall_us = 0;
     double checksum = 0;            // the engine's, of the last step

@@ -3,6 +3,7 @@
 #include "common/atomic_file.h"
 #include "common/yaml_reader.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -10,10 +11,79 @@
 
 namespace moex {
 
+namespace {
+
+// A CPU calibration for a machine nobody measured: about 10 GB/s of weights and 20 GFLOP/s per
+// thread. Order of magnitude only; `moex-cli calibrate --backend cpu` measures the real curve.
+CpuCalibration defaultCpu()
+{
+    CpuCalibration c;
+    c.cpu = "unmeasured CPU";
+    c.kernel = "unknown";
+    c.cores = 1;
+    const std::pair<const char*, double> formats[] = {{"f32", 4}, {"bf16", 2}, {"fp8", 1}, {"mxfp4", 0.625}};
+    for (const auto& [name, bytes] : formats) {
+        std::vector<std::pair<double, double>> curve;
+        for (double t : {1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0})
+            curve.emplace_back(t, std::max(bytes * 1e6 / 10e3, 2.0 * t * 1e6 / 20e3));
+        c.expert.emplace_back(name, std::move(curve));
+    }
+    c.router_gflops = 10;
+    c.copy_gbs = 5;
+    c.sync_us = 20;
+    return c;
+}
+
+}  // namespace
+
+const std::vector<std::pair<double, double>>* CpuCalibration::curveFor(DType weights, int hidden, int inter) const
+{
+    std::string key = "bf16";
+    switch (weights) {
+    case DType::fp32: key = "f32"; break;
+    case DType::bf16:
+    case DType::fp16: key = "bf16"; break;
+    case DType::fp8: key = "fp8"; break;
+    case DType::mxfp4:
+    case DType::nvfp4:
+    case DType::int4: key = hidden % 32 == 0 && inter % 32 == 0 ? "mxfp4" : "bf16"; break;
+    }
+    for (const auto& [name, curve] : expert)
+        if (name == key && !curve.empty())
+            return &curve;
+    return nullptr;
+}
+
+double cpuCurveUs(const std::vector<std::pair<double, double>>& curve, double tokens)
+{
+    if (curve.empty() || tokens <= 0)
+        return 0.0;
+    if (tokens <= curve.front().first || curve.size() == 1)
+        return curve.size() == 1 ? curve.front().second * std::max(1.0, tokens / curve.front().first)
+                                 : curve.front().second;
+    std::size_t i = 1;
+    while (i + 1 < curve.size() && curve[i].first < tokens)
+        ++i;
+    const auto& [t0, u0] = curve[i - 1];
+    const auto& [t1, u1] = curve[i];
+    const double slope = t1 > t0 ? (u1 - u0) / (t1 - t0) : 0.0;
+    return std::max(0.0, u0 + slope * (tokens - t0));
+}
+
 Calibration defaultCalibration(GpuArch arch)
 {
     Calibration c;
-    if (arch == GpuArch::hopper) {
+    if (arch == GpuArch::cpu) {
+        // The CPU engine's ranks: no GEMM tiles, no launches, no NVLink; the CPU section carries
+        // the rates (host-cpu is predicted by the CPU path of the simulator).
+        c.name = "cpu-default";
+        c.gemm_tile_tokens = 1;
+        c.gemm_launch_us = 0;
+        c.dispatch_floor_us = 0;
+        c.combine_floor_us = 0;
+        c.activation_reserve_gb = 0;
+        c.cpu = defaultCpu();
+    } else if (arch == GpuArch::hopper) {
         // Fitted to: DeepEP intranode EP8 on H800 (153/158 GB/s of 200), NCCL all-to-all on H100
         // (370 of 450 GB/s busbw), DeepEP internode EP16-64 over CX7 (43-58 GB/s of ~50).
         c.name = "hopper-default";
@@ -62,6 +132,73 @@ const NumericKey kNumericKeys[] = {
     {"activation_reserve_gb", &Calibration::activation_reserve_gb, 0.0, 1000.0},
 };
 constexpr const char* kTileKey = "gemm_tile_tokens";
+constexpr const char* kCpuKey = "cpu";
+const std::vector<std::string> kCpuKeys{"model", "kernel", "cores", "router_gflops", "copy_gbs", "sync_us",
+                                        "expert_us_per_mweight"};
+const std::vector<std::string> kCpuFormats{"f32", "bf16", "fp8", "mxfp4"};
+
+void readCpu(const YAML::Node& n, YamlReader& r, CpuCalibration& c)
+{
+    if (!r.expectMap(n, "cpu calibration", kCpuKeys))
+        return;
+    if (auto v = r.getString(n, "model", false))
+        c.cpu = *v;
+    if (auto v = r.getString(n, "kernel", false))
+        c.kernel = *v;
+    if (auto v = r.getInt(n, "cores", true, 1, 4096))
+        c.cores = static_cast<int>(*v);
+    if (auto v = r.getDouble(n, "router_gflops", true, 1e-3, 1e6))
+        c.router_gflops = *v;
+    if (auto v = r.getDouble(n, "copy_gbs", true, 1e-3, 1e5))
+        c.copy_gbs = *v;
+    if (auto v = r.getDouble(n, "sync_us", false, 0, kUs))
+        c.sync_us = *v;
+    if (!YamlReader::has(n, "expert_us_per_mweight")) {
+        r.error(n, "missing required key 'expert_us_per_mweight' (per format, a list of [tokens, us] points)");
+        return;
+    }
+    const YAML::Node curves = n["expert_us_per_mweight"];
+    if (!r.expectMap(curves, "expert_us_per_mweight", kCpuFormats))
+        return;
+    c.expert.clear();
+    for (const auto& item : curves) {
+        const std::string name = item.first.as<std::string>();
+        const YAML::Node& list = item.second;
+        std::vector<std::pair<double, double>> curve;
+        if (!list.IsSequence() || list.size() == 0) {
+            r.error(list, "'" + name + "' must be a non-empty list of [tokens, microseconds] points");
+            continue;
+        }
+        for (const auto& point : list) {
+            if (!point.IsSequence() || point.size() != 2) {
+                r.error(point, "a point of '" + name + "' must be [tokens, microseconds]");
+                continue;
+            }
+            const auto t = r.asDouble(point[0], "tokens", 1, 1e6);
+            const auto us = r.asDouble(point[1], "microseconds per million weights", 1e-3, 1e9);
+            if (!t || !us)
+                continue;
+            if (!curve.empty() && *t <= curve.back().first) {
+                r.error(point[0], "tokens must rise along '" + name + "' (" + std::to_string(*t) + " after "
+                                      + std::to_string(curve.back().first) + ")");
+                continue;
+            }
+            curve.emplace_back(*t, *us);
+        }
+        c.expert.emplace_back(name, std::move(curve));
+    }
+}
+
+std::string shortest(double v)
+{
+    char text[40];
+    for (int prec = 1; prec <= 17; ++prec) {
+        std::snprintf(text, sizeof text, "%.*g", prec, v);
+        if (std::strtod(text, nullptr) == v)
+            break;
+    }
+    return text;
+}
 
 }  // namespace
 
@@ -74,7 +211,7 @@ Calibration loadCalibrationFile(const std::string& path, const Calibration& base
         throw InputError(diags);
     YamlReader r(path, diags);
     Calibration c = base;
-    std::vector<std::string> keys = {"name", kTileKey};
+    std::vector<std::string> keys = {"name", kTileKey, kCpuKey};
     for (const NumericKey& k : kNumericKeys)
         keys.emplace_back(k.key);
     if (r.expectMap(*node, "calibration", keys)) {
@@ -86,6 +223,8 @@ Calibration loadCalibrationFile(const std::string& path, const Calibration& base
                 c.*k.field = *v;
         if (auto v = r.getInt(n, kTileKey, false, 1, 1024))
             c.gemm_tile_tokens = static_cast<int>(*v);
+        if (YamlReader::has(n, kCpuKey))
+            readCpu(n[kCpuKey], r, c.cpu);
     }
     if (!diags.empty())
         throw InputError(diags);
@@ -99,16 +238,27 @@ std::string calibrationToYaml(const Calibration& c)
     out << YAML::BeginMap;
     out << YAML::Key << "name" << YAML::Value << c.name;
     for (const NumericKey& k : kNumericKeys) {
-        const double v = c.*k.field;
-        char text[40];
-        for (int prec = 1; prec <= 17; ++prec) {
-            std::snprintf(text, sizeof text, "%.*g", prec, v);
-            if (std::strtod(text, nullptr) == v)
-                break;
-        }
-        out << YAML::Key << k.key << YAML::Value << std::string(text);
+        out << YAML::Key << k.key << YAML::Value << shortest(c.*k.field);
         if (std::string_view(k.key) == "gemm_efficiency")
             out << YAML::Key << kTileKey << YAML::Value << c.gemm_tile_tokens;
+    }
+    if (c.cpu.cores > 0) {
+        const CpuCalibration& cpu = c.cpu;
+        out << YAML::Key << kCpuKey << YAML::Value << YAML::BeginMap;
+        out << YAML::Key << "model" << YAML::Value << cpu.cpu;
+        out << YAML::Key << "kernel" << YAML::Value << cpu.kernel;
+        out << YAML::Key << "cores" << YAML::Value << cpu.cores;
+        out << YAML::Key << "router_gflops" << YAML::Value << shortest(cpu.router_gflops);
+        out << YAML::Key << "copy_gbs" << YAML::Value << shortest(cpu.copy_gbs);
+        out << YAML::Key << "sync_us" << YAML::Value << shortest(cpu.sync_us);
+        out << YAML::Key << "expert_us_per_mweight" << YAML::Value << YAML::BeginMap;
+        for (const auto& [name, curve] : cpu.expert) {
+            out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginSeq;
+            for (const auto& [t, us] : curve)
+                out << YAML::Flow << YAML::BeginSeq << shortest(t) << shortest(us) << YAML::EndSeq;
+            out << YAML::EndSeq;
+        }
+        out << YAML::EndMap << YAML::EndMap;
     }
     out << YAML::EndMap;
     return std::string(out.c_str()) + "\n";

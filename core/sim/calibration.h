@@ -5,9 +5,41 @@
 
 #include "topology/gpu_spec.h"
 
+#include "model/dtype.h"
+
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace moex {
+
+// What `moex-cli calibrate --backend cpu` measures on this machine, for the host-cpu topology (the
+// CPU engine's ranks). Expert time is a curve of tokens per expert pass: the engine's expert FFN
+// kernel (gate, up, down; run/host_calibration.cpp) timed on every core at once, per thread, in
+// microseconds per million weights (elements, not bytes: the engine's storage of a format is what
+// the curve is measured on). Formats are the engine's: f32, bf16, fp8 (e4m3 with block scales),
+// mxfp4.
+struct CpuCalibration {
+    std::string cpu;     // model name of the CPU measured
+    std::string kernel;  // the engine kernel that ran (avx512, avx2, portable)
+    int cores = 0;       // threads that ran at once (0: no CPU calibration)
+    // [format] (tokens, us per million weights), tokens ascending.
+    std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> expert;
+    double router_gflops = 0;  // the router's fp32 gate GEMV, per thread with every core busy
+    double copy_gbs = 0;       // bytes copied per second per thread with every core busy
+    double sync_us = 0;        // one barrier across the ranks (a phase's floor)
+
+    [[nodiscard]] bool valid() const { return cores > 0 && !expert.empty() && router_gflops > 0 && copy_gbs > 0; }
+    // The curve the engine's storage of `weights` is measured in (fp32 -> f32; bf16, fp16 -> bf16;
+    // fp8 -> fp8; 4-bit -> mxfp4, or bf16 when a dimension is not a multiple of 32, as the engine
+    // does); null when the file has no curve for it.
+    [[nodiscard]] const std::vector<std::pair<double, double>>* curveFor(DType weights, int hidden, int inter) const;
+};
+
+// Microseconds per million weights at `tokens` on `curve`: linear between the measured points,
+// the last segment's slope beyond the last (compute-bound: time grows with tokens), the first
+// point's value below it.
+double cpuCurveUs(const std::vector<std::pair<double, double>>& curve, double tokens);
 
 struct Calibration {
     std::string name;                  // e.g. "hopper-default"
@@ -25,6 +57,7 @@ struct Calibration {
     double hbm_efficiency = 0.85;      // achieved / peak HBM bandwidth for weight streaming
     double attention_efficiency = 0.6; // fraction of peak for attention math
     double activation_reserve_gb = 6;  // per GPU, activations and workspace, not for KV cache
+    CpuCalibration cpu;                // host-cpu only (GpuArch::cpu)
 };
 
 // Defaults for a GPU generation (the same numbers as samples/calibration/<arch>.yaml).

@@ -25,9 +25,23 @@ double gemmPeakTflops(const GpuSpec& gpu, DType weights)
 }
 
 ComputeModel::ComputeModel(const ModelSpec& m, const GpuSpec& gpu, const Calibration& cal, DType expertWeights,
-                           DType kvCache)
+                           DType kvCache, int ranks)
     : m_model(m), m_gpu(gpu), m_cal(cal)
 {
+    m_ranks = std::max(1, ranks);
+    if (gpu.arch == GpuArch::cpu) {
+        m_cpu = true;
+        if (cal.cpu.valid()) {
+            m_cal.cpu = cal.cpu;
+        } else {
+            m_cal.cpu = defaultCalibration(GpuArch::cpu).cpu;  // a GPU calibration has no CPU rates
+        }
+        if (const auto* curve = m_cal.cpu.curveFor(expertWeights, m.hidden_size, m.moe_intermediate_size))
+            m_cpuCurve = *curve;
+        else if (const auto* bf16 = m_cal.cpu.curveFor(DType::bf16, m.hidden_size, m.moe_intermediate_size))
+            m_cpuCurve = *bf16;
+        m_cpuShare = std::max(1.0, static_cast<double>(m_ranks) / std::max(1, m_cal.cpu.cores));
+    }
     m_expertPeak = gemmPeakTflops(gpu, expertWeights);
     m_expertBytes = static_cast<double>(m.expertParams()) * bytesPerElement(expertWeights);
     m_kvBytesPerElement = bytesPerElement(kvCache);
@@ -94,6 +108,14 @@ __attribute__((target("avx2"))) void slotsAvx2(const SlotRoofline& k, const doub
 
 void ComputeModel::expertSlotsUs(const double* tokens, std::size_t n, double* full, double* half) const
 {
+    if (m_cpu) {
+        for (std::size_t i = 0; i < n; ++i) {
+            full[i] = cpuSlotUs(tokens[i]);
+            if (half)
+                half[i] = cpuSlotUs(tokens[i] * 0.5);
+        }
+        return;
+    }
     const SlotRoofline k{m_tile, 1.0 / m_tile, m_slotComputeUsPerToken, m_slotMemoryUs, m_slotMemoryUsPerToken};
     const auto tile = static_cast<long long>(m_tile);  // a whole number >= 1
     const bool pow2 = (tile & (tile - 1)) == 0;
@@ -104,6 +126,35 @@ void ComputeModel::expertSlotsUs(const double* tokens, std::size_t n, double* fu
     }
 #endif
     pow2 ? slotsBaseline<true>(k, tokens, n, full, half) : slotsBaseline<false>(k, tokens, n, full, half);
+}
+
+double ComputeModel::cpuSlotUs(double tokens) const
+{
+    if (tokens <= 0)
+        return 0.0;
+    const double h = m_model.hidden_size, inter = m_model.moe_intermediate_size;
+    const double ffn = 3.0 * h * inter / 1e6 * cpuCurveUs(m_cpuCurve, tokens);
+    // The engine gathers a slot's rows into one block and scatters the results back (fp32 rows).
+    const double rows = 2.0 * tokens * h * sizeof(float);
+    return (ffn + rows / (m_cal.cpu.copy_gbs * 1e3)) * m_cpuShare;
+}
+
+double ComputeModel::cpuRouterUs(double tokens) const
+{
+    if (tokens <= 0)
+        return 0.0;
+    const double flops = 2.0 * tokens * m_model.hidden_size * static_cast<double>(m_model.routed_experts);
+    return flops / (m_cal.cpu.router_gflops * 1e3) * m_cpuShare;
+}
+
+double ComputeModel::cpuCopyUs(double bytes) const
+{
+    return bytes > 0 ? bytes / (m_cal.cpu.copy_gbs * 1e3) * m_cpuShare : 0.0;
+}
+
+int ComputeModel::cpuWorkers(int slots) const
+{
+    return std::max(1, std::min(slots, std::max(1, m_cal.cpu.cores) / m_ranks));
 }
 
 double ComputeModel::roofline(double flops, double bytes, double peakTflops, double eff) const
@@ -117,6 +168,14 @@ double ComputeModel::sharedAndRouterUs(double tokens) const
 {
     if (tokens <= 0)
         return 0.0;
+    if (m_cpu) {  // the shared experts only: the CPU engine times its router with the dispatch
+        if (m_model.shared_experts <= 0)
+            return 0.0;
+        const double inter = static_cast<double>(m_model.shared_intermediate_size > 0 ? m_model.shared_intermediate_size
+                                                                                       : m_model.moe_intermediate_size)
+            * m_model.shared_experts;
+        return 3.0 * m_model.hidden_size * inter / 1e6 * cpuCurveUs(m_cpuCurve, tokens) * m_cpuShare;
+    }
     const double h = m_model.hidden_size;
     double us = 2.0 * m_cal.gemm_launch_us;  // grouped gate/up and down GEMMs of the routed experts
     if (m_model.shared_experts > 0) {

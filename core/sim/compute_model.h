@@ -10,13 +10,17 @@
 
 #include <cmath>
 #include <cstddef>
+#include <utility>
+#include <vector>
 
 namespace moex {
 
 class ComputeModel {
 public:
+    // `ranks`: GPUs of the topology; a CPU rank (GpuArch::cpu) shares the machine's cores with
+    // the others.
     ComputeModel(const ModelSpec& m, const GpuSpec& gpu, const Calibration& cal, DType expertWeights,
-                 DType kvCache = DType::bf16);
+                 DType kvCache = DType::bf16, int ranks = 1);
 
     // One routed expert slot processing `tokens` tokens in one MoE layer (0 tokens: 0, the kernel skips it).
     // Inline: the simulator calls it for every slot of every layer.
@@ -24,6 +28,8 @@ public:
     {
         if (tokens <= 0)
             return 0.0;
+        if (m_cpu)
+            return cpuSlotUs(tokens);
         // Tokens are padded to the GEMM M-tile: 3 tokens cost as much math as a full tile.
         // (std::ceil of a positive quotient, without the libm call x86-64's baseline makes.)
         const double q = tokens / m_tile;
@@ -53,6 +59,17 @@ public:
     // Bytes of one expert's weights as stored.
     [[nodiscard]] double expertBytes() const { return m_expertBytes; }
 
+    // The CPU engine's ranks (GpuArch::cpu, calibration.cpu): an expert pass from the measured
+    // curve, plus gathering its rows in and scattering them out; the router's gate GEMV, the
+    // copies of the exchange, a barrier. Each scaled by how many ranks share a core.
+    [[nodiscard]] bool cpu() const { return m_cpu; }
+    [[nodiscard]] double cpuSlotUs(double tokens) const;
+    [[nodiscard]] double cpuRouterUs(double tokens) const;
+    [[nodiscard]] double cpuCopyUs(double bytes) const;
+    [[nodiscard]] double cpuSyncUs() const { return m_cal.cpu.sync_us; }
+    // Worker threads a rank runs its experts on (the engine's rule: the rank's share of the cores).
+    [[nodiscard]] int cpuWorkers(int slots) const;
+
 private:
     [[nodiscard]] double roofline(double flops, double bytes, double peakTflops, double eff) const;
 
@@ -68,6 +85,11 @@ private:
     double m_slotComputeUsPerToken = 0;
     double m_slotMemoryUs = 0;
     double m_slotMemoryUsPerToken = 0;
+    // CPU ranks.
+    bool m_cpu = false;
+    std::vector<std::pair<double, double>> m_cpuCurve;  // us per million weights against tokens
+    int m_ranks = 1;
+    double m_cpuShare = 1;  // >= 1: ranks per core when they outnumber the cores
 };
 
 // Dense tensor rate for GEMMs whose weights are stored in `weights` on this GPU. FP4 formats run

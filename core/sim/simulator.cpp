@@ -36,7 +36,8 @@ Simulator::Simulator(const Scenario& scenario, const Placement& placement, const
       m_placement(placement),
       m_cal(calibration),
       m_fabric(scenario.topology),
-      m_compute(scenario.model, scenario.topology.gpu, calibration, scenario.precision.weights)
+      m_compute(scenario.model, scenario.topology.gpu, calibration, scenario.precision.weights, DType::bf16,
+                scenario.topology.numGpus())
 {
     m_mode = scenario.workload.phase == Phase::decode ? KernelMode::low_latency : KernelMode::high_throughput;
     for (std::size_t p = 0; p < m_fabric.ports().size(); ++p) {
@@ -391,6 +392,13 @@ Simulator::MemoryBudget Simulator::memoryBudget(std::vector<double>* weightsPerG
         if (weightsPerGpu)
             (*weightsPerGpu)[static_cast<std::size_t>(g)] = bytes;
         minFree = std::min(minFree, usable - bytes - reserve);
+    }
+    if (m_compute.cpu()) {
+        // The CPU engine runs MoE layers only, no KV cache, and checks its own weights' memory
+        // (streaming one layer's weights when they do not fit): memory never cuts its batch.
+        mb.users_per_gpu = w.tokens_per_gpu;
+        mb.tokens = w.tokens_per_gpu;
+        return mb;
     }
     if (minFree < 0)
         mb.users_per_gpu = 0;  // the weights alone do not fit

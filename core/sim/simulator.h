@@ -122,6 +122,9 @@ private:
     };
     LayerComm communicate(double tokensPerGpu, bool addStepBytes);
     LayerComm communicateNvlinkOnly(double tokensPerGpu, bool addStepBytes);
+    // The CPU engine's exchange on host-cpu (GpuArch::cpu): phase times from the bytes each rank
+    // copies; needs m_gpuPairs of the layer.
+    LayerComm hostExchange(double tokensPerGpu);
     // One NVLink domain: GPU g's bytes this layer on its two NVLink ports. Dispatch puts the
     // tokens it sends on nvOut(g) and those it receives on nvIn(g); combine the reverse.
     struct NvlinkBytes {

@@ -142,7 +142,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         speedSum += m_speed[static_cast<std::size_t>(g)];
     for (int l = 0; l < L; ++l) {
         routeLayer(r, l, tokens);
-        const LayerComm comm = communicate(tokens, true);
+        LayerComm comm = communicate(tokens, true);
         const LayerPlan& plan = m_plans[static_cast<std::size_t>(l)];
         LayerMetrics& lm = out.layers[static_cast<std::size_t>(l)];
         lm.layer = model.moe_layers[static_cast<std::size_t>(l)];
@@ -154,10 +154,24 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         m_compute.expertSlotsUs(m_slotTokens.data(), plan.slot_expert.size(), m_slotUs.data(), tbo ? m_slotUsHalf.data() : nullptr);
         for (int g = 0; g < G; ++g) {
             double full = 0, half = 0, pairs = 0;
-            for (int s = plan.gpu_slot_begin[static_cast<std::size_t>(g)]; s < plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1]; ++s) {
+            const int first = plan.gpu_slot_begin[static_cast<std::size_t>(g)], end = plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1];
+            for (int s = first; s < end; ++s) {
                 pairs += m_slotTokens[static_cast<std::size_t>(s)];
                 full += m_slotUs[static_cast<std::size_t>(s)];
                 half += m_slotUsHalf[static_cast<std::size_t>(s)];  // stays 0 without two-batch overlap
+            }
+            if (m_compute.cpu()) {
+                // A CPU rank's workers take its slots in turn (slot j to worker j mod w), as the
+                // engine does: the busiest worker sets the rank's expert time.
+                const int workers = m_compute.cpuWorkers(end - first);
+                full = 0;
+                for (int k = 0; k < workers; ++k) {
+                    double sumK = 0;
+                    for (int s = first + k; s < end; s += workers)
+                        sumK += m_slotUs[static_cast<std::size_t>(s)];
+                    full = std::max(full, sumK);
+                }
+                half = 0.5 * full;
             }
             const double inv = m_invSpeed[static_cast<std::size_t>(g)];
             work += full + sharedLayer;  // at speed 1
@@ -188,6 +202,8 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
             roundPreservingSum(m_expertScaled.data(), lm.expert_load.data(), m_expertScaled.size(), m_roundScratch);
         }
 
+        if (m_compute.cpu())
+            comm = hostExchange(tokens);
         const PhaseResult& dispatch = comm.dispatch;
         const PhaseResult& combine = comm.combine;
 
@@ -291,6 +307,31 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         }
     }
     out.sim_wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Simulator::LayerComm Simulator::hostExchange(double tokensPerGpu)
+{
+    // The CPU engine's threads transport (engine/ep_engine.h): dispatch runs the router, packs every
+    // token-expert pair's row (local ones too) and pulls the rows sent to the rank; combine pulls the
+    // results back and sums them per token. Bytes copied at the calibrated rate, one barrier each.
+    const int G = m_fabric.numGpus();
+    const double row = static_cast<double>(m_scenario.model.hidden_size) * sizeof(float);
+    const double pairsOut = tokensPerGpu * m_scenario.model.experts_per_token;
+    double dispatchMax = 0, combineMax = 0;
+    for (int g = 0; g < G; ++g) {
+        const double inv = m_invSpeed[static_cast<std::size_t>(g)];
+        const double d = (m_compute.cpuRouterUs(tokensPerGpu) + m_compute.cpuCopyUs((pairsOut + m_gpuPairs[static_cast<std::size_t>(g)]) * row)) * inv;
+        const double c = m_compute.cpuCopyUs(2.0 * pairsOut * row) * inv;
+        m_gpuDispatch[static_cast<std::size_t>(g)] = d;
+        m_gpuCombine[static_cast<std::size_t>(g)] = c;
+        dispatchMax = std::max(dispatchMax, d);
+        combineMax = std::max(combineMax, c);
+    }
+    const double sync = m_compute.cpuSyncUs();
+    LayerComm out;
+    out.dispatch = {dispatchMax + sync, 0.5 * dispatchMax + sync};
+    out.combine = {combineMax + sync, 0.5 * combineMax + sync};
+    return out;
 }
 
 }  // namespace moex

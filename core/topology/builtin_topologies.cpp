@@ -12,7 +12,7 @@ namespace {
 const std::vector<std::string>& names()
 {
     static const std::vector<std::string> list{"gb200-nvl72", "gb300-nvl72", "hgx-h100",
-                                               "hgx-h800",    "hgx-h200",    "hgx-b200"};
+                                               "hgx-h800",    "hgx-h200",    "hgx-b200", "host-cpu"};
     return list;
 }
 
@@ -40,6 +40,14 @@ void checkRate(const char* what, double value)
 
 void validate(const TopologyParams& p)
 {
+    if (detail::isHostCpu(p.builtin)) {
+        checkRange("ranks", p.ranks, 1, 256, p.builtin);
+        if (p.racks != 1 || p.nodes != 1 || p.gpus_per_node != 8)
+            throw std::invalid_argument("host-cpu is this one machine: it grows by 'ranks' only");
+        return;
+    }
+    if (p.ranks != 1)
+        throw std::invalid_argument("'ranks' applies to host-cpu only");
     if (!detail::isNvl72(p.builtin) && !detail::isHgx(p.builtin))
         throw std::invalid_argument("unknown built-in topology '" + p.builtin + "'; valid names: " + joined(names()));
     if (detail::isNvl72(p.builtin)) {
@@ -69,6 +77,11 @@ bool detail::isNvl72(const std::string& key)
     return key == "gb200-nvl72" || key == "gb300-nvl72";
 }
 
+bool detail::isHostCpu(const std::string& key)
+{
+    return key == "host-cpu";
+}
+
 bool detail::isHgx(const std::string& key)
 {
     return key == "hgx-h100" || key == "hgx-h800" || key == "hgx-h200" || key == "hgx-b200";
@@ -82,7 +95,9 @@ std::vector<std::string> builtinTopologyNames()
 Topology buildTopology(const TopologyParams& p)
 {
     validate(p);
-    Topology t = detail::isNvl72(p.builtin) ? detail::buildNvl72(p) : detail::buildHgx(p);
+    Topology t = detail::isHostCpu(p.builtin) ? detail::buildHostCpu(p)
+        : detail::isNvl72(p.builtin)        ? detail::buildNvl72(p)
+                                            : detail::buildHgx(p);
     t.builtin = p.builtin;
     t.finalize();
     return t;

@@ -1,5 +1,6 @@
 // Built-in topologies with numbers from FACTS.md: gb200-nvl72, gb300-nvl72 (parameter racks),
-// hgx-h100, hgx-h800, hgx-h200, hgx-b200 (parameters nodes, gpus_per_node, nics_per_gpu, spine).
+// hgx-h100, hgx-h800, hgx-h200, hgx-b200 (parameters nodes, gpus_per_node, nics_per_gpu, spine),
+// and host-cpu: this machine's CPU engine ranks (parameter ranks), for predicting the engine.
 #pragma once
 
 #include "topology/topology.h"
@@ -20,6 +21,7 @@ struct TopologyParams {
     double nic_gbs = 0;       // per NIC per direction, GB/s
     double nvlink_gbs = 0;    // per GPU per direction, GB/s (aggregate over its links)
     int gpus_per_leaf = 0;    // 0 = one leaf per rail (rail-optimised)
+    int ranks = 1;            // host-cpu: expert-parallel ranks of the CPU engine
 };
 
 std::vector<std::string> builtinTopologyNames();

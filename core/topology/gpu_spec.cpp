@@ -12,6 +12,7 @@ std::string_view toString(GpuArch a)
     switch (a) {
     case GpuArch::hopper: return "hopper";
     case GpuArch::blackwell: return "blackwell";
+    case GpuArch::cpu: return "cpu";
     }
     return "unknown";
 }

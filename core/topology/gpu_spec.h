@@ -5,7 +5,9 @@
 
 namespace moex {
 
-enum class GpuArch { hopper, blackwell };
+// cpu: one expert-parallel rank of the CPU engine on this machine (the host-cpu topology); its
+// rates come from a CPU calibration (moex-cli calibrate), not from the spec's peaks.
+enum class GpuArch { hopper, blackwell, cpu };
 
 struct GpuSpec {
     std::string name;                 // e.g. "H200 SXM"

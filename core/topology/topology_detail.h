@@ -18,6 +18,8 @@ Topology buildNvl72(const TopologyParams& p);
 Topology buildHgx(const TopologyParams& p);
 bool isNvl72(const std::string& key);
 bool isHgx(const std::string& key);
+Topology buildHostCpu(const TopologyParams& p);
+bool isHostCpu(const std::string& key);
 
 // Rail-optimised leaf/spine fabric over NICs grouped by rail (see builtin_fabric.cpp). Returns the
 // number of 400 Gb/s-equivalent switch ports it used (for the switch power estimate).

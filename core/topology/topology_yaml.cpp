@@ -16,7 +16,7 @@ namespace moex {
 namespace {
 
 const std::vector<std::string> kParamKeys{"builtin",      "racks",   "nodes",      "gpus_per_node",
-                                          "nics_per_gpu", "nic_gbs", "nvlink_gbs", "gpus_per_leaf"};
+                                          "nics_per_gpu", "nic_gbs", "nvlink_gbs", "gpus_per_leaf", "ranks"};
 const std::vector<std::string> kCustomKeys{"name", "gpu", "pxn", "switch_power_w", "nodes", "links"};
 const std::vector<std::string> kNodeKeys{"name", "kind", "domain", "rack", "tray", "board", "slot", "gpu"};
 const std::vector<std::string> kLinkKeys{"from", "to", "kind", "gbs", "latency_us", "bidirectional"};
@@ -100,8 +100,8 @@ std::optional<GpuSpec> readGpuSpec(const YAML::Node& node, YamlReader& r)
     const bool req = !hasBase;
     if (auto v = r.getString(node, "name", req))
         s.name = *v;
-    if (auto v = r.getChoice(node, "arch", false, {"hopper", "blackwell"}))
-        s.arch = *v == 0 ? GpuArch::hopper : GpuArch::blackwell;
+    if (auto v = r.getChoice(node, "arch", false, {"hopper", "blackwell", "cpu"}))
+        s.arch = *v == 0 ? GpuArch::hopper : *v == 1 ? GpuArch::blackwell : GpuArch::cpu;
     const bool usableGiven = YamlReader::has(node, "hbm_usable_gb");
     auto number = [&](const char* key, bool required, double& field) {
         if (auto v = r.getDouble(node, key, required, 0, kMaxRate))
@@ -148,14 +148,14 @@ std::optional<TopologyParams> readTopologyParams(const YAML::Node& node, YamlRea
     const std::vector<std::string> names = builtinTopologyNames();
     if (auto b = reader.getString(node, "builtin", true)) {
         p.builtin = *b;
-        if (!detail::isNvl72(p.builtin) && !detail::isHgx(p.builtin))
+        if (!detail::isNvl72(p.builtin) && !detail::isHgx(p.builtin) && !detail::isHostCpu(p.builtin))
             reader.error(child(node, "builtin"),
                          withHint("unknown built-in topology '" + p.builtin + "'; valid names: " + listOf(names),
                                   p.builtin, names));
     }
     // Parameters of the other family are errors, not silently ignored numbers.
     auto wrongFamily = [&](const char* key, bool applies, const std::string& hint) {
-        if (!p.builtin.empty() && (detail::isNvl72(p.builtin) || detail::isHgx(p.builtin)) && !applies &&
+        if (!p.builtin.empty() && (detail::isNvl72(p.builtin) || detail::isHgx(p.builtin) || detail::isHostCpu(p.builtin)) && !applies &&
             YamlReader::has(node, key)) {
             reader.error(child(node, key), std::string("'") + key + "' does not apply to " + p.builtin + "; " + hint);
             return true;
@@ -164,6 +164,10 @@ std::optional<TopologyParams> readTopologyParams(const YAML::Node& node, YamlRea
     };
     const bool nvl = detail::isNvl72(p.builtin);
     const bool hgx = detail::isHgx(p.builtin);
+    const bool host = detail::isHostCpu(p.builtin);
+    if (!wrongFamily("ranks", host, "'ranks' sets the CPU engine's ranks of host-cpu"))
+        if (auto v = reader.getInt(node, "ranks", false, 1, 256))
+            p.ranks = static_cast<int>(*v);
     if (!wrongFamily("racks", nvl, "hgx-* topologies grow by 'nodes'"))
         if (auto v = reader.getInt(node, "racks", false, 1, 16))
             p.racks = static_cast<int>(*v);

@@ -138,6 +138,8 @@ std::string topologyParamsToYaml(const TopologyParams& p)
         out += ", nodes: " + std::to_string(p.nodes);
     if (p.gpus_per_node != d.gpus_per_node)
         out += ", gpus_per_node: " + std::to_string(p.gpus_per_node);
+    if (p.ranks != d.ranks)
+        out += ", ranks: " + std::to_string(p.ranks);
     if (p.nics_per_gpu != d.nics_per_gpu)
         out += ", nics_per_gpu: " + std::to_string(p.nics_per_gpu);
     if (p.nic_gbs != d.nic_gbs)

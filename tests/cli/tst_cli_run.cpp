@@ -92,6 +92,68 @@ private slots:
         QVERIFY(r.out.contains(QStringLiteral("checksum")));
     }
 
+    // calibrate writes a CPU calibration; a run's JSON carries what compare --measured needs to
+    // simulate it on host-cpu; the table's measured column is the run's per-layer means.
+    void predictedVsMeasured()
+    {
+        QTemporaryDir dir;
+        const QString s = writeScenario(dir);
+        const QString cal = dir.filePath(QStringLiteral("cal.yaml"));
+        const CliResult c = runCli({QStringLiteral("calibrate"), QStringLiteral("--backend"), QStringLiteral("cpu"),
+                                    QStringLiteral("--quick"), QStringLiteral("--threads"), QStringLiteral("1"),
+                                    QStringLiteral("-o"), cal});
+        QVERIFY2(c.exitCode == 0, qPrintable(c.err));
+        QFile calFile(cal);
+        QVERIFY(calFile.open(QIODevice::ReadOnly));
+        const QString calText = QString::fromUtf8(calFile.readAll());
+        for (const char* key : {"expert_us_per_mweight", "bf16:", "fp8:", "mxfp4:", "router_gflops", "copy_gbs", "cores: 1"})
+            QVERIFY2(calText.contains(QLatin1String(key)), key);
+
+        const QString runFile = dir.filePath(QStringLiteral("run.json"));
+        const CliResult r = runCli({QStringLiteral("run"), s, QStringLiteral("--ranks"), QStringLiteral("2"), QStringLiteral("--set"),
+                                    QStringLiteral("engine.routing=workload"), QStringLiteral("--json"), runFile});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QFile f(runFile);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject run = QJsonDocument::fromJson(f.readAll()).object();
+        QCOMPARE(run[QStringLiteral("run")].toObject()[QStringLiteral("ranks")].toInt(), 2);
+        const QJsonArray means = run[QStringLiteral("layers_mean")].toArray();
+        QCOMPARE(means.size(), 3);
+        double measured = 0;
+        for (const auto v : means)
+            measured += v.toObject()[QStringLiteral("time_us")].toDouble();
+
+        const CliResult cmp = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), runFile, QStringLiteral("--calibration"),
+                                      cal, QStringLiteral("--json"), QStringLiteral("-")});
+        QVERIFY2(cmp.exitCode == 0, qPrintable(cmp.err));
+        const QJsonArray rows = QJsonDocument::fromJson(cmp.out.toUtf8()).object()[QStringLiteral("rows")].toArray();
+        QCOMPARE(rows.size(), 4 + 3);  // four phases, three layers
+        QCOMPARE(rows[0].toObject()[QStringLiteral("what")].toString(), QStringLiteral("MoE layers"));
+        QCOMPARE(rows[0].toObject()[QStringLiteral("measured_us")].toDouble(), measured);
+        for (const auto v : rows)
+            QVERIFY(v.toObject()[QStringLiteral("predicted_us")].toDouble() > 0);
+        const CliResult text = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), runFile});
+        QCOMPARE(text.exitCode, 0);
+        QVERIFY2(text.out.contains(QStringLiteral("not measured: run moex-cli calibrate")), qPrintable(text.out));
+
+        // A simulation's JSON, a broken file: exit 2, saying why.
+        const QString simFile = dir.filePath(QStringLiteral("sim.json"));
+        QCOMPARE(runCli({QStringLiteral("simulate"), s, QStringLiteral("--steps"), QStringLiteral("1"), QStringLiteral("--json"), simFile}).exitCode, 0);
+        const CliResult notMeasured = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), simFile});
+        QCOMPARE(notMeasured.exitCode, 2);
+        QVERIFY2(notMeasured.err.contains(QStringLiteral("not a measured run")), qPrintable(notMeasured.err));
+        QFile broken(dir.filePath(QStringLiteral("broken.json")));
+        QVERIFY(broken.open(QIODevice::WriteOnly));
+        broken.write("{\"measured\": true, \"run\": ");
+        broken.close();
+        const CliResult bad = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), broken.fileName()});
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains(QStringLiteral("not valid JSON")), qPrintable(bad.err));
+        const CliResult badCal = runCli({QStringLiteral("calibrate"), QStringLiteral("--backend"), QStringLiteral("cuda"),
+                                         QStringLiteral("-o"), cal});
+        QCOMPARE(badCal.exitCode, 2);
+    }
+
     void badInput_data()
     {
         QTest::addColumn<QStringList>("args");

@@ -1,0 +1,198 @@
+#include "run/host_calibration.h"
+
+#include "engine/moe_layer.h"
+#include "engine/row_kernels.h"
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+namespace moex {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kHidden = 2048;
+constexpr int kInter = 1024;
+constexpr double kStreamBytes = 48e6;  // per thread: beyond any last-level cache share
+
+std::string cpuModel()
+{
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("model name", 0) == 0) {
+            const auto colon = line.find(':');
+            if (colon != std::string::npos && colon + 2 <= line.size())
+                return line.substr(colon + 2);
+        }
+    return "unknown CPU";
+}
+
+// Runs body(thread, rep) on `threads` threads started together, repeating until `seconds` have
+// passed on thread 0 (every thread runs the same number of repetitions); returns the mean over
+// threads of microseconds per repetition.
+template <typename Body>
+double timeOnAll(int threads, double seconds, Body body)
+{
+    std::vector<double> perRep(static_cast<std::size_t>(threads), 0.0);
+    std::barrier<> start(threads);
+    // Thread 0 decides the repetitions in a short probe; then every thread runs that many.
+    const auto probe = Clock::now();
+    body(0, 0);
+    const double once = std::chrono::duration<double>(Clock::now() - probe).count();
+    const int reps = std::max(2, static_cast<int>(seconds / std::max(once, 1e-7)));
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            body(t, 0);  // warm
+            start.arrive_and_wait();
+            const auto t0 = Clock::now();
+            for (int r = 0; r < reps; ++r)
+                body(t, r + 1);
+            perRep[static_cast<std::size_t>(t)] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / reps;
+        });
+    for (auto& p : pool)
+        p.join();
+    double sum = 0;
+    for (double v : perRep)
+        sum += v;
+    return sum / threads;
+}
+
+struct FormatCase {
+    const char* name;
+    DType dtype;
+};
+
+}  // namespace
+
+Calibration measureHostCalibration(const HostCalibrationOptions& options)
+{
+    const int threads = options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const double seconds = options.quick ? 0.02 : 0.2;
+    const auto say = [&](const std::string& line) {
+        if (options.progress)
+            options.progress(line);
+    };
+    Calibration c = defaultCalibration(GpuArch::cpu);
+    CpuCalibration& cpu = c.cpu;
+    cpu.cpu = cpuModel();
+    cpu.kernel = engine::toString(engine::activeKernel());
+    cpu.cores = threads;
+    cpu.expert.clear();
+    c.name = "host-cpu measured (" + std::to_string(threads) + " threads, " + cpu.kernel + ")";
+
+    const std::vector<double> tokenCounts = options.quick ? std::vector<double>{1, 4, 16, 64}
+                                                          : std::vector<double>{1, 2, 4, 8, 16, 32, 64, 128};
+    const int maxTokens = static_cast<int>(tokenCounts.back());
+    const FormatCase formats[] = {{"f32", DType::fp32}, {"bf16", DType::bf16}, {"fp8", DType::fp8}, {"mxfp4", DType::mxfp4}};
+    const double mweights = 3.0 * kHidden * kInter / 1e6;
+    for (const FormatCase& f : formats) {
+        ModelSpec m;
+        m.hidden_size = kHidden;
+        m.moe_intermediate_size = kInter;
+        m.routed_experts = 64;
+        m.experts_per_token = 1;
+        const engine::LayerShape shape = engine::layerShape(m, f.dtype);
+        // Each thread owns enough experts to stream from memory.
+        const engine::FfnWeights probe = engine::makeExpertWeights(shape, 1, 0, 0);
+        const double stream = options.quick ? kStreamBytes / 12 : kStreamBytes;
+        const int perThread = std::max(2, static_cast<int>(stream / static_cast<double>(probe.bytes()) + 0.999));
+        std::vector<std::vector<engine::FfnWeights>> experts(static_cast<std::size_t>(threads));
+        {
+            std::vector<std::thread> builders;
+            for (int t = 0; t < threads; ++t)
+                builders.emplace_back([&, t] {
+                    for (int e = 0; e < perThread; ++e)
+                        experts[static_cast<std::size_t>(t)].push_back(engine::makeExpertWeights(shape, 7, t, e));
+                });
+            for (auto& b : builders)
+                b.join();
+        }
+        std::vector<float> x(static_cast<std::size_t>(maxTokens) * kHidden);
+        for (std::size_t i = 0; i < x.size(); ++i)
+            x[i] = engine::hashUniform(3, i);
+        std::vector<std::pair<double, double>> curve;
+        for (double tokens : tokenCounts) {
+            const int n = static_cast<int>(tokens);
+            std::vector<std::vector<float>> y(static_cast<std::size_t>(threads), std::vector<float>(static_cast<std::size_t>(n) * kHidden));
+            std::vector<std::vector<float>> scratch(static_cast<std::size_t>(threads));
+            // The median of three timings: these machines' memory bandwidth moves between runs.
+            std::vector<double> runs;
+            for (int k = 0; k < (options.quick ? 1 : 3); ++k)
+                runs.push_back(timeOnAll(threads, seconds, [&](int t, int rep) {
+                    const auto& mine = experts[static_cast<std::size_t>(t)];
+                    engine::ffnForward(shape, kInter, mine[static_cast<std::size_t>(rep) % mine.size()], x.data(), n,
+                                       y[static_cast<std::size_t>(t)].data(), scratch[static_cast<std::size_t>(t)]);
+                }));
+            std::sort(runs.begin(), runs.end());
+            const double us = runs[runs.size() / 2];
+            curve.emplace_back(tokens, us / mweights);
+            char line[160];
+            std::snprintf(line, sizeof line, "expert %-5s %4d tokens: %9.1f us per million weights per thread", f.name, n,
+                          us / mweights);
+            say(line);
+        }
+        cpu.expert.emplace_back(f.name, std::move(curve));
+    }
+
+    {  // Router: the fp32 gate of a 256-expert, 4096-hidden layer on 8 tokens.
+        engine::LayerShape s;
+        s.hidden = 4096;
+        s.experts = 256;
+        s.topk = 8;
+        s.router = engine::RouterKind::softmax;
+        const engine::RouterWeights w = engine::makeRouterWeights(s, 5, 0);
+        constexpr int n = 8;
+        std::vector<float> x(static_cast<std::size_t>(n) * s.hidden);
+        for (std::size_t i = 0; i < x.size(); ++i)
+            x[i] = engine::hashUniform(9, i);
+        std::vector<std::vector<int>> ids(static_cast<std::size_t>(threads), std::vector<int>(n * s.topk));
+        std::vector<std::vector<float>> wt(static_cast<std::size_t>(threads), std::vector<float>(n * s.topk));
+        const double us = timeOnAll(threads, seconds, [&](int t, int) {
+            engine::route(s, w, x.data(), n, ids[static_cast<std::size_t>(t)].data(), wt[static_cast<std::size_t>(t)].data());
+        });
+        cpu.router_gflops = 2.0 * n * s.hidden * s.experts / (us * 1e3);
+        char line[120];
+        std::snprintf(line, sizeof line, "router: %.2f GFLOP/s per thread", cpu.router_gflops);
+        say(line);
+    }
+    {  // Copies of rows, 16 MB per thread.
+        const std::size_t floats = 4u << 20;
+        std::vector<std::vector<float>> from(static_cast<std::size_t>(threads), std::vector<float>(floats, 1.0f));
+        std::vector<std::vector<float>> to(static_cast<std::size_t>(threads), std::vector<float>(floats, 0.0f));
+        const double us = timeOnAll(threads, seconds, [&](int t, int) {
+            std::copy(from[static_cast<std::size_t>(t)].begin(), from[static_cast<std::size_t>(t)].end(), to[static_cast<std::size_t>(t)].begin());
+        });
+        cpu.copy_gbs = static_cast<double>(floats * sizeof(float)) / (us * 1e3);
+        char line[120];
+        std::snprintf(line, sizeof line, "copy: %.2f GB/s per thread", cpu.copy_gbs);
+        say(line);
+    }
+    {  // One barrier across the threads.
+        constexpr int rounds = 2000;
+        std::barrier<> sync(threads);
+        std::vector<std::thread> pool;
+        const auto t0 = Clock::now();
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&] {
+                for (int r = 0; r < rounds; ++r)
+                    sync.arrive_and_wait();
+            });
+        for (auto& p : pool)
+            p.join();
+        cpu.sync_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / rounds;
+        char line[120];
+        std::snprintf(line, sizeof line, "barrier: %.2f us", cpu.sync_us);
+        say(line);
+    }
+    return c;
+}
+
+}  // namespace moex

@@ -1,0 +1,232 @@
+// The host-cpu topology and the CPU calibration the simulator predicts the CPU engine with
+// (run/host_prediction.h): the calibration file's CPU section reads back what was written and
+// rejects what is malformed with a location; the curve interpolates as documented; host-cpu has the
+// ranks asked for; and a predicted step is exactly the hand-computed one for a small model, so a
+// wrong term (worker split, core sharing, copies, barrier) fails here.
+#include "common/atomic_file.h"
+#include "common/diagnostics.h"
+#include "run/host_prediction.h"
+#include "run/metrics_source.h"
+#include "scenario/scenario_yaml.h"
+#include "sim/calibration.h"
+#include "topology/builtin_topologies.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace moex;
+
+namespace {
+
+Calibration smallCpu(int cores)
+{
+    Calibration c = defaultCalibration(GpuArch::cpu);
+    c.name = "test-cpu";
+    c.cpu.cpu = "test";
+    c.cpu.kernel = "portable";
+    c.cpu.cores = cores;
+    c.cpu.expert = {{"bf16", {{1, 100}, {4, 400}, {8, 600}}}};
+    c.cpu.router_gflops = 2;
+    c.cpu.copy_gbs = 4;
+    c.cpu.sync_us = 5;
+    return c;
+}
+
+const char* kScenario =
+    "name: tiny-engine\n"
+    "model:\n"
+    "  name: tiny\n  hidden_size: 64\n  num_layers: 2\n  moe_layers: {first: 0, every: 1}\n"
+    "  routed_experts: 4\n  experts_per_token: 2\n  moe_intermediate_size: 32\n  weight_dtype: bf16\n"
+    "  vocab_size: 100\n  attention: {kind: gqa, heads: 2, kv_heads: 1, head_dim: 16}\n"
+    "topology: {builtin: hgx-h100}\n"
+    "workload: {phase: decode, tokens_per_gpu: 4}\n"
+    "engine:\n  backend: cpu\n  ranks: 2\n";
+
+}  // namespace
+
+class TestHostPrediction : public QObject {
+    Q_OBJECT
+private slots:
+    void curveInterpolates()
+    {
+        const std::vector<std::pair<double, double>> curve{{1, 100}, {4, 400}, {8, 600}};
+        QCOMPARE(cpuCurveUs(curve, 0), 0.0);
+        QCOMPARE(cpuCurveUs(curve, 0.5), 100.0);  // below the first point: its value
+        QCOMPARE(cpuCurveUs(curve, 1), 100.0);
+        QCOMPARE(cpuCurveUs(curve, 2), 200.0);
+        QCOMPARE(cpuCurveUs(curve, 6), 500.0);
+        QCOMPARE(cpuCurveUs(curve, 16), 1000.0);  // the last slope (50 per token) beyond the last point
+    }
+
+    void curveForFollowsTheEngineFormats()
+    {
+        Calibration c = smallCpu(1);
+        c.cpu.expert = {{"f32", {{1, 1}}}, {"bf16", {{1, 2}}}, {"fp8", {{1, 3}}}, {"mxfp4", {{1, 4}}}};
+        QCOMPARE(c.cpu.curveFor(DType::fp32, 64, 64)->front().second, 1.0);
+        QCOMPARE(c.cpu.curveFor(DType::fp16, 64, 64)->front().second, 2.0);
+        QCOMPARE(c.cpu.curveFor(DType::fp8, 64, 64)->front().second, 3.0);
+        QCOMPARE(c.cpu.curveFor(DType::mxfp4, 64, 64)->front().second, 4.0);
+        QCOMPARE(c.cpu.curveFor(DType::mxfp4, 64, 48)->front().second, 2.0);  // 48 is no multiple of 32: bf16
+    }
+
+    void cpuCalibrationRoundTrips()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath(QStringLiteral("cal.yaml")).toStdString();
+        const Calibration c = smallCpu(3);
+        writeFileAtomically(path, calibrationToYaml(c));
+        const Calibration back = loadCalibrationFile(path, defaultCalibration(GpuArch::cpu));
+        QCOMPARE(back.name, c.name);
+        QCOMPARE(back.cpu.cores, 3);
+        QCOMPARE(back.cpu.router_gflops, c.cpu.router_gflops);
+        QCOMPARE(back.cpu.copy_gbs, c.cpu.copy_gbs);
+        QCOMPARE(back.cpu.sync_us, c.cpu.sync_us);
+        QCOMPARE(back.cpu.expert.size(), std::size_t{1});
+        QCOMPARE(back.cpu.expert[0].first, std::string("bf16"));
+        QVERIFY(back.cpu.expert[0].second == c.cpu.expert[0].second);
+        // A GPU calibration writes no CPU section and reads back without one.
+        writeFileAtomically(path, calibrationToYaml(defaultCalibration(GpuArch::hopper)));
+        QVERIFY(!loadCalibrationFile(path, defaultCalibration(GpuArch::hopper)).cpu.valid());
+    }
+
+    void malformedCpuSection_data()
+    {
+        QTest::addColumn<QString>("cpu");
+        QTest::addColumn<QString>("needle");
+        QTest::newRow("no cores") << "{router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, 2]]}}"
+                                  << "missing required key 'cores'";
+        QTest::newRow("unknown format") << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf17: [[1, 2]]}}"
+                                        << "bf17";
+        QTest::newRow("falling tokens") << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[4, 2], [2, 3]]}}"
+                                        << "tokens must rise";
+        QTest::newRow("point not a pair") << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1]]}}"
+                                          << "[tokens, microseconds]";
+        QTest::newRow("negative time") << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, -2]]}}"
+                                       << "microseconds per million weights";
+    }
+
+    void malformedCpuSection()
+    {
+        QFETCH(QString, cpu);
+        QFETCH(QString, needle);
+        QTemporaryDir dir;
+        const std::string path = dir.filePath(QStringLiteral("cal.yaml")).toStdString();
+        writeFileAtomically(path, "name: broken\ncpu: " + cpu.toStdString() + "\n");
+        try {
+            (void)loadCalibrationFile(path, defaultCalibration(GpuArch::cpu));
+            QFAIL("a malformed CPU section was accepted");
+        } catch (const InputError& e) {
+            const QString text = QString::fromStdString(e.diagnostics().format());
+            QVERIFY2(text.contains(needle), qPrintable(text));
+            QVERIFY2(text.contains(QStringLiteral("cal.yaml:2:")), qPrintable(text));
+        }
+    }
+
+    void hostCpuTopology()
+    {
+        TopologyParams p;
+        p.builtin = "host-cpu";
+        p.ranks = 3;
+        const Topology t = buildTopology(p);
+        QCOMPARE(t.numGpus(), 3);
+        QVERIFY(t.gpu.arch == GpuArch::cpu);
+        QCOMPARE(t.numDomains(), 1);
+        QVERIFY(t.gpu.hbm_gb > 0);
+        p.ranks = 0;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, buildTopology(p));
+        p.ranks = 2;
+        p.nodes = 2;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, buildTopology(p));
+        TopologyParams hgx;
+        hgx.builtin = "hgx-h100";
+        hgx.ranks = 4;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, buildTopology(hgx));
+    }
+
+    void predictionIsTheHandComputedStep_data()
+    {
+        QTest::addColumn<int>("cores");
+        QTest::newRow("2 ranks share 1 core") << 1;
+        QTest::newRow("2 ranks on 4 cores: 2 workers each") << 4;
+    }
+
+    void predictionIsTheHandComputedStep()
+    {
+        QFETCH(int, cores);
+        const Scenario s = loadScenarioText(kScenario, "/tmp/tiny.yaml");
+        const Calibration cal = smallCpu(cores);
+        StepMetrics measured;
+        measured.num_gpus = 2;
+        measured.gpus.resize(2);
+        measured.gpus[0].tokens = 4;
+        measured.gpus[1].tokens = 4;
+        LayerMetrics lm;
+        lm.layer = 1;
+        lm.expert_load = {6, 4, 4, 2};  // 8 tokens x top-2
+        measured.layers.push_back(lm);
+        const StepMetrics p = predictEngineStep(s, measured, cal);
+        QCOMPARE(p.layers.size(), std::size_t{1});
+        QCOMPARE(p.layers[0].layer, 1);
+
+        // By hand: each rank's slots from the engine's placement, slot j to worker j mod w.
+        const Placement placement = engineRankPlacement(s, 2);
+        const double share = std::max(1.0, 2.0 / cores);
+        const auto slotUs = [&](double t) {
+            const double us = cpuCurveUs(cal.cpu.expert[0].second, t);
+            return (3.0 * 64 * 32 / 1e6 * us + 2.0 * t * 64 * 4 / (cal.cpu.copy_gbs * 1e3)) * share;
+        };
+        double compute = 0, dispatch = 0;
+        for (int g = 0; g < 2; ++g) {
+            const auto& held = placement.layers[1].gpu_slots[static_cast<std::size_t>(g)];
+            const int workers = std::max(1, std::min(static_cast<int>(held.size()), cores / 2));
+            double pairs = 0, busiest = 0;
+            for (int k = 0; k < workers; ++k) {
+                double sum = 0;
+                for (std::size_t j = static_cast<std::size_t>(k); j < held.size(); j += static_cast<std::size_t>(workers))
+                    sum += slotUs(static_cast<double>(lm.expert_load[held[j].index()]));
+                busiest = std::max(busiest, sum);
+            }
+            for (const auto e : held)
+                pairs += static_cast<double>(lm.expert_load[e.index()]);
+            compute = std::max(compute, busiest);
+            const double router = 2.0 * 4 * 64 * 4 / (cal.cpu.router_gflops * 1e3) * share;
+            const double copies = (4.0 * 2 + pairs) * 64 * 4 / (cal.cpu.copy_gbs * 1e3) * share;
+            dispatch = std::max(dispatch, router + copies);
+        }
+        const double combine = 2.0 * 4 * 2 * 64 * 4 / (cal.cpu.copy_gbs * 1e3) * share;
+        QCOMPARE(p.layers[0].compute_us, compute);
+        QCOMPARE(p.layers[0].dispatch_us, dispatch + cal.cpu.sync_us);
+        QCOMPARE(p.layers[0].combine_us, combine + cal.cpu.sync_us);
+        QCOMPARE(p.layers[0].time_us, p.layers[0].dispatch_us + compute + p.layers[0].combine_us);
+        QCOMPARE(p.summary.moe_time_us, p.layers[0].time_us);
+
+        // The table sums the compared layers and reports the relative error.
+        LayerMetrics m = lm;
+        m.time_us = 2 * p.layers[0].time_us;
+        const auto rows = predictionTable({m}, p);
+        QCOMPARE(rows.size(), std::size_t{5});
+        QCOMPARE(rows[0].what, std::string("MoE layers"));
+        QCOMPARE(rows[0].error(), -0.5);
+        QCOMPARE(rows[4].what, std::string("layer 1"));
+    }
+
+    void predictionRejectsAStepOfAnotherModel()
+    {
+        const Scenario s = loadScenarioText(kScenario, "/tmp/tiny.yaml");
+        StepMetrics measured;
+        measured.num_gpus = 1;
+        measured.gpus.resize(1);
+        measured.gpus[0].tokens = 4;
+        LayerMetrics lm;
+        lm.layer = 7;  // no such layer
+        lm.expert_load = {2, 2, 2, 2};
+        measured.layers.push_back(lm);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, predictEngineStep(s, measured, smallCpu(1)));
+        measured.layers[0].layer = 1;
+        measured.layers[0].expert_load = {8};
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, predictEngineStep(s, measured, smallCpu(1)));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestHostPrediction)
+#include "tst_host_prediction.moc"
