@@ -374,7 +374,7 @@ CanvasLayout layoutTopology(const Topology& t, int slotsPerGpu)
     const double gpuH = gpuHeight(out.chip, slotsPerGpu);
     std::vector<NicAnchor> nics;
     const auto& nodes = t.nodes();
-    out.title = q(t.name) + QStringLiteral(" · %1 GPUs").arg(t.numGpus());
+    out.title = q(t.name) + (t.gpu.arch == GpuArch::cpu ? QStringLiteral(" · %1 CPU engine ranks") : QStringLiteral(" · %1 GPUs")).arg(t.numGpus());
 
     if (isNvl72(t)) {
         int racks = 0;

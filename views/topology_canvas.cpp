@@ -209,7 +209,8 @@ void TopologyCanvas::Impl::buildScene()
     }
     for (int g = 0; g < topo.numGpus(); ++g) {
         auto* item = new GpuItem(g, layout.gpuRects[static_cast<std::size_t>(g)]);
-        item->setLabel(QStringLiteral("GPU %1").arg(g));
+        // The CPU engine's ranks (host-cpu) are threads on this machine, not GPUs.
+        item->setLabel((topo.gpu.arch == GpuArch::cpu ? QStringLiteral("rank %1") : QStringLiteral("GPU %1")).arg(g));
         item->selected = g == selectedGpu;
         scene.addItem(item);
         gpus.push_back(item);
@@ -457,7 +458,8 @@ void TopologyCanvas::Impl::updateLegend()
     legend->setScales({
         {layer >= 0 ? TopologyCanvas::tr("Expert load") : TopologyCanvas::tr("Expert load, all layers"), ColorMap::viridis(), loadLo, loadHi,
          TopologyCanvas::tr("token-expert pairs"), hasMetrics},
-        {TopologyCanvas::tr("GPU busy time"), ColorMap::utilisation(), busyLo, busyHi, QStringLiteral("µs"), hasMetrics},
+        {topo.gpu.arch == GpuArch::cpu ? TopologyCanvas::tr("Rank busy time (measured)") : TopologyCanvas::tr("GPU busy time"),
+         ColorMap::utilisation(), busyLo, busyHi, QStringLiteral("µs"), hasMetrics},
         {TopologyCanvas::tr("Link utilisation, max %1%").arg(linkHi * 100, 0, 'f', 0), ColorMap::utilisation(), 0, 100, QStringLiteral("%"),
          hasMetrics},
     });

@@ -7,11 +7,14 @@ namespace moex::app {
 QString usageText()
 {
     return QStringLiteral(
-        "usage: moex [SCENARIO] [--screenshot OUT.png] [--view all|topology|heatmaps|compare] [--size WxH]\n"
+        "usage: moex [SCENARIO] [--source sim|engine] [--screenshot OUT.png] [--view all|topology|heatmaps|compare]\n"
+        "            [--size WxH]\n"
         "\n"
         "Opens the moex explorer on SCENARIO (default: samples/scenarios/deepseek-r1-decode-nvl72.yaml).\n"
         "Without a display it prints the scenario's simulated summary instead.\n"
         "\n"
+        "  --source sim|engine   where the numbers come from: the analytical model (default) or the real\n"
+        "                        MoE layers run on this machine's CPU (the window's Run > Source)\n"
         "  --screenshot OUT.png  render the window offscreen after a few simulated steps, save it, exit\n"
         "  --view NAME           what to render: all (default), topology, heatmaps, compare\n"
         "  --size WxH            image size in pixels (default 1600x1000)\n"
@@ -45,6 +48,11 @@ CommandLine parseCommandLine(const QStringList& args)
             c.screenshot = value(i, flag);
             if (c.error.isEmpty() && c.screenshot.isEmpty())
                 c.error = QStringLiteral("--screenshot needs an output file name");
+        } else if (flag == QLatin1String("--source")) {
+            const QString v = value(i, flag);
+            if (c.error.isEmpty() && v != QLatin1String("sim") && v != QLatin1String("engine"))
+                c.error = QStringLiteral("--source '%1' is not one of: sim, engine").arg(v);
+            c.engine = v == QLatin1String("engine");
         } else if (flag == QLatin1String("--view")) {
             c.view = value(i, flag);
             viewGiven = true;

@@ -1,4 +1,4 @@
-// moex [SCENARIO] [--screenshot OUT.png [--view all|topology|heatmaps|compare] [--size WxH]]
+// moex [SCENARIO] [--source sim|engine] [--screenshot OUT.png [--view all|topology|heatmaps|compare] [--size WxH]]
 // Parsed before QApplication exists (the screenshot mode chooses the offscreen platform).
 #pragma once
 
@@ -13,6 +13,7 @@ struct CommandLine {
     QString screenshot;   // output PNG; empty: interactive
     QString view = QStringLiteral("all");
     QSize size{1600, 1000};
+    bool engine = false;  // --source engine: the real MoE layers on this CPU (Run > Source > Local engine)
     bool help = false;
     bool version = false;
     QString error;        // non-empty: bad flags (exit 2)

@@ -80,8 +80,12 @@ int main(int argc, char** argv)
         qputenv("QT_QPA_PLATFORM", "offscreen");
         g_defaultHandler = qInstallMessageHandler(quietOffscreen);
     }
-    else if (moex::app::noDisplay())
+    else if (moex::app::noDisplay()) {
+        if (cmd.engine)
+            std::fprintf(stderr, "moex: --source engine needs the window; without a display, "
+                                 "`moex-cli run SCENARIO` runs the engine and prints its summary.\n");
         return headless(scenario);
+    }
 
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("moex"));
@@ -97,6 +101,9 @@ int main(int argc, char** argv)
     window.resize(1600, 1000);
     window.show();
     // Open after the first paint so the window appears at once.
-    QTimer::singleShot(0, &window, [&window, scenario] { window.openScenario(scenario); });
+    QTimer::singleShot(0, &window, [&window, scenario, engine = cmd.engine] {
+        if (window.openScenario(scenario) && engine)
+            window.setEngineSource(true);
+    });
     return app.exec();
 }

@@ -84,7 +84,9 @@ MainWindow::MainWindow(const QString& samplesDir, QWidget* parent)
 
     connect(m_runner, &session::SimRunner::metricsReady, this, &MainWindow::onMetrics);
     connect(m_runner, &session::SimRunner::errorOccurred, this,
-            [this](const QString& msg) { statusBar()->showMessage(tr("Simulation stopped: %1").arg(msg), 10000); });
+            [this](const QString& msg) {
+                statusBar()->showMessage((m_engineSource ? tr("Local engine stopped: %1") : tr("Simulation stopped: %1")).arg(msg), 15000);
+            });
     connect(m_runner, &session::SimRunner::runningChanged, this, [this](bool running) {
         m_runAction->setEnabled(!running);
         m_pauseAction->setEnabled(running);
@@ -200,18 +202,31 @@ void MainWindow::buildViews()
     m_chartsDock->raise();
 
 
-    // Views -> intent -> undo commands on the active document.
-    connect(m_canvas, &views::TopologyCanvas::expertMoveRequested, this, [this](int l, int e, int from, int to) {
-        pushEdit(undoStack(), new MoveExpertCommand(document(), l, e, from, to));
+    // Views -> intent -> undo commands on the active document. The local engine's canvas shows its
+    // own ranks' layout: edits there would be the document's GPUs in name only, so they are refused.
+    const auto refuseEngineEdit = [this] {
+        if (m_engineSource)
+            statusBar()->showMessage(tr("The local engine lays the experts out for its own ranks: edit the layout "
+                                        "with the simulated source (Run ▸ Source)"), 8000);
+        return m_engineSource;
+    };
+    connect(m_canvas, &views::TopologyCanvas::expertMoveRequested, this, [this, refuseEngineEdit](int l, int e, int from, int to) {
+        if (!refuseEngineEdit())
+            pushEdit(undoStack(), new MoveExpertCommand(document(), l, e, from, to));
     });
-    connect(m_canvas, &views::TopologyCanvas::expertReplicateRequested, this, [this](int l, int e, int to) {
-        pushEdit(undoStack(), new ReplicateExpertCommand(document(), l, e, to));
+    connect(m_canvas, &views::TopologyCanvas::expertReplicateRequested, this, [this, refuseEngineEdit](int l, int e, int to) {
+        if (!refuseEngineEdit())
+            pushEdit(undoStack(), new ReplicateExpertCommand(document(), l, e, to));
     });
-    connect(m_canvas, &views::TopologyCanvas::expertSwapRequested, this, [this](int l, int ea, int ga, int eb, int gb) {
-        pushEdit(undoStack(), new SwapExpertsCommand(document(), l, ea, ga, eb, gb));
+    connect(m_canvas, &views::TopologyCanvas::expertSwapRequested, this, [this, refuseEngineEdit](int l, int ea, int ga, int eb, int gb) {
+        if (!refuseEngineEdit())
+            pushEdit(undoStack(), new SwapExpertsCommand(document(), l, ea, ga, eb, gb));
     });
     connect(m_canvas, &views::TopologyCanvas::gpuSpeedRequested, this,
-            [this](int g, double s) { pushEdit(undoStack(), new GpuSpeedCommand(document(), g, s)); });
+            [this, refuseEngineEdit](int g, double s) {
+                if (!refuseEngineEdit())
+                    pushEdit(undoStack(), new GpuSpeedCommand(document(), g, s));
+            });
     connect(m_canvas, &views::TopologyCanvas::gpuSelected, this, &MainWindow::selectGpu);
     connect(m_canvas, &views::TopologyCanvas::layerChanged, this, [this](int l) {
         QSignalBlocker block(m_layerCombo);
@@ -342,23 +357,17 @@ void MainWindow::onScenarioChanged(ScenarioDocument* doc)
     if (doc != document())
         return;
     const Scenario& s = doc->scenario();
-    m_canvas->setScenario(s, doc->placement());
     m_panel->setScenario(s);
     m_panel->clearError();
-    {
-        QSignalBlocker block(m_layerCombo);
-        const int keep = m_layerCombo->currentIndex();
-        m_layerCombo->clear();
-        m_layerCombo->addItem(tr("All layers"));
-        for (int i = 0; i < s.model.numMoeLayers(); ++i)
-            m_layerCombo->addItem(tr("MoE layer %1 (L%2)").arg(i).arg(s.model.moe_layers[static_cast<std::size_t>(i)]));
-        // Default: the first MoE layer, where chips can be dragged ("All layers" is an overview).
-        m_layerCombo->setCurrentIndex(keep >= 0 && keep < m_layerCombo->count() ? keep : std::min(1, m_layerCombo->count() - 1));
-    }
-    m_canvas->setLayer(m_layerCombo->currentIndex() - 1);
     m_heatmaps->clearHistory();
     m_stepChart->clear();
     m_lastChartStep = -1;
+    if (m_engineSource && showEngineScenario()) {
+        updateTitle();
+        return;
+    }
+    m_canvas->setScenario(s, doc->placement());
+    refillLayerCombo(s);
     if (m_selectedGpu >= s.topology.numGpus())
         m_selectedGpu = -1;
     // Synchronous first step for an immediate paint; the live worker continues from this state.
@@ -373,18 +382,23 @@ void MainWindow::onPlacementChanged(ScenarioDocument* doc)
     scheduleCompare();
     if (doc != document())
         return;
-    m_canvas->setPlacement(doc->placement());
-    m_runner->simulateOnce(doc->placement(), doc->scenario().speeds);
+    if (!m_engineSource) {  // the engine lays its experts out for its own ranks
+        m_canvas->setPlacement(doc->placement());
+        m_runner->simulateOnce(doc->placement(), doc->scenario().speeds);
+    }
     updateTitle();
 }
 
 void MainWindow::onMetrics(const MetricsPtr& m)
 {
-    if (!m)
+    // A step of the source just switched away from can still arrive: it would not fit the canvas.
+    if (!m || (m->source == "cpu") != m_engineSource)
         return;
     m_latest = m;
     m_canvas->setMetrics(*m);
-    m_heatmaps->setMetrics(*m, document()->scenario().model.moe_layers);
+    m_heatmaps->setMetrics(*m, shownMoeLayers());
+    if (m_engineSource)
+        statusBar()->clearMessage();
     updateStatus();
     // Qt Charts rebuild their series (tens of ms for 72 GPUs): they follow in the next event-loop
     // pass, so the canvas, heatmaps and numbers of an edit paint first; hidden charts wait.
@@ -479,7 +493,8 @@ void MainWindow::updateStatus()
     m_statusStep->setText(tr("step %1").arg(m->step));
     m_statusStepTime->setText(tr("%1 ms/step").arg(t.step_time_us / 1000.0, 0, 'f', 2));
     m_statusTokens->setText(tr("%1 tok/s").arg(grouped(t.tokens_per_s)));
-    m_statusPerKw->setText(tr("%1 tok/s/kW").arg(grouped(t.tokens_per_s_per_kw)));
+    // Measured ranks have no power model: no tokens per kW to show.
+    m_statusPerKw->setText(t.tokens_per_s_per_kw > 0 ? tr("%1 tok/s/kW").arg(grouped(t.tokens_per_s_per_kw)) : tr("tok/s/kW n/a"));
     QString imbalance = tr("imbalance %1").arg(t.imbalance, 0, 'f', 3);
     if (t.moe_time_balanced_us > 0 && t.moe_time_us > 0)  // the simulator's floor; engines leave it 0
         imbalance += tr(", costs %1%").arg(100.0 * (t.moe_time_us - t.moe_time_balanced_us) / t.moe_time_us, 0, 'f', 2);

@@ -64,6 +64,11 @@ public:
     QString exportViewTo(const QString& path, bool svg);
     QString exportMetricsTo(const QString& path, bool json);
     void setLayer(int moeLayer);
+    // Run > Source: the analytical model (false) or the real MoE layers on this machine's CPU (true).
+    // The engine runs on the runner's worker thread: the canvas shows the ranks it runs (host-cpu)
+    // and the layers it runs; the document (A or B) and its layout stay as they are.
+    void setEngineSource(bool on);
+    [[nodiscard]] bool engineSource() const { return m_engineSource; }
     // When false, errors go to the status bar only (no modal boxes: screenshots, tests).
     void setInteractive(bool interactive) { m_interactive = interactive; }
 
@@ -98,6 +103,11 @@ private:
     void rebuildRecentMenu();
 
     void onScenarioChanged(session::ScenarioDocument* doc);
+    // The engine's view of the active document (main_window_engine.cpp): what it runs, shown on
+    // host-cpu; false (error shown, back to the model) when the engine cannot run it.
+    bool showEngineScenario();
+    void refillLayerCombo(const Scenario& s);
+    [[nodiscard]] const std::vector<int>& shownMoeLayers() const;
     void onPlacementChanged(session::ScenarioDocument* doc);
     void onMetrics(const session::MetricsPtr& m);
     void updateCharts();
@@ -171,6 +181,10 @@ private:
     bool m_interactive = true;
     bool m_docksSized = false;
     bool m_restoredLayout = false;
+    bool m_engineSource = false;
+    Scenario m_engineView;  // host-cpu, the engine's ranks and layers (engine source only)
+    QAction* m_simSourceAction = nullptr;
+    QAction* m_engineSourceAction = nullptr;
 };
 
 }  // namespace moex::app

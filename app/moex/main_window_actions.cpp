@@ -139,14 +139,18 @@ void MainWindow::buildMenus()
     }
     QMenu* source = run->addMenu(tr("S&ource"));
     auto* sources = new QActionGroup(this);
-    QAction* sim = source->addAction(tr("Simulated (analytical model)"));
-    sim->setCheckable(true);
-    sim->setChecked(true);
-    sources->addAction(sim);
-    for (const QString& other : {tr("Local engine (not built yet)"), tr("Remote worker (not built yet)")}) {
-        QAction* a = source->addAction(other);
-        a->setEnabled(false);
-    }
+    m_simSourceAction = named(source->addAction(tr("Simulated (analytical model)")), "actionSourceSim");
+    m_simSourceAction->setCheckable(true);
+    m_simSourceAction->setChecked(true);
+    sources->addAction(m_simSourceAction);
+    connect(m_simSourceAction, &QAction::triggered, this, [this] { setEngineSource(false); });
+    m_engineSourceAction = named(source->addAction(tr("Local engine (real MoE layers on this CPU)")), "actionSourceEngine");
+    m_engineSourceAction->setCheckable(true);
+    m_engineSourceAction->setToolTip(tr("Runs the scenario's MoE layers for real on this machine's cores, as expert-parallel ranks"));
+    sources->addAction(m_engineSourceAction);
+    connect(m_engineSourceAction, &QAction::triggered, this, [this] { setEngineSource(true); });
+    QAction* remote = source->addAction(tr("Remote worker (not built yet)"));
+    remote->setEnabled(false);
 
     // Help
     QMenu* help = menuBar()->addMenu(tr("&Help"));

@@ -97,11 +97,20 @@ int runScreenshot(const CommandLine& cmd, const QString& samplesDir, const QStri
         std::fprintf(stderr, "moex: %s\n", qPrintable(w.documentA()->lastError()));
         return 1;
     }
+    // The engine builds its ranks' weights and runs real layers: minutes at most for a sample.
+    const int stepTimeoutMs = cmd.engine ? 600000 : 10000;
+    if (cmd.engine) {
+        w.setEngineSource(true);
+        if (!waitFor([&] { return w.latestMetrics() != nullptr; }, stepTimeoutMs)) {
+            std::fprintf(stderr, "moex: the local engine produced no step\n");
+            return 1;
+        }
+    }
     // A few steps so the charts and the latency heatmap have a history.
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < (cmd.engine ? 3 : 8); ++i) {
         const int want = w.latestMetrics() ? w.latestMetrics()->step + 1 : 1;
         w.runner()->step();
-        waitFor([&] { return w.latestMetrics() && w.latestMetrics()->step >= want; }, 10000);
+        waitFor([&] { return w.latestMetrics() && w.latestMetrics()->step >= want; }, stepTimeoutMs);
     }
     if (cmd.view == QLatin1String("compare") || cmd.view == QLatin1String("all")) {
         if (cmd.view == QLatin1String("compare")) {

@@ -24,48 +24,78 @@ void registerSessionMetaTypes()
     (void)once;
 }
 
-// State shared by the UI thread and the worker; every access to `source` holds `mutex`.
+// State shared by the UI thread and the worker, under two locks. `mutex` guards the pending
+// requests, the latest result and the source's name: the UI thread takes it for moments only.
+// `sourceMutex` guards the source and its scratch for a whole step or rebuild (seconds for the
+// engine): only the worker and the synchronous simulate* paths (the analytical model's immediate
+// re-simulation after an edit) take it, so a slow source never blocks the UI thread's requests.
+// Order: sourceMutex before mutex.
 struct SimShared {
     QMutex mutex;
-    std::unique_ptr<MetricsSource> source;
-    std::optional<std::pair<Scenario, Placement>> pendingScenario;
-    std::optional<std::pair<Placement, GpuSpeeds>> pendingPlacement;
-    std::optional<std::pair<Scenario, Placement>> current;  // to reconfigure a new source
-    StepMetrics scratch;
-    MetricsPtr latest;
+    QMutex sourceMutex;
+    std::unique_ptr<MetricsSource> source;         // sourceMutex
+    StepMetrics scratch;                           // sourceMutex
+    std::unique_ptr<MetricsSource> pendingSource;  // mutex
+    std::optional<std::pair<Scenario, Placement>> pendingScenario;     // mutex
+    std::optional<std::pair<Placement, GpuSpeeds>> pendingPlacement;   // mutex
+    std::optional<std::pair<Scenario, Placement>> current;  // mutex; to reconfigure a new source
+    MetricsPtr latest;                                      // mutex
+    QString sourceName;                                     // mutex
     std::atomic<bool> notifyPending{false};
 
-    // With the mutex held. Returns what changed: 0 nothing, 1 placement, 2 scenario. Throws.
-    int applyPendingLocked()
+    // With sourceMutex held: takes the pending requests and applies them to the source. Returns
+    // what changed: 0 nothing, 1 placement, 2 scenario (or source). Throws what the source throws;
+    // the requests it was applying are then dropped and the last good configuration stays current.
+    int applyPending()
     {
-        int changed = 0;
-        if (pendingScenario) {
-            auto next = std::move(*pendingScenario);
+        std::unique_ptr<MetricsSource> nextSource;
+        std::optional<std::pair<Scenario, Placement>> nextScenario;
+        std::optional<std::pair<Placement, GpuSpeeds>> nextPlacement;
+        {
+            QMutexLocker lock(&mutex);
+            nextSource = std::move(pendingSource);
+            nextScenario = std::move(pendingScenario);
             pendingScenario.reset();
-            source->configure(next.first, next.second);
-            current = std::move(next);
+            nextPlacement = std::move(pendingPlacement);
+            pendingPlacement.reset();
+            if (nextSource && !nextScenario)
+                nextScenario = current;
+        }
+        int changed = 0;
+        if (nextSource)
+            source = std::move(nextSource);
+        if (nextScenario) {
+            source->configure(nextScenario->first, nextScenario->second);
+            if (source->measured()) {
+                // A measured source's first step pays for cold caches and first-touch buffers:
+                // one warm-up step, not shown, as moex-cli run does.
+                source->next(scratch);
+                source->reset();
+            }
+            QMutexLocker lock(&mutex);
+            current = std::move(nextScenario);
             changed = 2;
         }
-        if (pendingPlacement) {
-            auto next = std::move(*pendingPlacement);
-            pendingPlacement.reset();
-            if (source->configured()) {
-                source->setPlacement(next.first, next.second);
-                if (current) {
-                    current->second = next.first;
-                    current->first.speeds = next.second;
-                }
-                changed = std::max(changed, 1);
+        if (nextPlacement && source->configured()) {
+            source->setPlacement(nextPlacement->first, nextPlacement->second);
+            QMutexLocker lock(&mutex);
+            if (current) {
+                current->second = nextPlacement->first;
+                current->first.speeds = nextPlacement->second;
             }
+            changed = std::max(changed, 1);
         }
         return changed;
     }
 
-    MetricsPtr publishLocked()
+    // With sourceMutex held.
+    MetricsPtr publish()
     {
         scratch.source = source->name();
-        latest = std::make_shared<const StepMetrics>(scratch);
-        return latest;
+        auto m = std::make_shared<const StepMetrics>(scratch);
+        QMutexLocker lock(&mutex);
+        latest = m;
+        return m;
     }
 };
 
@@ -92,7 +122,7 @@ public:
     void reset()
     {
         {
-            QMutexLocker lock(&m_shared->mutex);
+            QMutexLocker lock(&m_shared->sourceMutex);
             if (m_shared->source->configured())
                 m_shared->source->reset();
         }
@@ -100,16 +130,16 @@ public:
     }
     void applyPending()
     {
-        QMutexLocker lock(&m_shared->mutex);
+        QMutexLocker lock(&m_shared->sourceMutex);
         int changed = 0;
         try {
-            changed = m_shared->applyPendingLocked();
+            changed = m_shared->applyPending();
             if (changed == 2)
                 m_shared->source->next(m_shared->scratch);
             else if (changed == 1)
                 m_shared->source->repeat(m_shared->scratch);
             if (changed)
-                m_shared->publishLocked();
+                m_shared->publish();
         } catch (const std::exception& e) {
             lock.unlock();
             emit failed(errorText(e));
@@ -127,16 +157,16 @@ signals:
 private:
     bool produce(bool repeat)
     {
-        QMutexLocker lock(&m_shared->mutex);
+        QMutexLocker lock(&m_shared->sourceMutex);
         try {
-            m_shared->applyPendingLocked();
+            m_shared->applyPending();
             if (!m_shared->source->configured())
                 return false;
             if (repeat)
                 m_shared->source->repeat(m_shared->scratch);
             else
                 m_shared->source->next(m_shared->scratch);
-            m_shared->publishLocked();
+            m_shared->publish();
         } catch (const std::exception& e) {
             lock.unlock();
             emit failed(errorText(e));
@@ -162,6 +192,7 @@ SimRunner::SimRunner(QObject* parent) : QObject(parent), m_shared(std::make_shar
 {
     registerSessionMetaTypes();
     m_shared->source = makeSimSource();
+    m_shared->sourceName = qs(m_shared->source->name());
     m_thread = new QThread(this);
     m_thread->setObjectName(QStringLiteral("moex-sim"));
     m_worker = new SimWorker(m_shared);
@@ -191,9 +222,8 @@ void SimRunner::setSource(std::unique_ptr<MetricsSource> source)
 {
     {
         QMutexLocker lock(&m_shared->mutex);
-        m_shared->source = std::move(source);
-        if (m_shared->current && !m_shared->pendingScenario)
-            m_shared->pendingScenario = m_shared->current;
+        m_shared->sourceName = qs(source->name());
+        m_shared->pendingSource = std::move(source);
     }
     QMetaObject::invokeMethod(m_worker, &SimWorker::applyPending, Qt::QueuedConnection);
 }
@@ -201,7 +231,7 @@ void SimRunner::setSource(std::unique_ptr<MetricsSource> source)
 QString SimRunner::sourceName() const
 {
     QMutexLocker lock(&m_shared->mutex);
-    return qs(m_shared->source->name());
+    return m_shared->sourceName;
 }
 
 void SimRunner::setScenario(const Scenario& scenario, const Placement& placement)
@@ -240,11 +270,11 @@ MetricsPtr SimRunner::simulateNow(const std::function<bool(SimShared&)>& step)
 {
     MetricsPtr result;
     {
-        QMutexLocker lock(&m_shared->mutex);
+        QMutexLocker lock(&m_shared->sourceMutex);
         try {
             if (!step(*m_shared))
                 return nullptr;
-            result = m_shared->publishLocked();
+            result = m_shared->publish();
         } catch (const std::exception& e) {
             lock.unlock();
             emit errorOccurred(errorText(e));
@@ -257,8 +287,11 @@ MetricsPtr SimRunner::simulateNow(const std::function<bool(SimShared&)>& step)
 MetricsPtr SimRunner::simulateOnce(const Placement& placement, const GpuSpeeds& speeds)
 {
     return simulateNow([&](SimShared& shared) {
-        shared.pendingPlacement.emplace(placement, speeds);
-        shared.applyPendingLocked();
+        {
+            QMutexLocker lock(&shared.mutex);
+            shared.pendingPlacement.emplace(placement, speeds);
+        }
+        shared.applyPending();
         if (!shared.source->configured())
             return false;
         shared.source->repeat(shared.scratch);
@@ -269,9 +302,12 @@ MetricsPtr SimRunner::simulateOnce(const Placement& placement, const GpuSpeeds& 
 MetricsPtr SimRunner::simulateScenario(const Scenario& scenario, const Placement& placement)
 {
     return simulateNow([&](SimShared& shared) {
-        shared.pendingPlacement.reset();
-        shared.pendingScenario.emplace(scenario, placement);
-        shared.applyPendingLocked();
+        {
+            QMutexLocker lock(&shared.mutex);
+            shared.pendingPlacement.reset();
+            shared.pendingScenario.emplace(scenario, placement);
+        }
+        shared.applyPending();
         shared.source->next(shared.scratch);
         return true;
     });

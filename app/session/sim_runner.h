@@ -1,8 +1,10 @@
 // SimRunner: live runs without blocking the UI. A worker QThread owns the MetricsSource (the
-// simulator now; engine and remote later) and steps it at the chosen speed; snapshots reach the
-// UI thread as MetricsPtr, coalesced to at most maxUpdatesPerSecond() (30) signals a second.
-// setScenario/setPlacement are queued to the worker; simulateOnce is the synchronous path for the
-// immediate re-simulation after an edit (same routing input as the last step, new placement).
+// analytical model, or the CPU engine: setSource) and steps it at the chosen speed; snapshots reach
+// the UI thread as MetricsPtr, coalesced to at most maxUpdatesPerSecond() (30) signals a second.
+// setSource/setScenario/setPlacement are queued to the worker and never wait for a step in progress
+// (an engine step takes seconds); simulateOnce and simulateScenario are the synchronous paths for
+// the analytical model's immediate re-simulation after an edit (same routing input as the last
+// step, new placement), and wait for the worker's current step.
 #pragma once
 
 #include "metrics_ptr.h"

@@ -25,6 +25,7 @@
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QMenu>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUndoStack>
@@ -199,6 +200,61 @@ private slots:
             QVERIFY(!img.isNull());
             QVERIFY2(g_warnings.isEmpty(), qPrintable(s.name + QStringLiteral(": ") + g_warnings.join(QLatin1Char('\n'))));
         }
+    }
+
+    // Run > Source > Local engine: the real MoE layers run on the worker thread; the canvas shows
+    // the engine's ranks (host-cpu) and layers; edits on that canvas are refused, the document and
+    // its layout stay as they were; back to the model, its GPUs and numbers return.
+    void localEngineRunsLiveWithoutTouchingTheDocument()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("small.yaml"));
+        moex::writeFileAtomically(path.toStdString(),
+                                  "name: small-engine\n"
+                                  "model:\n"
+                                  "  name: small-deepseek\n  hidden_size: 64\n  num_layers: 4\n  moe_layers: {first: 1, every: 1}\n"
+                                  "  routed_experts: 16\n  experts_per_token: 4\n  shared_experts: 1\n  moe_intermediate_size: 32\n"
+                                  "  shared_intermediate_size: 32\n  expert_groups: 4\n  groups_per_token: 2\n  scoring: sigmoid\n"
+                                  "  routed_scaling_factor: 2.5\n  weight_dtype: fp8\n  vocab_size: 1000\n"
+                                  "  attention: {kind: gqa, heads: 4, kv_heads: 2, head_dim: 16}\n"
+                                  "topology: {builtin: hgx-h100}\n"
+                                  "workload: {phase: decode, tokens_per_gpu: 24}\n");
+        MainWindow w(samples());
+        QVERIFY(showForTest(w));
+        QVERIFY(w.openScenario(path, {}, false));
+        const moex::Placement before = w.documentA()->placement();
+        QCOMPARE(w.latestMetrics()->source, std::string("sim"));
+
+        w.setEngineSource(true);
+        QVERIFY(w.engineSource());
+        QTRY_VERIFY_WITH_TIMEOUT(w.latestMetrics() && w.latestMetrics()->source == "cpu", 60000);
+        const MetricsPtr first = w.latestMetrics();
+        QVERIFY(first->num_gpus >= 2 && first->num_gpus <= 4);
+        QCOMPARE(first->layers.size(), std::size_t{1});  // the first MoE layer
+        QCOMPARE(first->layers[0].layer, 1);
+        QVERIFY(first->summary.moe_time_us > 0);
+        QVERIFY(w.statusText().contains(QStringLiteral("source: cpu")));
+        QVERIFY(w.action(QStringLiteral("actionSourceEngine"))->isChecked());
+
+        // The engine's canvas is not the document's: a drag there is refused.
+        const int edits = w.undoStack()->count();
+        emit w.canvas()->expertMoveRequested(0, 0, 0, 1);
+        QCOMPARE(w.undoStack()->count(), edits);
+        QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("local engine")));
+
+        // Live: steps keep coming from the worker while this thread stays free.
+        w.runner()->setStepsPerSecond(0);
+        w.runner()->run();
+        QTRY_VERIFY_WITH_TIMEOUT(w.latestMetrics()->step >= first->step + 2, 60000);
+        w.runner()->pause();
+        QCOMPARE(w.latestMetrics()->source, std::string("cpu"));
+        QVERIFY(w.documentA()->placement() == before);
+        QVERIFY(!w.documentA()->isModified());
+
+        w.setEngineSource(false);
+        QTRY_VERIFY_WITH_TIMEOUT(w.latestMetrics() && w.latestMetrics()->source == "sim", 60000);
+        QCOMPARE(w.latestMetrics()->num_gpus, w.documentA()->scenario().topology.numGpus());
+        QVERIFY(w.documentA()->placement() == before);
     }
 
     void dragMovesExpertAndUndoRestoresExactly()
