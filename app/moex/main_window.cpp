@@ -3,6 +3,7 @@
 #include "compare_runner.h"
 #include "compare_view.h"
 #include "heatmap_panel.h"
+#include "prediction_view.h"
 #include "qt_text.h"
 #include "scenario_document.h"
 #include "sim_runner.h"
@@ -199,6 +200,12 @@ void MainWindow::buildViews()
     m_compareDock->setWidget(m_compareView);
     addDockWidget(Qt::BottomDockWidgetArea, m_compareDock);
     tabifyDockWidget(m_chartsDock, m_compareDock);
+    m_predictionView = new PredictionView;
+    m_predictionDock = new QDockWidget(tr("Predicted vs measured"), this);
+    m_predictionDock->setObjectName(QStringLiteral("predictionDock"));
+    m_predictionDock->setWidget(m_predictionView);
+    addDockWidget(Qt::BottomDockWidgetArea, m_predictionDock);
+    tabifyDockWidget(m_compareDock, m_predictionDock);
     m_chartsDock->raise();
 
 
@@ -397,8 +404,10 @@ void MainWindow::onMetrics(const MetricsPtr& m)
     m_latest = m;
     m_canvas->setMetrics(*m);
     m_heatmaps->setMetrics(*m, shownMoeLayers());
-    if (m_engineSource)
+    if (m_engineSource) {
         statusBar()->clearMessage();
+        showPrediction(*m);
+    }
     updateStatus();
     // Qt Charts rebuild their series (tens of ms for 72 GPUs): they follow in the next event-loop
     // pass, so the canvas, heatmaps and numbers of an edit paint first; hidden charts wait.

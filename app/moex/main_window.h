@@ -42,6 +42,7 @@ namespace moex::app {
 
 class CompareView;
 class HeatmapPanel;
+class PredictionView;
 class TourBar;
 
 class MainWindow : public QMainWindow {
@@ -82,6 +83,7 @@ public:
     [[nodiscard]] views::ScenarioPanel* scenarioPanel() const { return m_panel; }
     [[nodiscard]] HeatmapPanel* heatmaps() const { return m_heatmaps; }
     [[nodiscard]] CompareView* compareView() const { return m_compareView; }
+    [[nodiscard]] PredictionView* predictionView() const { return m_predictionView; }
     [[nodiscard]] QDockWidget* compareDock() const { return m_compareDock; }
     [[nodiscard]] TourBar* tourBar() const { return m_tourBar; }
     [[nodiscard]] session::MetricsPtr latestMetrics() const { return m_latest; }
@@ -108,6 +110,7 @@ private:
     bool showEngineScenario();
     void refillLayerCombo(const Scenario& s);
     [[nodiscard]] const std::vector<int>& shownMoeLayers() const;
+    void showPrediction(const StepMetrics& measured);
     void onPlacementChanged(session::ScenarioDocument* doc);
     void onMetrics(const session::MetricsPtr& m);
     void updateCharts();
@@ -183,6 +186,9 @@ private:
     bool m_restoredLayout = false;
     bool m_engineSource = false;
     Scenario m_engineView;  // host-cpu, the engine's ranks and layers (engine source only)
+    Scenario m_engineRun;   // the scenario as the engine runs it
+    PredictionView* m_predictionView = nullptr;
+    QDockWidget* m_predictionDock = nullptr;
     QAction* m_simSourceAction = nullptr;
     QAction* m_engineSourceAction = nullptr;
 };

@@ -11,6 +11,7 @@
 #include "main_window.h"
 
 #include "heatmap_panel.h"
+#include "prediction_view.h"
 #include "qt_text.h"
 #include "scenario_document.h"
 #include "sim_runner.h"
@@ -18,6 +19,7 @@
 #include "common/diagnostics.h"
 #include "run/host_prediction.h"
 #include "run/metrics_source.h"
+#include "sim/calibration.h"
 #include "views/charts.h"
 #include "views/topology_canvas.h"
 
@@ -101,6 +103,7 @@ bool MainWindow::showEngineScenario()
         }
         view.model.moe_layers = layers;
         m_engineView = view;
+        m_engineRun = run;
         m_canvas->setScenario(view, shown);
         refillLayerCombo(view);
         if (m_selectedGpu >= ranks)
@@ -123,6 +126,25 @@ bool MainWindow::showEngineScenario()
             m_simSourceAction->setChecked(true);
         m_runner->setSource(makeSimSource());
         return false;
+    }
+}
+
+void MainWindow::showPrediction(const StepMetrics& measured)
+{
+    // The scenario's calibration file when it is a CPU one (moex-cli calibrate), else the default.
+    Calibration cal = defaultCalibration(GpuArch::cpu);
+    bool calibrated = false;
+    try {
+        if (!m_engineRun.calibration.empty()) {
+            const Calibration file = loadCalibrationFile(m_engineRun.calibration, cal);
+            calibrated = file.cpu.valid() && file.cpu.cpu != cal.cpu.cpu;
+            if (calibrated)
+                cal = file;
+        }
+        const StepMetrics predicted = predictEngineStep(m_engineRun, measured, cal);
+        m_predictionView->setRows(predictionTable(measured.layers, predicted), session::qs(cal.name), calibrated);
+    } catch (const std::exception& e) {
+        m_predictionView->showMessage(tr("No prediction: %1").arg(session::errorText(e)));
     }
 }
 

@@ -5,6 +5,7 @@
 #include "compare_runner.h"
 #include "compare_view.h"
 #include "main_window.h"
+#include "prediction_view.h"
 #include "samples_catalog.h"
 #include "scenario_document.h"
 #include "screenshot.h"
@@ -26,6 +27,7 @@
 #include <QElapsedTimer>
 #include <QMenu>
 #include <QStatusBar>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUndoStack>
@@ -235,6 +237,10 @@ private slots:
         QVERIFY(first->summary.moe_time_us > 0);
         QVERIFY(w.statusText().contains(QStringLiteral("source: cpu")));
         QVERIFY(w.action(QStringLiteral("actionSourceEngine"))->isChecked());
+        // Beside it, the simulator's prediction of that step: phases, then the one layer.
+        QCOMPARE(w.predictionView()->table()->rowCount(), 5);
+        QCOMPARE(w.predictionView()->table()->item(0, 0)->text(), QStringLiteral("MoE layers"));
+        QVERIFY(w.predictionView()->table()->item(0, 2)->text().toDouble() > 0);
 
         // The engine's canvas is not the document's: a drag there is refused.
         const int edits = w.undoStack()->count();
