@@ -1,9 +1,13 @@
 #include "engine/ep_engine.h"
 
+#include "engine/checkpoint.h"
+
 #include <algorithm>
 #include <barrier>
 #include <chrono>
 #include <cmath>
+#include <exception>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -44,6 +48,45 @@ struct PhaseTimes {
     double router = 0, dispatch = 0, expert = 0, wait = 0, combine = 0, layer = 0;
     std::int64_t pairs = 0;
 };
+
+// Runs f(0) .. f(n - 1) on n threads. An exception escaping a std::thread ends the process, so the
+// first one thrown is carried out and rethrown here once every thread has finished.
+template <typename F>
+void onThreads(int n, F&& f)
+{
+    std::exception_ptr first;
+    std::mutex lock;
+    std::vector<std::thread> pool;
+    for (int i = 0; i < n; ++i)
+        pool.emplace_back([&, i] {
+            try {
+                f(i);
+            } catch (...) {
+                const std::lock_guard<std::mutex> hold(lock);
+                if (!first)
+                    first = std::current_exception();
+            }
+        });
+    for (auto& t : pool)
+        t.join();
+    if (first)
+        std::rethrow_exception(first);
+}
+
+// Bytes of seeded weights (what makeExpertWeights, makeSharedWeights, makeRouterWeights build).
+std::size_t seededFfnBytes(const LayerShape& s, int inter)
+{
+    const auto I = static_cast<std::size_t>(inter), H = static_cast<std::size_t>(s.hidden);
+    const std::size_t biases = s.swiglu_limit > 0 ? (2 * I + H) * sizeof(float) : 0;
+    return 2 * QuantMatrix::storageBytes(s.format, inter, s.hidden) + QuantMatrix::storageBytes(s.format, s.hidden, inter)
+        + biases;
+}
+
+std::size_t seededRouterBytes(const LayerShape& s)
+{
+    const auto E = static_cast<std::size_t>(s.experts);
+    return (E * static_cast<std::size_t>(s.hidden) + (s.router == RouterKind::softmax ? 0 : E)) * sizeof(float);
+}
 
 }  // namespace
 
@@ -126,19 +169,18 @@ struct EpEngine::Impl {
             RankLayer& rl = mine[li];
             const auto& held = placement.layers[static_cast<std::size_t>(ordinal)].gpu_slots[static_cast<std::size_t>(r)];
             rl.slots.resize(held.size());
-            // The rank's share of this machine's cores builds its experts side by side.
+            // The rank's share of this machine's cores builds (or reads) its experts side by side.
+            const Checkpoint* ckpt = config.checkpoint.get();
             const int workers = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks);
-            std::vector<std::thread> pool;
-            for (int w = 0; w < workers; ++w)
-                pool.emplace_back([&, w] {
-                    for (std::size_t j = static_cast<std::size_t>(w); j < held.size(); j += static_cast<std::size_t>(workers))
-                        rl.slots[j] = {held[j].value, makeExpertWeights(shape, config.seed, decoder, held[j].value)};
-                });
-            for (auto& t : pool)
-                t.join();
+            onThreads(workers, [&](int w) {
+                for (std::size_t j = static_cast<std::size_t>(w); j < held.size(); j += static_cast<std::size_t>(workers)) {
+                    const int e = held[j].value;
+                    rl.slots[j] = {e, ckpt ? ckpt->expert(shape, decoder, e) : makeExpertWeights(shape, config.seed, decoder, e)};
+                }
+            });
             if (shape.shared_inter > 0)
-                rl.shared = makeSharedWeights(shape, config.seed, decoder);
-            rl.router = makeRouterWeights(shape, config.seed, decoder);
+                rl.shared = ckpt ? ckpt->shared(shape, decoder) : makeSharedWeights(shape, config.seed, decoder);
+            rl.router = ckpt ? ckpt->router(shape, decoder) : makeRouterWeights(shape, config.seed, decoder);
         }
     }
 
@@ -340,14 +382,13 @@ EpEngine::EpEngine(const ModelSpec& model, DType weights, const Placement& place
         for (int o : m->ordinals)
             m->placement.layers[static_cast<std::size_t>(o)] = placement.layers[static_cast<std::size_t>(m->ordinals.front())];
     m->buildReplicaTable();
+    // Every tensor the ranks will read is checked in one thread first, so that a bad checkpoint
+    // fails with the same message every time and before a byte is allocated.
+    if (config.checkpoint)
+        (void)weightBytesNeeded(model, weights, m->placement, config);
     m->weights.resize(static_cast<std::size_t>(R));
-    {
-        std::vector<std::thread> builders;
-        for (int r = 0; r < R; ++r)
-            builders.emplace_back([this, r] { m->buildRank(r); });
-        for (auto& b : builders)
-            b.join();
-    }
+    onThreads(R, [this](int r) { m->buildRank(r); });
+    m->config.checkpoint.reset();  // every weight is read: the shards need not stay mapped
     const auto Rs = static_cast<std::size_t>(R);
     m->x.resize(Rs);
     m->ids.resize(Rs);
@@ -390,23 +431,25 @@ std::size_t EpEngine::weightBytesNeeded(const ModelSpec& model, DType weights, c
                                         const EngineConfig& config)
 {
     const LayerShape s = layerShape(model, weights);
-    const double perElement = s.format == WeightFormat::f32 ? 4.0
-        : s.format == WeightFormat::bf16                    ? 2.0
-        : s.format == WeightFormat::fp8_block               ? 1.0 + 4.0 / (128.0 * 128.0)
-                                                            : 0.5 + 4.0 / 32.0;
-    const double expert = 3.0 * s.hidden * static_cast<double>(s.inter) * perElement;
-    const double shared = 3.0 * s.hidden * static_cast<double>(s.shared_inter) * perElement;
-    const double router = static_cast<double>(s.experts) * s.hidden * 4.0;
+    const Checkpoint* ckpt = config.checkpoint.get();
     const std::size_t layers = config.shared_weights ? 1 : config.layers.size();
-    double total = 0;
+    std::size_t total = 0;
     for (std::size_t li = 0; li < layers && li < config.layers.size(); ++li) {
-        const auto it = std::find(model.moe_layers.begin(), model.moe_layers.end(), config.layers[li]);
+        const int decoder = config.layers[li];
+        const auto it = std::find(model.moe_layers.begin(), model.moe_layers.end(), decoder);
         if (it == model.moe_layers.end())
             continue;
         const auto& layer = placement.layers[static_cast<std::size_t>(it - model.moe_layers.begin())];
-        total += expert * layer.numSlots() + (shared + router) * layer.numGpus();
+        // Every rank holds the router and the shared experts; each slot one expert.
+        std::size_t perRank = ckpt ? ckpt->routerBytes(s, decoder) : seededRouterBytes(s);
+        if (s.shared_inter > 0)
+            perRank += ckpt ? ckpt->sharedBytes(s, decoder) : seededFfnBytes(s, s.shared_inter);
+        total += perRank * static_cast<std::size_t>(layer.numGpus());
+        for (const auto& slots : layer.gpu_slots)
+            for (ExpertId e : slots)
+                total += ckpt ? ckpt->expertBytes(s, decoder, e.value) : seededFfnBytes(s, s.inter);
     }
-    return static_cast<std::size_t>(total);
+    return total;
 }
 
 double EpEngine::step(int step, StepMetrics& out, const std::vector<std::vector<int>>& forcedIds,

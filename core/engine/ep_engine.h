@@ -26,18 +26,24 @@
 
 namespace moex::engine {
 
+class Checkpoint;
+
 struct EngineConfig {
     std::int64_t tokens = 128;   // per step, all ranks together (split evenly, the first ranks one more)
     std::vector<int> layers;     // decoder-layer indices of MoE layers to run, ascending
     bool shared_weights = false; // every layer runs on one layer's weights and layout (the first listed)
-    std::uint64_t seed = 1;      // weights and hidden states
+    std::uint64_t seed = 1;      // weights (unless read from `checkpoint`) and hidden states
+    // The weights of every rank's experts, shared experts and routers read from a Hugging Face
+    // checkpoint (checkpoint.h), which the engine lets go of once they are read; null: seeded weights.
+    std::shared_ptr<const Checkpoint> checkpoint;
 };
 
 class EpEngine {
 public:
     // `placement` has one layer per MoE layer of the model and one GPU per rank. Builds each rank's
     // weights (in parallel, one thread per rank). Throws std::invalid_argument for a placement or
-    // layer list that does not fit the model.
+    // layer list that does not fit the model, InputError for a checkpoint that lacks a tensor the
+    // ranks need or holds it in another dtype or shape (checked before anything is built).
     EpEngine(const ModelSpec& model, DType weights, const Placement& placement, const EngineConfig& config);
     ~EpEngine();
     EpEngine(const EpEngine&) = delete;
@@ -46,7 +52,9 @@ public:
     [[nodiscard]] int ranks() const;
     [[nodiscard]] const LayerShape& shape() const;
     [[nodiscard]] std::size_t weightBytes() const;  // all ranks' expert, shared and router weights
-    // Bytes the weights would take for this model, placement and config, without building them.
+    // Bytes the weights would take for this model, placement and config, without building them:
+    // exactly weightBytes() of the engine they would build. With a checkpoint, every tensor the
+    // ranks would load is checked first (InputError as the constructor's).
     static std::size_t weightBytesNeeded(const ModelSpec& model, DType weights, const Placement& placement,
                                          const EngineConfig& config);
 

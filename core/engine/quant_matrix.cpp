@@ -207,6 +207,54 @@ QuantMatrix QuantMatrix::seeded(WeightFormat fmt, int rows, int cols, std::uint6
     return QuantMatrix(fmt, rows, cols, v);
 }
 
+std::size_t QuantMatrix::rowBytesOf(WeightFormat fmt, int cols)
+{
+    const auto C = static_cast<std::size_t>(cols);
+    switch (fmt) {
+    case WeightFormat::f32: return C * 4;
+    case WeightFormat::bf16: return C * 2;
+    case WeightFormat::fp8_block: return C;
+    case WeightFormat::mxfp4: return C / 2;
+    }
+    return 0;
+}
+
+std::size_t QuantMatrix::scaleCountOf(WeightFormat fmt, int rows, int cols)
+{
+    const auto R = static_cast<std::size_t>(rows), C = static_cast<std::size_t>(cols);
+    if (fmt == WeightFormat::fp8_block)
+        return ((R + kFp8Block - 1) / kFp8Block) * ((C + kFp8Block - 1) / kFp8Block);
+    if (fmt == WeightFormat::mxfp4)
+        return R * (C / kMxBlock);
+    return 0;
+}
+
+std::size_t QuantMatrix::storageBytes(WeightFormat fmt, int rows, int cols)
+{
+    return static_cast<std::size_t>(rows) * rowBytesOf(fmt, cols) + scaleCountOf(fmt, rows, cols) * sizeof(float);
+}
+
+QuantMatrix QuantMatrix::fromStorage(WeightFormat fmt, int rows, int cols, std::vector<std::uint8_t> data,
+                                     std::vector<float> scales)
+{
+    if (rows <= 0 || cols <= 0 || (fmt == WeightFormat::mxfp4 && cols % kMxBlock != 0))
+        throw std::invalid_argument("QuantMatrix: no " + std::string(toString(fmt)) + " matrix of " + std::to_string(rows)
+                                    + " x " + std::to_string(cols));
+    const std::size_t rowBytes = rowBytesOf(fmt, cols);
+    if (data.size() != static_cast<std::size_t>(rows) * rowBytes || scales.size() != scaleCountOf(fmt, rows, cols))
+        throw std::invalid_argument("QuantMatrix: " + std::to_string(data.size()) + " bytes and " + std::to_string(scales.size())
+                                    + " scales for a " + toString(fmt) + " matrix of " + std::to_string(rows) + " x "
+                                    + std::to_string(cols));
+    QuantMatrix q;
+    q.m_fmt = fmt;
+    q.m_rows = rows;
+    q.m_cols = cols;
+    q.m_rowBytes = rowBytes;
+    q.m_data = std::move(data);
+    q.m_scales = std::move(scales);
+    return q;
+}
+
 const std::uint8_t* QuantMatrix::rowData(int r) const
 {
     return m_data.data() + static_cast<std::size_t>(r) * m_rowBytes;

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace moex::engine {
@@ -33,6 +34,13 @@ public:
     // Element (r, c) = uniform in [-a, a] * sqrt(3) (variance a^2) from a counter-based hash of
     // (seed, r, c), then quantised.
     static QuantMatrix seeded(WeightFormat fmt, int rows, int cols, std::uint64_t seed, float a);
+    // A matrix from bytes already in `fmt`'s storage (a checkpoint's, taken without going through
+    // fp32): `data` rows x row bytes, `scales` laid out as scaleStorage() says. Throws
+    // std::invalid_argument when the sizes do not fit rows x cols.
+    static QuantMatrix fromStorage(WeightFormat fmt, int rows, int cols, std::vector<std::uint8_t> data,
+                                   std::vector<float> scales);
+    // Bytes a rows x cols matrix takes in `fmt`, scales included: what bytes() of one returns.
+    static std::size_t storageBytes(WeightFormat fmt, int rows, int cols);
 
     [[nodiscard]] WeightFormat format() const { return m_fmt; }
     [[nodiscard]] int rows() const { return m_rows; }
@@ -48,6 +56,10 @@ public:
     // The scales that apply to row r: fp8_block one per 128 columns, mxfp4 one per 32; null for
     // f32 and bf16.
     [[nodiscard]] const float* rowScales(int r) const;
+    // The stored elements, row-major, and the scales: fp8_block [ceil(rows/128)][ceil(cols/128)],
+    // mxfp4 [rows][cols/32], none for f32 and bf16.
+    [[nodiscard]] std::span<const std::uint8_t> storage() const { return m_data; }
+    [[nodiscard]] std::span<const float> scaleStorage() const { return m_scales; }
 
 private:
     WeightFormat m_fmt = WeightFormat::f32;
@@ -56,6 +68,10 @@ private:
     std::size_t m_rowBytes = 0;
     std::vector<std::uint8_t> m_data;
     std::vector<float> m_scales;  // fp8_block: [ceil(rows/128)][ceil(cols/128)]; mxfp4: [rows][cols/32]
+
+    // Row bytes and scale count of a rows x cols matrix in `fmt`.
+    static std::size_t rowBytesOf(WeightFormat fmt, int cols);
+    static std::size_t scaleCountOf(WeightFormat fmt, int rows, int cols);
 };
 
 // Number conversions, exposed for tests.

@@ -7,6 +7,8 @@
 //            they fit in 80% of the memory available, else shared)
 //   tokens   per step, all ranks together (0 = the workload's tokens per GPU, at most 256)
 //   seed     of the weights and hidden states
+//   checkpoint  a Hugging Face checkpoint directory whose safetensors the ranks read their experts,
+//            shared experts and routers from (engine/checkpoint.h); empty: seeded weights
 //   routing  computed (the real gate on the hidden states) | workload (each step's token->expert
 //            choices come from the scenario's routing, synthetic or trace, scaled to the engine's
 //            tokens, so the engine and the simulator see the same expert loads; the router still
@@ -17,6 +19,7 @@
 #include "run/metrics_source.h"
 
 #include "common/diagnostics.h"
+#include "engine/checkpoint.h"
 #include "engine/ep_engine.h"
 #include "placement/strategies.h"
 #include "sim/scenario_run.h"
@@ -150,6 +153,10 @@ public:
             ? given
             : engineRankPlacement(s, ranks);
         const DType dtype = s.precision.weights;
+        // Opened afresh each time (a new placement re-reads it too): the shards are mapped only while
+        // the engine reads its weights, so files rewritten in between are read as they are now.
+        if (!spec.checkpoint.empty())
+            cfg.checkpoint = engine::Checkpoint::open(spec.checkpoint);
         const std::size_t available = memoryAvailable();
         const std::size_t budget = spec.memory_gb > 0 ? static_cast<std::size_t>(spec.memory_gb * 1e9)
                                                       : available / 10 * 8;
@@ -176,12 +183,14 @@ public:
                                                   - s.model.moe_layers.begin()));
         m_forced.clear();
         m_scenario = s;
+        cfg.checkpoint.reset();
         m_cfg = cfg;
         m_step = 0;
         std::ostringstream d;
         d << ranks << " rank(s), " << cfg.layers.size() << " MoE layer(s)" << (cfg.shared_weights ? " on one layer's shared weights" : "")
           << ", " << cfg.tokens << " tokens per step, " << engine::toString(m_engine->shape().format) << " weights ("
-          << gb(m_engine->weightBytes()) << "), " << (m_routing ? "workload" : "computed") << " routing, threads transport";
+          << gb(m_engine->weightBytes()) << ", " << (spec.checkpoint.empty() ? "seeded" : "from checkpoint " + spec.checkpoint)
+          << "), " << (m_routing ? "workload" : "computed") << " routing, threads transport";
         m_detail = d.str();
     }
 

@@ -55,6 +55,7 @@ struct EngineSpec {
     std::uint64_t seed = 1;                            // weights and hidden states
     double memory_gb = 0;                              // weight budget; 0 = 80% of the memory available
     bool workload_routing = false;                     // routing: workload (forced choices) | computed
+    std::string checkpoint;                            // Hugging Face checkpoint directory (absolute); empty = seeded weights
     int line = 0;                                      // where engine.backend was set, for located errors
     int column = 0;
     bool operator==(const EngineSpec&) const = default;

@@ -292,7 +292,7 @@ void readPrecisionAndEngine(const YAML::Node& root, Scenario& s, ScenarioChecks&
     if (YamlReader::has(root, "engine")) {
         const YAML::Node node = root["engine"];
         if (c.r.expectMap(node, "engine", {"backend", "host", "ranks", "routing", "layers", "weights", "tokens",
-                                           "seed", "memory_gb"})) {
+                                           "seed", "memory_gb", "checkpoint"})) {
             const YAML::Node at = YamlReader::has(node, "backend") ? node["backend"] : node;
             s.engine.line = at.Mark().line + 1;
             s.engine.column = at.Mark().column + 1;
@@ -312,6 +312,22 @@ void readPrecisionAndEngine(const YAML::Node& root, Scenario& s, ScenarioChecks&
                 s.engine.seed = static_cast<std::uint64_t>(*seed);
             if (auto g = c.r.getDouble(node, "memory_gb", false, 1e-6, 1e6))
                 s.engine.memory_gb = *g;
+            if (auto dir = c.r.getString(node, "checkpoint", false)) {
+                // Relative to the scenario file, as every path in it; "" keeps the seeded weights.
+                if (!dir->empty()) {
+                    fs::path p(*dir);
+                    if (p.is_relative())
+                        p = fs::path(c.baseDir) / p;
+                    p = p.lexically_normal();
+                    std::error_code ec;
+                    if (!fs::is_directory(p, ec))
+                        c.r.error(node["checkpoint"], "engine.checkpoint '" + *dir + "' is not a directory (looked for "
+                                                          + p.string() + ")");
+                    s.engine.checkpoint = p.string();
+                } else {
+                    s.engine.checkpoint.clear();
+                }
+            }
             if (YamlReader::has(node, "layers")) {
                 const YAML::Node layers = node["layers"];
                 if (layers.IsScalar() && layers.Scalar() == "all") {

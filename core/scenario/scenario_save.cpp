@@ -182,6 +182,8 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
         out << YAML::Key << "routing" << YAML::Value << "workload";
     if (s.engine.memory_gb > 0)
         out << YAML::Key << "memory_gb" << YAML::Value << s.engine.memory_gb;
+    if (!s.engine.checkpoint.empty())
+        out << YAML::Key << "checkpoint" << YAML::Value << relativeTo(s.engine.checkpoint, dir);
     out << YAML::EndMap;
     if (!s.calibration.empty())
         out << YAML::Key << "calibration" << YAML::Value << relativeTo(s.calibration, dir);
