@@ -250,7 +250,7 @@ QuantMatrix QuantMatrix::fromStorage(WeightFormat fmt, int rows, int cols, std::
     q.m_rows = rows;
     q.m_cols = cols;
     q.m_rowBytes = rowBytes;
-    q.m_data = std::move(data);
+    q.m_data.assign(data.begin(), data.end());
     q.m_scales = std::move(scales);
     return q;
 }

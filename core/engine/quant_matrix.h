@@ -10,6 +10,7 @@
 // its experts gets exactly the values a single rank would.
 #pragma once
 
+#include "common/huge_pages.h"
 #include "model/dtype.h"
 
 #include <cstddef>
@@ -66,7 +67,10 @@ private:
     int m_rows = 0;
     int m_cols = 0;
     std::size_t m_rowBytes = 0;
-    std::vector<std::uint8_t> m_data;
+    // In 2 MiB pages where the system gives them (common/huge_pages.h): an expert's matrices are
+    // streamed once per step, and a model's weights span gigabytes, far beyond what 4 KiB TLB
+    // entries cover (docs/PERFORMANCE.md, CPU engine).
+    std::vector<std::uint8_t, HugePageAllocator<std::uint8_t>> m_data;
     std::vector<float> m_scales;  // fp8_block: [ceil(rows/128)][ceil(cols/128)]; mxfp4: [rows][cols/32]
 
     // Row bytes and scale count of a rows x cols matrix in `fmt`.

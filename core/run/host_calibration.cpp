@@ -123,9 +123,9 @@ Calibration measureHostCalibration(const HostCalibrationOptions& options)
             const int n = static_cast<int>(tokens);
             std::vector<std::vector<float>> y(static_cast<std::size_t>(threads), std::vector<float>(static_cast<std::size_t>(n) * kHidden));
             std::vector<std::vector<float>> scratch(static_cast<std::size_t>(threads));
-            // The median of three timings: these machines' memory bandwidth moves between runs.
+            // The median of five timings: these machines' memory bandwidth moves between runs.
             std::vector<double> runs;
-            for (int k = 0; k < (options.quick ? 1 : 3); ++k)
+            for (int k = 0; k < (options.quick ? 1 : 5); ++k)
                 runs.push_back(timeOnAll(threads, seconds, [&](int t, int rep) {
                     const auto& mine = experts[static_cast<std::size_t>(t)];
                     engine::ffnForward(shape, kInter, mine[static_cast<std::size_t>(rep) % mine.size()], x.data(), n,

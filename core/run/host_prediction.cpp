@@ -19,6 +19,7 @@ Scenario hostCpuScenario(const Scenario& engineScenario, int ranks, std::int64_t
     s.topology_params = p;
     s.topology_source = {SourceRef::Kind::builtin, {}};
     s.speeds = GpuSpeeds{};
+    s.overlap = Overlap::none;  // the engine runs its phases one after the other
     s.workload.tokens_per_gpu = static_cast<int>((tokens + ranks - 1) / ranks);
     return s;
 }

@@ -14,7 +14,8 @@
 namespace moex {
 
 // The scenario as host-cpu with `ranks` ranks and `tokens` tokens per step (all ranks): the
-// topology replaced, tokens per rank the most any rank gets (layers are synchronous).
+// topology replaced, tokens per rank the most any rank gets (layers are synchronous), no two-batch
+// overlap (the engine runs its phases in turn).
 Scenario hostCpuScenario(const Scenario& engineScenario, int ranks, std::int64_t tokens);
 
 // The simulator's step for the engine's measured step `measured` (its ranks, tokens, layers and

@@ -136,7 +136,7 @@ double ComputeModel::cpuSlotUs(double tokens) const
     const double ffn = 3.0 * h * inter / 1e6 * cpuCurveUs(m_cpuCurve, tokens);
     // The engine gathers a slot's rows into one block and scatters the results back (fp32 rows).
     const double rows = 2.0 * tokens * h * sizeof(float);
-    return (ffn + rows / (m_cal.cpu.copy_gbs * 1e3)) * m_cpuShare;
+    return ffn + rows / (m_cal.cpu.copy_gbs * 1e3);
 }
 
 double ComputeModel::cpuRouterUs(double tokens) const
@@ -174,7 +174,7 @@ double ComputeModel::sharedAndRouterUs(double tokens) const
         const double inter = static_cast<double>(m_model.shared_intermediate_size > 0 ? m_model.shared_intermediate_size
                                                                                        : m_model.moe_intermediate_size)
             * m_model.shared_experts;
-        return 3.0 * m_model.hidden_size * inter / 1e6 * cpuCurveUs(m_cpuCurve, tokens) * m_cpuShare;
+        return 3.0 * m_model.hidden_size * inter / 1e6 * cpuCurveUs(m_cpuCurve, tokens);
     }
     const double h = m_model.hidden_size;
     double us = 2.0 * m_cal.gemm_launch_us;  // grouped gate/up and down GEMMs of the routed experts

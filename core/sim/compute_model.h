@@ -60,8 +60,9 @@ public:
     [[nodiscard]] double expertBytes() const { return m_expertBytes; }
 
     // The CPU engine's ranks (GpuArch::cpu, calibration.cpu): an expert pass from the measured
-    // curve, plus gathering its rows in and scattering them out; the router's gate GEMV, the
-    // copies of the exchange, a barrier. Each scaled by how many ranks share a core.
+    // curve, plus gathering its rows in and scattering them out (on a core of its own: where ranks
+    // outnumber the cores the simulator shares them out, work-conserving); the router's gate GEMV
+    // and the copies of the exchange, scaled by cpuShare(); a barrier.
     [[nodiscard]] bool cpu() const { return m_cpu; }
     [[nodiscard]] double cpuSlotUs(double tokens) const;
     [[nodiscard]] double cpuRouterUs(double tokens) const;
@@ -69,6 +70,8 @@ public:
     [[nodiscard]] double cpuSyncUs() const { return m_cal.cpu.sync_us; }
     // Worker threads a rank runs its experts on (the engine's rule: the rank's share of the cores).
     [[nodiscard]] int cpuWorkers(int slots) const;
+    [[nodiscard]] int cpuCores() const { return m_cal.cpu.cores; }
+    [[nodiscard]] double cpuShare() const { return m_cpuShare; }  // >= 1: ranks per core
 
 private:
     [[nodiscard]] double roofline(double flops, double bytes, double peakTflops, double eff) const;

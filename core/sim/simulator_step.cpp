@@ -189,6 +189,24 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
             }
             slowestHalf = std::max(slowestHalf, half);
         }
+        if (m_compute.cpu() && m_compute.cpuShare() > 1) {
+            // More CPU ranks than cores: the ranks' threads share the cores, and a rank that is done
+            // leaves its core to the others, so the layer's experts end when the busiest rank's own
+            // work is done or when the cores have done everyone's, whichever is later.
+            double sum = 0, most = 0;
+            for (int g = 0; g < G; ++g) {
+                sum += m_gpuCompute[static_cast<std::size_t>(g)];
+                most = std::max(most, m_gpuCompute[static_cast<std::size_t>(g)]);
+            }
+            const double end = std::max(most, sum / std::max(1, m_compute.cpuCores()));
+            for (int g = 0; g < G; ++g) {
+                double& c = m_gpuCompute[static_cast<std::size_t>(g)];
+                c = std::min(end, c * m_compute.cpuShare());
+                m_gpuComputeHalf[static_cast<std::size_t>(g)] = 0.5 * c;
+            }
+            slowest = end;
+            slowestHalf = 0.5 * end;
+        }
         ++m_stragglerCount[static_cast<std::size_t>(slowestGpu)];
         roundPreservingSum(m_gpuPairs.data(), lm.gpu_load.data(), m_gpuPairs.size(), m_roundScratch);
         for (int g = 0; g < G; ++g)

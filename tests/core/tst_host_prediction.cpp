@@ -173,9 +173,9 @@ private slots:
         const double share = std::max(1.0, 2.0 / cores);
         const auto slotUs = [&](double t) {
             const double us = cpuCurveUs(cal.cpu.expert[0].second, t);
-            return (3.0 * 64 * 32 / 1e6 * us + 2.0 * t * 64 * 4 / (cal.cpu.copy_gbs * 1e3)) * share;
+            return 3.0 * 64 * 32 / 1e6 * us + 2.0 * t * 64 * 4 / (cal.cpu.copy_gbs * 1e3);
         };
-        double compute = 0, dispatch = 0;
+        double compute = 0, dispatch = 0, allWork = 0;
         for (int g = 0; g < 2; ++g) {
             const auto& held = placement.layers[1].gpu_slots[static_cast<std::size_t>(g)];
             const int workers = std::max(1, std::min(static_cast<int>(held.size()), cores / 2));
@@ -189,10 +189,14 @@ private slots:
             for (const auto e : held)
                 pairs += static_cast<double>(lm.expert_load[e.index()]);
             compute = std::max(compute, busiest);
+            allWork += busiest;
             const double router = 2.0 * 4 * 64 * 4 / (cal.cpu.router_gflops * 1e3) * share;
             const double copies = (4.0 * 2 + pairs) * 64 * 4 / (cal.cpu.copy_gbs * 1e3) * share;
             dispatch = std::max(dispatch, router + copies);
         }
+        // Two ranks on one core share it: the experts end when the core has done both ranks' work.
+        if (share > 1)
+            compute = std::max(compute, allWork / cores);
         const double combine = 2.0 * 4 * 2 * 64 * 4 / (cal.cpu.copy_gbs * 1e3) * share;
         QCOMPARE(p.layers[0].compute_us, compute);
         QCOMPARE(p.layers[0].dispatch_us, dispatch + cal.cpu.sync_us);
