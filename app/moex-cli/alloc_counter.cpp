@@ -45,3 +45,23 @@ void operator delete[](void* p, std::size_t) noexcept
 {
     std::free(p);
 }
+// The nothrow forms too (std::stable_sort's temporary buffer uses them): every new here must pair
+// with the free() of the deletes above, or the sanitizers report a mismatch.
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept
+{
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+    return std::malloc(n ? n : 1);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept
+{
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+    return std::malloc(n ? n : 1);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept
+{
+    std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept
+{
+    std::free(p);
+}
