@@ -17,6 +17,7 @@
 //            buffer to another, before and after)
 // Prefill against a dense BLAS sgemm (prefill_ratio) needs OpenBLAS or oneDNN in the build, which
 // it does not have yet: the JSON says so (prefill_ratio null) rather than inventing a ceiling.
+#include "bench_prefill.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "format.h"
@@ -320,6 +321,9 @@ int benchEngine(const Args& args)
     const double copyBefore = memcpyGbs();
     const double copyAfter = memcpyGbs();
 
+    // Prefill: the expert FFN at 32 and 256 tokens against an OpenBLAS sgemm of the same FLOPs.
+    const PrefillResult prefill = benchPrefill(runs, threads);
+
     const double after = ceiling.measure(runs);
     const double ceilingGbs = 0.5 * (before + after);
     double fmaSink = 0;
@@ -353,7 +357,20 @@ int benchEngine(const Args& args)
               << fixed(a2aBytes / 1e6, 1) << " MB between ranks per step); memcpy ceiling " << fixed(copyBefore, 1)
               << " / " << fixed(copyAfter, 1) << " GB/s, ratio " << fixed(a2aMedian / (0.5 * (copyBefore + copyAfter)), 3)
               << '\n';
-    std::cout << "prefill_ratio    not measured: no BLAS ceiling in this build yet\n";
+    if (!prefill.measured) {
+        std::cout << "prefill_ratio    not measured: " << prefill.why << '\n';
+    } else {
+        std::cout << "prefill, the same slice: expert FFN GFLOP/s over one OpenBLAS sgemm of the same FLOPs (" << threads
+                  << " threads, OpenBLAS core " << prefill.blas_core << ")\n";
+        std::cout << "  weights  tokens       ms  GFLOP/s   sgemm   ratio\n";
+        for (const auto& f : prefill.figures) {
+            char line[112];
+            std::snprintf(line, sizeof line, "  %-7s  %6d  %7.2f  %7.1f  %6.1f  %6.3f\n", f.format.c_str(), f.tokens, f.ms, f.gflops,
+                          f.sgemm_gflops, f.ratio);
+            std::cout << line;
+        }
+        std::cout << "prefill_ratio    " << fixed(prefill.ratio, 3) << " (smallest; target >= 0.80, goal 1.2)\n";
+    }
 
     if (auto json = args.value("json")) {
         nlohmann::json j;
@@ -365,7 +382,17 @@ int benchEngine(const Args& args)
         j["ceiling_gbs_after"] = after;
         j["decode_ratio"] = worst;
         j["fma_ceiling_gflops"] = fmaGflops;
-        j["prefill_ratio"] = nullptr;
+        if (prefill.measured) {
+            j["prefill_ratio"] = prefill.ratio;
+            j["openblas_core"] = prefill.blas_core;
+            nlohmann::json rows = nlohmann::json::array();
+            for (const auto& f : prefill.figures)
+                rows.push_back({{"weights", f.format}, {"tokens", f.tokens}, {"ms", f.ms}, {"gflops", f.gflops},
+                                {"sgemm_gflops", f.sgemm_gflops}, {"ratio", f.ratio}});
+            j["prefill"] = rows;
+        } else {
+            j["prefill_ratio"] = nullptr;
+        }
         j["r1_layer_ms_4_ranks"] = r1Median;
         j["a2a_gbs"] = a2aMedian;
         j["a2a_memcpy_gbs_before"] = copyBefore;

@@ -38,8 +38,8 @@ ComputeModel::ComputeModel(const ModelSpec& m, const GpuSpec& gpu, const Calibra
         }
         if (const auto* curve = m_cal.cpu.curveFor(expertWeights, m.hidden_size, m.moe_intermediate_size))
             m_cpuCurve = *curve;
-        else if (const auto* bf16 = m_cal.cpu.curveFor(DType::bf16, m.hidden_size, m.moe_intermediate_size))
-            m_cpuCurve = *bf16;
+        else  // a file without this format's curve: the unmeasured default's, rather than no cost at all
+            m_cpuCurve = *defaultCalibration(GpuArch::cpu).cpu.curveFor(expertWeights, m.hidden_size, m.moe_intermediate_size);
         m_cpuShare = std::max(1.0, static_cast<double>(m_ranks) / std::max(1, m_cal.cpu.cores));
     }
     m_expertPeak = gemmPeakTflops(gpu, expertWeights);

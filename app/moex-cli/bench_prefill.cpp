@@ -1,0 +1,125 @@
+#include "bench_prefill.h"
+
+#include "engine/moe_layer.h"
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <thread>
+
+#ifdef MOEX_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace moex::cli {
+
+#ifndef MOEX_HAVE_OPENBLAS
+
+PrefillResult benchPrefill(int, int)
+{
+    PrefillResult r;
+    r.why = "this build has no OpenBLAS (libopenblas-dev) for the sgemm ceiling";
+    return r;
+}
+
+#else
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double medianOf(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+constexpr int kHidden = 4096;
+constexpr int kInter = 14336;
+
+}  // namespace
+
+PrefillResult benchPrefill(int runs, int threads)
+{
+    using namespace engine;
+    PrefillResult result;
+    result.measured = true;
+    ModelSpec mixtral;
+    mixtral.hidden_size = kHidden;
+    mixtral.moe_intermediate_size = kInter;
+    mixtral.routed_experts = 8;
+    mixtral.experts_per_token = 2;
+    const std::vector<int> tokenCounts{32, 256};
+    const int maxTokens = tokenCounts.back();
+    std::vector<float> x(static_cast<std::size_t>(maxTokens) * kHidden);
+    for (int i = 0; i < maxTokens; ++i)
+        makeTokenHidden(1, 0, i, kHidden, x.data() + static_cast<std::size_t>(i) * kHidden);
+
+    // The ceiling: C[T x N] = X[T x H] B[H x N] with N = threads x 3 x I, the FLOPs of `threads`
+    // experts' gate, up and down at T tokens, on OpenBLAS's own `threads` threads.
+    const std::size_t N = static_cast<std::size_t>(threads) * 3 * kInter;
+    std::vector<float> b(static_cast<std::size_t>(kHidden) * N);
+    for (std::size_t i = 0; i < b.size(); ++i)
+        b[i] = hashUniform(11, i) * 0.01f;
+    std::vector<float> c(static_cast<std::size_t>(maxTokens) * N);
+    openblas_set_num_threads(threads);
+    result.blas_core = openblas_get_corename();
+    std::vector<double> sgemm;
+    for (int t : tokenCounts) {
+        std::vector<double> ms;
+        for (int k = 0; k < runs + 1; ++k) {
+            const auto t0 = Clock::now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, static_cast<int>(N), kHidden, 1.0f, x.data(), kHidden,
+                        b.data(), static_cast<int>(N), 0.0f, c.data(), static_cast<int>(N));
+            if (k > 0)
+                ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        }
+        sgemm.push_back(2.0 * t * kHidden * static_cast<double>(N) / (medianOf(ms) * 1e-3) / 1e9);
+    }
+    b.clear();
+    b.shrink_to_fit();
+
+    result.ratio = 1e9;
+    for (DType d : {DType::bf16, DType::fp8, DType::fp32}) {
+        const LayerShape s = layerShape(mixtral, d);
+        std::vector<FfnWeights> experts;
+        for (int e = 0; e < threads; ++e)
+            experts.push_back(makeExpertWeights(s, 1, 0, e));
+        for (std::size_t ti = 0; ti < tokenCounts.size(); ++ti) {
+            const int n = tokenCounts[ti];
+            std::vector<std::vector<float>> y(static_cast<std::size_t>(threads), std::vector<float>(static_cast<std::size_t>(n) * kHidden));
+            std::vector<double> ms;
+            for (int k = 0; k < runs + 1; ++k) {
+                std::barrier<> go(threads + 1);
+                std::vector<std::thread> pool;
+                for (int e = 0; e < threads; ++e)
+                    pool.emplace_back([&, e] {
+                        std::vector<float> scratch;
+                        go.arrive_and_wait();
+                        ffnForward(s, s.inter, experts[static_cast<std::size_t>(e)], x.data(), n,
+                                   y[static_cast<std::size_t>(e)].data(), scratch);
+                    });
+                go.arrive_and_wait();
+                const auto t0 = Clock::now();
+                for (auto& th : pool)
+                    th.join();
+                if (k > 0)
+                    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+            }
+            PrefillFigure f;
+            f.format = d == DType::bf16 ? "bf16" : d == DType::fp8 ? "fp8" : "fp32";
+            f.tokens = n;
+            f.ms = medianOf(ms);
+            f.gflops = threads * 6.0 * kHidden * static_cast<double>(kInter) * n / (f.ms * 1e-3) / 1e9;
+            f.sgemm_gflops = sgemm[ti];
+            f.ratio = f.gflops / f.sgemm_gflops;
+            result.ratio = std::min(result.ratio, f.ratio);
+            result.figures.push_back(f);
+        }
+    }
+    return result;
+}
+
+#endif
+
+}  // namespace moex::cli
