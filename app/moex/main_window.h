@@ -11,6 +11,7 @@
 
 #ifndef Q_MOC_RUN
 #include "metrics_ptr.h"
+#include "run/metrics_source.h"
 #include "scenario/scenario_yaml.h"
 #endif
 
@@ -107,7 +108,8 @@ private:
     void onScenarioChanged(session::ScenarioDocument* doc);
     // The engine's view of the active document (main_window_engine.cpp): what it runs, shown on
     // host-cpu; false (error shown, back to the model) when the engine cannot run it.
-    bool showEngineScenario();
+    // `newSource`: the engine to switch to with it (null: the runner keeps its source).
+    bool showEngineScenario(std::unique_ptr<MetricsSource> newSource = nullptr);
     void refillLayerCombo(const Scenario& s);
     [[nodiscard]] const std::vector<int>& shownMoeLayers() const;
     void showPrediction(const StepMetrics& measured);

@@ -75,7 +75,7 @@ void MainWindow::refillLayerCombo(const Scenario& s)
     m_canvas->setLayer(m_layerCombo->currentIndex() - 1);
 }
 
-bool MainWindow::showEngineScenario()
+bool MainWindow::showEngineScenario(std::unique_ptr<MetricsSource> newSource)
 {
     ScenarioDocument* doc = document();
     if (!doc->hasScenario())
@@ -115,7 +115,11 @@ bool MainWindow::showEngineScenario()
                                      .arg(layers.size())
                                      .arg(session::qs(run.model.name))
                                      .arg(tokens));
-        m_runner->setScenario(run, placement);  // queued: the worker builds and steps it
+        // Queued: the worker builds and steps it (with the new source in the same request).
+        if (newSource)
+            m_runner->setSource(std::move(newSource), run, placement);
+        else
+            m_runner->setScenario(run, placement);
         selectGpu(m_selectedGpu);
         m_canvas->fitAll();
         return true;
@@ -124,7 +128,7 @@ bool MainWindow::showEngineScenario()
         m_engineSource = false;
         if (m_simSourceAction)
             m_simSourceAction->setChecked(true);
-        m_runner->setSource(makeSimSource());
+        m_runner->setSource(makeSimSource(), doc->scenario(), doc->placement());
         return false;
     }
 }
@@ -155,14 +159,16 @@ void MainWindow::setEngineSource(bool on)
     m_runner->pause();
     m_engineSource = on;
     (on ? m_engineSourceAction : m_simSourceAction)->setChecked(true);
-    m_runner->setSource(on ? makeCpuEngineSource() : makeSimSource());
-    if (!document()->hasScenario())
+    if (!document()->hasScenario()) {
+        m_runner->setSource(on ? makeCpuEngineSource() : makeSimSource());
         return;
+    }
     if (on) {
         m_heatmaps->clearHistory();
         m_stepChart->clear();
         m_lastChartStep = -1;
-        showEngineScenario();
+        if (!showEngineScenario(makeCpuEngineSource()))
+            onScenarioChanged(document());  // the engine cannot run it: the model's view again
         return;
     }
     // Back to the model: queued, so that an engine step still running never blocks this thread.
@@ -175,7 +181,7 @@ void MainWindow::setEngineSource(bool on)
     refillLayerCombo(doc->scenario());
     if (m_selectedGpu >= doc->scenario().topology.numGpus())
         m_selectedGpu = -1;
-    m_runner->setScenario(doc->scenario(), doc->placement());
+    m_runner->setSource(makeSimSource(), doc->scenario(), doc->placement());
     statusBar()->clearMessage();
     updateStatus();
     m_canvas->fitAll();

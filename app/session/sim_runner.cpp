@@ -228,6 +228,18 @@ void SimRunner::setSource(std::unique_ptr<MetricsSource> source)
     QMetaObject::invokeMethod(m_worker, &SimWorker::applyPending, Qt::QueuedConnection);
 }
 
+void SimRunner::setSource(std::unique_ptr<MetricsSource> source, const Scenario& scenario, const Placement& placement)
+{
+    {
+        QMutexLocker lock(&m_shared->mutex);
+        m_shared->sourceName = qs(source->name());
+        m_shared->pendingSource = std::move(source);
+        m_shared->pendingScenario.emplace(scenario, placement);
+        m_shared->pendingPlacement.reset();
+    }
+    QMetaObject::invokeMethod(m_worker, &SimWorker::applyPending, Qt::QueuedConnection);
+}
+
 QString SimRunner::sourceName() const
 {
     QMutexLocker lock(&m_shared->mutex);

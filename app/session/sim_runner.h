@@ -36,6 +36,9 @@ public:
 
     // Replaces the source (e.g. an engine); reconfigured with the current scenario.
     void setSource(std::unique_ptr<MetricsSource> source);
+    // Replaces the source and configures it for `scenario` in one request: the worker never sees
+    // the new source with the old scenario (an engine built for the simulator's topology).
+    void setSource(std::unique_ptr<MetricsSource> source, const Scenario& scenario, const Placement& placement);
     [[nodiscard]] QString sourceName() const;
 
     // Queued: the worker rebuilds, restarts at step 0 and publishes that step.

@@ -231,7 +231,12 @@ private slots:
         QVERIFY(w.engineSource());
         QTRY_VERIFY_WITH_TIMEOUT(w.latestMetrics() && w.latestMetrics()->source == "cpu", 60000);
         const MetricsPtr first = w.latestMetrics();
-        QVERIFY(first->num_gpus >= 2 && first->num_gpus <= 4);
+        QVERIFY2(first->num_gpus >= 2 && first->num_gpus <= 4,
+                 qPrintable(QStringLiteral("%1 ranks, %2 gpu entries, %3 layers, step %4")
+                                .arg(first->num_gpus)
+                                .arg(first->gpus.size())
+                                .arg(first->layers.size())
+                                .arg(first->step)));
         QCOMPARE(first->layers.size(), std::size_t{1});  // the first MoE layer
         QCOMPARE(first->layers[0].layer, 1);
         QVERIFY(first->summary.moe_time_us > 0);
