@@ -23,6 +23,7 @@
 #include "format.h"
 #include "sim_run.h"
 
+#include "common/host_info.h"
 #include "engine/ep_engine.h"
 #include "engine/moe_layer.h"
 #include "engine/row_kernels.h"
@@ -34,7 +35,6 @@
 #include <barrier>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <immintrin.h>
 #include <iostream>
 #include <thread>
@@ -49,16 +49,6 @@ using namespace moex::engine;
 double seconds(Clock::time_point a, Clock::time_point b)
 {
     return std::chrono::duration<double>(b - a).count();
-}
-
-std::string cpuName()
-{
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind("model name", 0) == 0)
-            return line.substr(line.find(':') + 2);
-    return "unknown CPU";
 }
 
 __attribute__((target("avx2"))) std::uint64_t sumAvx2(const std::uint64_t* p, std::size_t n)
@@ -200,7 +190,7 @@ int benchEngine(const Args& args)
 {
     const int runs = args.intValue("runs", 5, 1, 1000);
     const int threads = 2;
-    const std::string cpu = cpuName();
+    const std::string cpu = cpuModelName();
     const Kernel kernel = activeKernel();
     std::cout << "bench engine: " << cpu << ", kernel " << toString(kernel) << ", " << threads << " threads, median of "
               << runs << " runs\n";

@@ -19,6 +19,7 @@
 #include "run/metrics_source.h"
 
 #include "common/diagnostics.h"
+#include "common/host_info.h"
 #include "engine/checkpoint.h"
 #include "engine/ep_engine.h"
 #include "placement/strategies.h"
@@ -26,26 +27,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 namespace moex {
 
 namespace {
-
-// Bytes of memory available now (MemAvailable), or 0 when unknown.
-std::size_t memoryAvailable()
-{
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    std::size_t kb = 0;
-    std::string unit;
-    while (in >> key >> kb >> unit)
-        if (key == "MemAvailable:")
-            return kb * 1024;
-    return 0;
-}
 
 std::string gb(std::size_t bytes)
 {
@@ -157,7 +144,7 @@ public:
         // the engine reads its weights, so files rewritten in between are read as they are now.
         if (!spec.checkpoint.empty())
             cfg.checkpoint = engine::Checkpoint::open(spec.checkpoint);
-        const std::size_t available = memoryAvailable();
+        const std::size_t available = meminfoBytes("MemAvailable");
         const std::size_t budget = spec.memory_gb > 0 ? static_cast<std::size_t>(spec.memory_gb * 1e9)
                                                       : available / 10 * 8;
         cfg.shared_weights = spec.weights == EngineWeights::shared;

@@ -1,5 +1,6 @@
 #include "run/host_calibration.h"
 
+#include "common/host_info.h"
 #include "engine/moe_layer.h"
 #include "engine/row_kernels.h"
 
@@ -7,7 +8,6 @@
 #include <barrier>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -20,19 +20,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kHidden = 2048;
 constexpr int kInter = 1024;
 constexpr double kStreamBytes = 48e6;  // per thread: beyond any last-level cache share
-
-std::string cpuModel()
-{
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind("model name", 0) == 0) {
-            const auto colon = line.find(':');
-            if (colon != std::string::npos && colon + 2 <= line.size())
-                return line.substr(colon + 2);
-        }
-    return "unknown CPU";
-}
 
 // Runs body(thread, rep) on `threads` threads started together, repeating until `seconds` have
 // passed on thread 0 (every thread runs the same number of repetitions); returns the mean over
@@ -82,7 +69,7 @@ Calibration measureHostCalibration(const HostCalibrationOptions& options)
     };
     Calibration c = defaultCalibration(GpuArch::cpu);
     CpuCalibration& cpu = c.cpu;
-    cpu.cpu = cpuModel();
+    cpu.cpu = cpuModelName();
     cpu.kernel = engine::toString(engine::activeKernel());
     cpu.cores = threads;
     cpu.expert.clear();

@@ -2,43 +2,18 @@
 // predict the engine on (DESIGN.md section 6). Each rank is a "GPU" node of architecture cpu; the
 // ranks exchange rows through shared memory, drawn as one memory node every rank links to. The
 // rates that matter (weight streaming against tokens per expert, router rate, copy bandwidth) come
-// from a CPU calibration (moex-cli calibrate), not from these figures: the spec's capacity is the
-// machine's memory so that the memory view means something, its peaks are placeholders the CPU
-// compute model does not read.
+// from a CPU calibration (moex-cli calibrate), not from this spec: its capacity is the machine's
+// memory, so that the memory view means something; its bandwidth and FLOP rates are order-of-
+// magnitude figures for one core that only the attention and dense layers use, which the engine
+// does not run and which predictions of it leave out (MoE-layer times only).
+#include "common/host_info.h"
 #include "topology/topology_detail.h"
 
-#include <fstream>
 #include <string>
 
 namespace moex::detail {
 
 namespace {
-
-std::string cpuModelName()
-{
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind("model name", 0) == 0) {
-            const auto colon = line.find(':');
-            if (colon != std::string::npos) {
-                const auto begin = line.find_first_not_of(' ', colon + 1);
-                return begin == std::string::npos ? std::string("CPU") : line.substr(begin);
-            }
-        }
-    return "CPU";
-}
-
-double memTotalGb()
-{
-    std::ifstream in("/proc/meminfo");
-    std::string key, unit;
-    double kb = 0;
-    while (in >> key >> kb >> unit)
-        if (key == "MemTotal:")
-            return kb * 1024.0 / 1e9;
-    return 16;  // unknown: a small machine
-}
 
 constexpr double kNominalCopyGbs = 10;  // per rank and direction, until a calibration says otherwise
 constexpr double kSharedMemoryUs = 0.1;
@@ -53,7 +28,8 @@ Topology buildHostCpu(const TopologyParams& p)
     g.name = cpuModelName() + " (CPU engine rank)";
     g.arch = GpuArch::cpu;
     // Every rank may use the machine's memory; the engine itself checks what its weights need.
-    g.hbm_gb = memTotalGb();
+    const std::size_t total = meminfoBytes("MemTotal");
+    g.hbm_gb = total > 0 ? static_cast<double>(total) / 1e9 : 16.0;  // unknown: a small machine
     g.hbm_usable_gb = 0.8 * g.hbm_gb;
     g.hbm_bw_gbs = 20;
     g.bf16_tflops = 0.1;
