@@ -152,6 +152,11 @@ private slots:
         const CliResult badCal = runCli({QStringLiteral("calibrate"), QStringLiteral("--backend"), QStringLiteral("cuda"),
                                          QStringLiteral("-o"), cal});
         QCOMPARE(badCal.exitCode, 2);
+        const CliResult noDir = runCli({QStringLiteral("calibrate"), QStringLiteral("--backend"), QStringLiteral("cpu"),
+                                        QStringLiteral("-o"), dir.filePath(QStringLiteral("missing/cal.yaml"))});
+        QCOMPARE(noDir.exitCode, 2);
+        QVERIFY2(noDir.err.contains(QStringLiteral("there is no directory")), qPrintable(noDir.err));
+        QVERIFY2(!noDir.err.contains(QStringLiteral("expert")), qPrintable(noDir.err));  // refused before measuring
     }
 
     void badInput_data()
