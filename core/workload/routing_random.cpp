@@ -1,6 +1,7 @@
 // The random primitives of the synthetic generator: splitmix64 seeding, xoshiro256** (Rng), binomial
 // draws and Walker/Vose alias tables.
 #include "workload/synthetic_routing.h"
+#include "workload/random_tables.h"
 
 #include <algorithm>
 #include <cmath>
@@ -81,6 +82,146 @@ double Rng::normal()
     m_spare = r * std::sin(angle);
     m_hasSpare = true;
     return r * std::cos(angle);
+}
+
+namespace {
+
+// Acklam's rational approximation of the standard normal quantile (relative error < 1.2e-9).
+double normalQuantileExact(double p)
+{
+    constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                            1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+    constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                            6.680131188771972e+01,  -1.328068155288572e+01};
+    constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                            -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+    constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                            3.754408661907416e+00};
+    constexpr double low = 0.02425;
+    const auto tail = [&](double q) {
+        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+               ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
+    };
+    if (p < low)
+        return tail(std::sqrt(-2.0 * std::log(p)));
+    if (p > 1.0 - low)
+        return -tail(std::sqrt(-2.0 * std::log(1.0 - p)));
+    const double q = p - 0.5;
+    const double r = q * q;
+    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+           (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
+}
+
+constexpr int kQuantileCells = RandomTables::kQuantileCells;
+constexpr int kPoissonGrid = RandomTables::kPoissonGrid;
+constexpr int kPoissonBins = RandomTables::kPoissonBins;
+constexpr int kPoissonTail = RandomTables::kPoissonTail;
+constexpr int kPoissonGuide = RandomTables::kPoissonGuide;
+
+}  // namespace
+
+RandomTables::RandomTables()
+{
+    for (int i = 0; i < kQuantileCells; ++i)
+        quantile[i] = normalQuantileExact((i + 0.5) / kQuantileCells);
+    for (int i = 0; i < kExponentialCells; ++i)
+        exponential[i] = static_cast<float>(-std::log1p(-static_cast<double>(i) / kExponentialCells));
+    // The last cell's far end is u = 1 (infinite): its point is where its top draw lands, 1 - 1/131072.
+    exponential[kExponentialCells] = static_cast<float>(std::log(131072.0));
+    // clipFree[t]: the largest mean that clipping at t shrinks by at most 2%, by bisection.
+    for (int t = 0; t < kPoissonTail - 1; ++t) {
+        // The share of the mean that clipping at t removes: 1 - E[min(X, t)] / mean, increasing.
+        const auto lost = [this, t](double mean) {
+            double m1 = 0.0, m2 = 0.0, below = 0.0;
+            clippedPoisson(mean, t, m1, m2, below);
+            return 1.0 - m1 / mean;
+        };
+        double lo = 1e-9;
+        double hi = 2.0 * t + 10.0;
+        for (int i = 0; i < 60; ++i) {
+            const double mid = 0.5 * (lo + hi);
+            (lost(mid) <= 0.02 ? lo : hi) = mid;
+        }
+        clipFree[t] = lo;
+    }
+    for (int bin = 0; bin < kPoissonBins; ++bin) {
+        const double mean = static_cast<double>(bin) / kPoissonGrid;
+        double p = std::exp(-mean);
+        double cum = 0.0;
+        for (int k = 0; k < kPoissonTail; ++k) {
+            cum += p;
+            p *= mean / (k + 1);
+            cdf[bin][k] = static_cast<std::uint32_t>(std::min(cum * kTwo32, 4294967295.0));
+        }
+        cdf[bin][kPoissonTail - 1] = 0xffffffffu;  // the far tail folds into the last value
+        // guide[l]: X at the lowest u of level l (u = l * 2^24), where the search starts.
+        int k = 0;
+        for (int level = 0; level < kPoissonGuide; ++level) {
+            const auto u = static_cast<std::uint32_t>(static_cast<std::uint64_t>(level) << 24);
+            while (k < kPoissonTail - 1 && u >= cdf[bin][k])
+                ++k;
+            guide[bin][level] = static_cast<std::uint8_t>(k);
+        }
+    }
+}
+
+void RandomTables::clippedPoisson(double mean, int t, double& m1, double& m2, double& below) const
+{
+    // E[min(X, t)] = sum_{k < t} P(X > k), E[min(X, t)^2] = sum_{k < t} (2k + 1) P(X > k).
+    m1 = 0.0;
+    m2 = 0.0;
+    double p = std::exp(-mean);  // P(X = k)
+    double cdf = 0.0;
+    for (int k = 0; k < t; ++k) {
+        cdf += p;
+        p *= mean / (k + 1);
+        const double survive = std::max(0.0, 1.0 - cdf);
+        m1 += survive;
+        m2 += (2.0 * k + 1.0) * survive;
+    }
+    below = std::min(1.0, cdf);
+}
+
+void clippedBinomial(int n, double p, int t, double& m1, double& m2, double& below)
+{
+    // As clippedPoisson, for X ~ Binomial(n, p).
+    m1 = 0.0;
+    m2 = 0.0;
+    below = 0.0;
+    if (!(p > 0.0))
+        return;
+    if (p >= 1.0) {
+        m1 = std::min(n, t);
+        m2 = m1 * m1;
+        return;
+    }
+    double pk = std::exp(n * std::log1p(-p));  // P(X = 0)
+    const double odds = p / (1.0 - p);
+    double cdf = 0.0;
+    for (int k = 0; k < t && k <= n; ++k) {
+        cdf += pk;
+        pk *= static_cast<double>(n - k) / (k + 1) * odds;
+        const double survive = std::max(0.0, 1.0 - cdf);
+        m1 += survive;
+        m2 += (2.0 * k + 1.0) * survive;
+    }
+    below = std::min(1.0, cdf);
+}
+
+const RandomTables& RandomTables::get()
+{
+    static const auto* t = new RandomTables();  // ~100 KB, built on first use (~0.3 ms), never freed
+    return *t;
+}
+
+double normalQuantile(std::uint32_t random12)
+{
+    return RandomTables::get().quantile[random12 & (RandomTables::kQuantileCells - 1)];
+}
+
+int poisson(double mean, std::uint32_t random)
+{
+    return RandomTables::get().poisson(mean, random);
 }
 
 void AliasTable::build(std::span<const double> weights)

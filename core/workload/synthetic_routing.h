@@ -32,11 +32,13 @@
 
 #pragma once
 
+#include "common/worker_pool.h"
 #include "model/model_spec.h"
 #include "workload/routing_sample.h"
 #include "workload/workload.h"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -80,6 +82,17 @@ private:
 // Binomial(n, p): inversion (BINV) for small means, a rounded normal approximation for large ones.
 int binomial(Rng& rng, int n, double p);
 
+// Poisson(mean) from 32 random bits, without a transcendental call: for means below 16 by
+// inversion (24-bit uniform) against a precomputed table of CDFs on a grid of means 1/16 apart (the
+// mean is rounded to a neighbouring grid point at random, in proportion, so the expectation holds
+// to 1/4096 of a pair); from 16 on, the normal approximation with its Cornish-Fisher skew term, the
+// normal quantile read from a table. Built once per process, shared by every thread.
+int poisson(double mean, std::uint32_t random);
+// The first two moments of min(X, t) for X ~ Binomial(n, p), and P(X < t).
+void clippedBinomial(int n, double p, int t, double& m1, double& m2, double& below);
+// The standard normal quantile of 12 random bits (4096 equiprobable cells; |z| <= 3.5).
+double normalQuantile(std::uint32_t random12);
+
 // Walker/Vose alias table: O(n) to build, O(1) per draw from 32 random bits.
 class AliasTable {
 public:
@@ -98,11 +111,13 @@ public:
     }
     [[nodiscard]] int size() const { return static_cast<int>(m_n); }
 
-private:
     struct Entry {
         std::uint32_t threshold;  // keep the bucket when the fraction is below
         std::int32_t alias;
     };
+    [[nodiscard]] Entry entry(int i) const { return m_entries[static_cast<std::size_t>(i)]; }
+
+private:
     std::uint64_t m_n = 0;
     std::vector<Entry> m_entries;
     std::vector<double> m_scaled;  // scratch
@@ -111,12 +126,25 @@ private:
 
 }  // namespace detail
 
+// How counts are drawn (the model behind them is the same):
+//  * counts: per source, the sub-batches' routing-group choices give each group its expected pairs
+//    and its token cap; each expert's count is then one Poisson draw around its expected pairs,
+//    clipped at the cap, and the row is brought to its exact total by removing uniformly random
+//    pairs or adding pairs in proportion to the expected ones (Poissonisation: exact for a
+//    multinomial). About one random word per expert instead of one per pair; layers in parallel.
+//  * pairs: every token-expert pair drawn from alias tables, one sub-batch after the other. The
+//    reference the counts sampler is tested against (tests/core/tst_routing_statistics).
+enum class RoutingSampler { counts, pairs };
+
 // Knobs of the synthetic model that a scenario does not set; the defaults are documented above.
 struct SyntheticRoutingOptions {
     int active_groups = 2;      // co-activation groups favoured by one source's batch
     double group_share = 0.5;   // share of the temporal experts' mass that follows the active groups
     double group_switch = 0.2;  // per step, probability that a source swaps one of its active groups
     int group_subbatches = 1;   // group-limited routing: independent group choices per source batch
+    RoutingSampler sampler = RoutingSampler::counts;
+    int threads = 0;            // counts sampler: layers in parallel on this many threads; 0 = the machine's, at most 8
+    std::uint64_t stream = 0;   // != 0: the same model (experts' ranks, co-activation groups), another random stream
 };
 
 class SyntheticRouting {
@@ -183,10 +211,38 @@ private:
         int pairs = 0;
     };
 
+    // Scratch of the counts sampler, one per worker thread.
+    struct CountScratch {
+        std::vector<double> mu;        // per expert: expected pairs for this source
+        std::vector<int> cap;          // per routing group: tokens that chose it
+        std::vector<int> subs;         // per routing group: sub-batches that chose it
+        std::vector<double> groupMax;  // per routing group: the largest expected pairs of an expert
+        std::vector<int> capX;         // per expert: its group's cap
+        std::vector<double> clipMean;  // per expert: mean pairs under sub-batch caps; < 0: not clipped
+        std::vector<double> clipSd;    // and their standard deviation
+        std::vector<int> heavy;        // experts a sub-batch cap clips (the first numHeavy)
+        int numHeavy = 0;
+        std::vector<int> prefixPairs;  // per expert: pairs drawn up to and including it
+        std::vector<double> prefixMu;  // per expert: expected pairs up to and including it
+        std::vector<std::uint64_t> takenBits;  // one bit per pair drawn: removed already
+        std::vector<double> groupW;    // per routing group: the source's mass
+        std::vector<double> expected;  // per routing group: expected pairs
+        std::vector<double> perMass;   // per routing group: sum of tokens / chosen mass over its sub-batches
+    };
+
     void initLayer(int index, Layer& layer) const;
+    void rebuildModel(Layer& layer) const;
     void rebuildTables(Layer& layer);
     void drawActive(Layer& layer, int src, int slot) const;
     void advance(Layer& layer);
+    void nextCounts(RoutingSample& out);
+    void sampleSourceCounts(Layer& layer, int src, RoutingSample::Count* row, CountScratch& scratch) const;
+    void chooseGroupsCounts(detail::Rng& rng, CountScratch& scratch) const;
+    double capScale(CountScratch& scratch, int n) const;
+    void clippedRate(double rate, int tokens, double& m1, double& m2, double& below) const;
+    void removePairs(RoutingSample::Count* row, int excess, int drawn, detail::Rng& rng, CountScratch& scratch) const;
+    void addPairs(RoutingSample::Count* row, int missing, const int* cap, detail::Rng& rng, CountScratch& scratch) const;
+    std::size_t withRoomByMean(const RoutingSample::Count* row, const int* cap, const double* mu, detail::Rng& rng) const;
     void sampleSource(Layer& layer, int src, RoutingSample::Count* row);
     std::uint64_t chooseRoutingGroups(const Layer& layer, const int* active, double perSlot, detail::Rng& rng);
     void splitPairs(int pairs, detail::Rng& rng);
@@ -211,6 +267,8 @@ private:
     int m_groupSize = 0;
     std::int64_t m_step = 0;
     std::vector<Layer> m_layers;
+    std::unique_ptr<WorkerPool> m_pool;  // counts sampler with more than one thread
+    std::vector<CountScratch> m_countScratch;  // per worker
     std::vector<int> m_identity;       // 0..E-1: the ids of the per-routing-group tables
     std::vector<std::uint8_t> m_flag;  // scratch, per expert
 
