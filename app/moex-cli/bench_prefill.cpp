@@ -9,6 +9,7 @@
 
 #ifdef MOEX_HAVE_OPENBLAS
 #include <cblas.h>
+#include <dlfcn.h>
 #endif
 
 namespace moex::cli {
@@ -37,12 +38,48 @@ double medianOf(std::vector<double> v)
 constexpr int kHidden = 4096;
 constexpr int kInter = 14336;
 
+// OpenBLAS, loaded on first use (CMakeLists.txt says why it is not linked).
+struct Blas {
+    decltype(&cblas_sgemm) sgemm = nullptr;
+    decltype(&openblas_set_num_threads) setThreads = nullptr;
+    decltype(&openblas_get_corename) corename = nullptr;
+    std::string error;
+};
+
+const Blas& blas()
+{
+    static const Blas b = [] {
+        Blas out;
+        void* lib = nullptr;
+        for (const char* name : {"libopenblas.so.0", "libopenblas.so"})
+            if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr)
+                break;
+        if (!lib) {
+            const char* why = dlerror();
+            out.error = std::string("OpenBLAS (libopenblas0) could not be loaded: ") + (why ? why : "not found");
+            return out;
+        }
+        out.sgemm = reinterpret_cast<decltype(&cblas_sgemm)>(dlsym(lib, "cblas_sgemm"));
+        out.setThreads = reinterpret_cast<decltype(&openblas_set_num_threads)>(dlsym(lib, "openblas_set_num_threads"));
+        out.corename = reinterpret_cast<decltype(&openblas_get_corename)>(dlsym(lib, "openblas_get_corename"));
+        if (!out.sgemm || !out.setThreads || !out.corename)
+            out.error = "the loaded OpenBLAS lacks cblas_sgemm, openblas_set_num_threads or openblas_get_corename";
+        return out;
+    }();
+    return b;
+}
+
 }  // namespace
 
 PrefillResult benchPrefill(int runs, int threads)
 {
     using namespace engine;
     PrefillResult result;
+    const Blas& lib = blas();
+    if (!lib.error.empty()) {
+        result.why = lib.error;
+        return result;
+    }
     result.measured = true;
     ModelSpec mixtral;
     mixtral.hidden_size = kHidden;
@@ -62,14 +99,14 @@ PrefillResult benchPrefill(int runs, int threads)
     for (std::size_t i = 0; i < b.size(); ++i)
         b[i] = hashUniform(11, i) * 0.01f;
     std::vector<float> c(static_cast<std::size_t>(maxTokens) * N);
-    openblas_set_num_threads(threads);
-    result.blas_core = openblas_get_corename();
+    lib.setThreads(threads);
+    result.blas_core = lib.corename();
     std::vector<double> sgemm;
     for (int t : tokenCounts) {
         std::vector<double> ms;
         for (int k = 0; k < runs + 1; ++k) {
             const auto t0 = Clock::now();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, static_cast<int>(N), kHidden, 1.0f, x.data(), kHidden,
+            lib.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, static_cast<int>(N), kHidden, 1.0f, x.data(), kHidden,
                         b.data(), static_cast<int>(N), 0.0f, c.data(), static_cast<int>(N));
             if (k > 0)
                 ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());

@@ -1,5 +1,6 @@
 // moex-cli bench sim|fidelity|place [...]: benchmarks with their ratio to a ceiling measured in the same run.
-//   moex-cli bench sim [--scenario S] [--steps N] [--routed-steps N] [--json OUT|-]
+//   moex-cli bench sim [--scenario S] [--steps N] [--routed-steps N] [--end-to-end-steps N] [--config-runs N]
+//                      [--json OUT|-]
 //   moex-cli bench fidelity [--json OUT|-]
 //   moex-cli bench place [--budget-ms N] [--seed S] [--runs N] [--steps N] [--counts F] [--json OUT|-]
 //                                (cmd_bench_place.cpp)
@@ -14,6 +15,8 @@
 #include "sim/fidelity.h"
 #include "sim/scenario_run.h"
 #include "sim/simulator.h"
+#include "sim/summary_text.h"
+#include "common/worker_pool.h"
 
 #include <nlohmann/json.hpp>
 
@@ -95,6 +98,8 @@ int benchSim(const Args& args)
     const std::string path = args.value("scenario").value_or(defaultBenchScenario());
     const int steps = args.intValue("steps", 200, 10, 1000000);
     const int routedSteps = args.intValue("routed-steps", 30, 1, 100000);
+    const int endToEndSteps = args.intValue("end-to-end-steps", 100, 1, 100000);
+    const int configRuns = args.intValue("config-runs", 5, 1, 1000);
     const Scenario s = loadScenarioFile(path, args.overrides());
     const Calibration cal = resolveCalibration(s);
     auto routing = makeRoutingSource(s);
@@ -168,6 +173,30 @@ int benchSim(const Args& args)
         timeStep(samples[static_cast<std::size_t>((i + 1) % kSamples)], cold);
         timeCeiling(samples[static_cast<std::size_t>((i + 5) % kSamples)], cold);
     }
+    // End to end, the headline: as simulate runs a step, the routing source's sample then the
+    // model, back to back (wall time; the generator runs its layers on the machine's threads).
+    std::vector<double> endToEnd, endToEndGen;
+    for (int i = 0; i < endToEndSteps; ++i) {
+        const auto t0 = Clock::now();
+        routing->next(fresh);
+        const auto t1 = Clock::now();
+        sim.step(fresh, m);
+        const auto t2 = Clock::now();
+        endToEnd.push_back(std::chrono::duration<double, std::micro>(t2 - t0).count());
+        endToEndGen.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    // A whole configuration from cold, in this process: load the scenario, resolve its placement,
+    // simulate kSummarySteps steps, write the summary (what simulate does, less process start).
+    std::vector<double> coldConfig;
+    std::size_t summaryBytes = 0;
+    for (int r = 0; r < configRuns; ++r) {
+        const auto t0 = Clock::now();
+        const Scenario again = loadScenarioFile(path, args.overrides());
+        const SimRun run = runSimulation(again, kSummarySteps, -1, "");
+        summaryBytes += summaryText(run.scenario, run.mean).size();  // in the checksum: not optimised away
+        coldConfig.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    }
+    const double e2e = median(endToEnd), e2eGen = median(endToEndGen), config = median(coldConfig);
     const double allocsPerStep = timedSteps > 0 ? static_cast<double>(allocations) / static_cast<double>(timedSteps) : 0.0;
     auto p90of = [](std::vector<double> v) {  // nearest rank, rounded up: never below the median
         std::sort(v.begin(), v.end());
@@ -185,6 +214,13 @@ int benchSim(const Args& args)
     const double rss = peakRssMb();
     if (auto json = args.value("json")) {
         nlohmann::json j = {{"scenario", s.name},
+                            {"end_to_end_us_per_step_median", e2e},
+                            {"end_to_end_routing_us_median", e2eGen},
+                            {"end_to_end_routing_share", ratio(e2eGen, e2e)},
+                            {"end_to_end_steps", endToEndSteps},
+                            {"routing_threads", WorkerPool::hardwareThreads()},
+                            {"cold_configuration_ms_median", config},
+                            {"cold_configuration_runs", configRuns},
                             {"gpus", s.topology.numGpus()},
                             {"moe_layers", s.model.numMoeLayers()},
                             {"experts", s.model.routed_experts},
@@ -211,7 +247,7 @@ int benchSim(const Args& args)
                             {"allocations_per_step", allocsPerStep},
                             {"peak_rss_mb", rss},
                             {"routing_ms_per_step_median", median(genMs)},
-                            {"checksum", checksum}};
+                            {"checksum", checksum + summaryBytes}};
         // Every timed step and ceiling pass, so that the figures above can be recomputed (and a
         // distribution plotted): each condition's wall and CPU microseconds, step and ceiling.
         auto seriesJson = [](const TimedSeries& t) {
@@ -224,18 +260,24 @@ int benchSim(const Args& args)
     }
     std::cout << "bench sim: " << s.name << " (" << s.model.numMoeLayers() << " MoE layers, " << s.model.routed_experts
               << " experts, " << placement.layers.front().numSlots() << " slots, " << s.topology.numGpus()
-              << " GPUs, " << s.workload.tokens_per_gpu << " tokens/GPU), one core, " << sim.routeKernelName()
-              << " routing kernel\n";
+              << " GPUs, " << s.workload.tokens_per_gpu << " tokens/GPU), the model on one core, "
+              << sim.routeKernelName() << " routing kernel\n";
     auto line = [&](const char* label, const Figures& f, const std::string& what) {
         std::cout << "  " << std::left << std::setw(8) << label << std::right << fixed(f.med, 1) << " us/step median wall, "
                   << fixed(f.p90, 1) << " p90, " << fixed(f.cpu, 1) << " CPU; ceiling " << fixed(f.ceilingCpu, 1)
                   << " us CPU, " << fixed(f.ratioCpu, 1) << "x  (" << what << ")\n";
     };
+    std::cout << "  end to end " << fixed(e2e, 1) << " us/step median wall, routing source " << fixed(e2eGen, 1)
+              << " us of it (" << fixed(100 * ratio(e2eGen, e2e), 0) << "%, on " << WorkerPool::hardwareThreads()
+              << " threads)  (" << endToEndSteps << " steps as simulate runs them; target <= 5000 us, goal <= 1000)\n";
+    std::cout << "  cold configuration " << fixed(config, 1) << " ms median of " << configRuns
+              << " (load, resolve placement, " << kSummarySteps << " steps, summary; target <= 100 ms, goal <= 20)\n";
+    std::cout << "  the model alone:\n";
     line("routed", fr, std::to_string(routedSteps) + " steps, each right after the routing source wrote its sample, as in simulate");
     line("warm", fw, std::to_string(steps) + " steps back to back, sample copied in before each");
     line("cold", fc, std::to_string(steps) + " steps over " + std::to_string(kSamples) + " samples cycled");
     std::cout << "  allocations " << fixed(allocsPerStep, 2) << " per step after warm-up; peak memory " << fixed(rss, 1)
-              << " MB (whole process); routing generator " << fixed(median(genMs), 2) << " ms/step median (not in the figures)\n";
+              << " MB (whole process); routing generator " << fixed(median(genMs), 2) << " ms/step median (not in the model's figures)\n";
     return 0;
 }
 
@@ -272,10 +314,10 @@ int benchEngine(const Args& args);  // cmd_bench_engine.cpp
 int cmdBench(const Argv& argv)
 {
     Args args("bench", argv,
-              {{"scenario"}, {"steps"}, {"routed-steps"}, {"json"}, {"set", true, true}, {"budget-ms"}, {"seed"}, {"runs"}, {"counts"}});
+              {{"scenario"}, {"steps"}, {"routed-steps"}, {"end-to-end-steps"}, {"config-runs"}, {"json"}, {"set", true, true}, {"budget-ms"}, {"seed"}, {"runs"}, {"counts"}});
     args.requirePositionals(1, 1,
                             "moex-cli bench sim|fidelity|place|engine [--scenario S] [--steps N] [--json OUT|-] "
-                            "(sim: [--routed-steps N]) "
+                            "(sim: [--routed-steps N] [--end-to-end-steps N] [--config-runs N]) "
                             "(place: [--budget-ms N] [--seed S] [--runs N] [--counts FILE])");
     const std::string what = args.positionals().front();
     if (what == "sim")

@@ -17,8 +17,9 @@ namespace {
 void printRun(const SimRun& run)
 {
     std::cout << summaryText(run.scenario, run.mean);
-    std::cout << "simulator        " << fixed(run.median_wall_us, 0) << " us wall per step (median of "
-              << run.steps.size() << "), calibration " << run.calibration << '\n';
+    std::cout << "simulator        " << fixed(run.median_wall_us, 0) << " us wall per step in the model (median of "
+              << run.steps.size() << "), " << fixed(run.mean_step_wall_us, 0)
+              << " us end to end with the routing source (mean), calibration " << run.calibration << '\n';
 }
 
 }  // namespace
@@ -38,6 +39,7 @@ int cmdSimulate(const Argv& argv)
         j["scenario"] = s.name;
         j["calibration"] = run.calibration;
         j["sim_wall_us_per_step"] = run.median_wall_us;
+        j["end_to_end_us_per_step"] = run.mean_step_wall_us;
         writeJson(*json, j.dump(1));
         if (*json == "-")
             return 0;

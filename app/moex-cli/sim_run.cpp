@@ -13,8 +13,17 @@ SimRun runSimulation(const Scenario& s, int steps, long long seed, const std::st
     SourceOptions options;
     options.seed = seed;
     options.calibration_file = calibrationFile;
-    auto source = makeSimSource(options);
     SimRun run;
+    if (seed < 0) {  // the run replays the steps the placement's load was estimated from
+        PlacementAndRouting placed = resolvePlacementAndRouting(s);
+        options.routing = placed.routing;
+        auto source = makeSimSource(options);
+        static_cast<RunResult&>(run) = runSteps(*source, s, placed.placement, steps);
+        run.scenario = s;
+        run.calibration = source->calibration();
+        return run;
+    }
+    auto source = makeSimSource(options);
     static_cast<RunResult&>(run) = runSteps(*source, s, resolvePlacement(s), steps);
     run.scenario = s;
     run.calibration = source->calibration();

@@ -14,6 +14,8 @@
 
 namespace moex {
 
+class RoutingSource;
+
 class MetricsSource {
 public:
     virtual ~MetricsSource() = default;
@@ -42,6 +44,9 @@ public:
 struct SourceOptions {
     long long seed = -1;              // routing seed override (-1: the scenario's)
     std::string calibration_file;     // sim: calibration override ("" = the scenario's)
+    // sim: the routing source to step (rewound by configure) instead of making the scenario's, e.g.
+    // resolvePlacementAndRouting's; the seed override does not apply to it.
+    std::shared_ptr<RoutingSource> routing;
 };
 
 // The analytical simulator over the scenario's routing (synthetic generator or trace).

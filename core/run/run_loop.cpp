@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <numeric>
 
 namespace moex {
 
@@ -34,8 +36,11 @@ RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placem
     const int n = std::max(1, steps);
     run.steps.reserve(static_cast<std::size_t>(n));
     std::vector<std::array<double, 4>> sums;
+    run.step_wall_us.reserve(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
         source.next(run.last);
+        run.step_wall_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
         run.steps.push_back(run.last.summary);
         if (i == 0)
             sums.assign(run.last.layers.size(), {0, 0, 0, 0});
@@ -59,6 +64,8 @@ RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placem
         run.layer_mean[l].combine_us = sums[l][3] / n;
     }
     run.median_wall_us = median(run.wall_us);
+    run.mean_step_wall_us = std::accumulate(run.step_wall_us.begin(), run.step_wall_us.end(), 0.0) /
+                            static_cast<double>(std::max<std::size_t>(1, run.step_wall_us.size()));
     run.checksum = source.checksum();
     return run;
 }
@@ -66,6 +73,14 @@ RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placem
 RunResult runScenario(const Scenario& scenario, int steps, const SourceOptions& options, int warmup,
                       const RunProgress& progress)
 {
+    if (scenario.engine.backend == Backend::sim && options.seed < 0 && !options.routing) {
+        // The run replays the steps the placement's load was estimated from.
+        PlacementAndRouting placed = resolvePlacementAndRouting(scenario);
+        SourceOptions withRouting = options;
+        withRouting.routing = placed.routing;
+        auto source = makeSource(scenario, withRouting);
+        return runSteps(*source, scenario, placed.placement, steps, warmup, progress);
+    }
     auto source = makeSource(scenario, options);
     // The engine lays its experts out for the ranks it runs (engine_source.cpp), not the topology's GPUs.
     const Placement placement = scenario.engine.backend == Backend::sim ? resolvePlacement(scenario) : Placement{};

@@ -24,8 +24,12 @@ struct RunResult {
     // Per layer, mean over steps of time_us, dispatch_us, compute_us and combine_us; the rest
     // (loads, slowest GPU) as in the last step.
     std::vector<LayerMetrics> layer_mean;
-    std::vector<double> wall_us;    // wall time of each step in the source
+    std::vector<double> wall_us;    // wall time of each step in the source's model (simulator or engine)
     double median_wall_us = 0;
+    // Wall time of each whole step as the caller waits for it: the routing source's sample, the
+    // model, the metrics (simulate's end to end figure).
+    std::vector<double> step_wall_us;
+    double mean_step_wall_us = 0;  // the mean: the first steps may replay samples (resolvePlacementAndRouting)
     double checksum = 0;            // the engine's, of the last step
 };
 

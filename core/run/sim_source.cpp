@@ -21,7 +21,11 @@ public:
     void configure(const Scenario& scenario, const Placement& placement) override
     {
         const Calibration cal = resolveCalibration(scenario, m_options.calibration_file);
-        auto routing = makeRoutingSource(scenario, m_options.seed);
+        std::shared_ptr<RoutingSource> routing = m_options.routing;
+        if (routing)
+            routing->reset();
+        else
+            routing = makeRoutingSource(scenario, m_options.seed);
         auto sim = std::make_unique<Simulator>(scenario, placement, cal);
         m_routing = std::move(routing);
         m_sim = std::move(sim);
@@ -71,7 +75,7 @@ public:
 
 private:
     SourceOptions m_options;
-    std::unique_ptr<RoutingSource> m_routing;
+    std::shared_ptr<RoutingSource> m_routing;
     std::unique_ptr<Simulator> m_sim;
     std::string m_calibration;
     RoutingSample m_sample;

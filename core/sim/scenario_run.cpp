@@ -24,14 +24,30 @@ SyntheticRoutingOptions syntheticOptions(const Workload& w)
     return o;
 }
 
+// The generator, keeping its first kLoadSteps samples: after reset() it replays them (a copy is
+// far cheaper than drawing a step again), then draws on from where it stopped. The sequence is
+// exactly a fresh generator's, so a placement's load estimate and the run after it share steps.
 class SyntheticSource final : public RoutingSource {
 public:
     SyntheticSource(const ModelSpec& m, const Workload& w, int gpus) : m_gen(m, w, gpus, syntheticOptions(w)) {}
-    void next(RoutingSample& out) override { m_gen.next(out); }
-    void reset() override { m_gen.reset(); }
+    void next(RoutingSample& out) override
+    {
+        const auto kept = static_cast<std::int64_t>(m_kept.size());
+        if (m_position < kept) {
+            out = m_kept[static_cast<std::size_t>(m_position++)];
+            return;
+        }
+        m_gen.next(out);
+        if (m_gen.step() <= kLoadSteps)
+            m_kept.push_back(out);
+        ++m_position;
+    }
+    void reset() override { m_position = 0; }
 
 private:
     SyntheticRouting m_gen;
+    std::vector<RoutingSample> m_kept;  // the generator's first steps
+    std::int64_t m_position = 0;        // the step next() returns
 };
 
 class TraceSource final : public RoutingSource {
@@ -180,7 +196,7 @@ PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector
         req.step_load = stepLoadOf(samples);
     }
     if (req.load.empty() && strategy != "contiguous" && strategy != "round-robin")
-        req.load = estimateLoad(source(), 8);
+        req.load = estimateLoad(source(), kLoadSteps);
     if (strategy == "gem" || strategy == "search") {
         for (int g = 0; g < req.num_gpus; ++g)
             req.gpu_speed.push_back(s.speeds.of(g));
@@ -197,6 +213,18 @@ PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector
         req.objective = setup.objective.get();
     }
     return setup;
+}
+
+PlacementAndRouting resolvePlacementAndRouting(const Scenario& s)
+{
+    PlacementAndRouting out;
+    out.routing = makeRoutingSource(s);
+    const std::string& strategy = s.placement.strategy;
+    const bool estimates = !s.placement.explicit_slots && strategy != "contiguous" && strategy != "round-robin" &&
+                           strategy != "search";
+    out.placement = resolvePlacement(s, estimates ? estimateLoad(*out.routing, kLoadSteps)
+                                                  : std::vector<std::vector<double>>{});
+    return out;
 }
 
 Placement resolvePlacement(const Scenario& s, const std::vector<std::vector<double>>& load, std::uint64_t seed)

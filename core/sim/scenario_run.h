@@ -29,7 +29,7 @@ std::unique_ptr<RoutingSource> makeRoutingSource(const Scenario& s, long long se
 
 // What makePlacement needs for the scenario's strategy, with R = experts +
 // placement.redundant_slots: `load` ([MoE layer][expert]; empty = the routing's expected load,
-// estimated from 8 steps, for the strategies that use load); for gem and search the GPUs' speed
+// estimated from kLoadSteps steps, for the strategies that use load); for gem and search the GPUs' speed
 // factors (gpus.speed) and the routing's co-activation (the generator's expectedCoactivation, or a
 // per-token trace's; none for counts); for search a SimObjective over the routing's first
 // kObjectiveSamples steps (default calibration of the scenario), placement.budget_ms and `seed`.
@@ -48,6 +48,18 @@ Placement resolvePlacement(const Scenario& s, const std::vector<std::vector<doub
 
 // Routing steps the search objective of preparePlacement averages over.
 inline constexpr int kObjectiveSamples = 8;
+// Routing steps preparePlacement estimates the load from.
+inline constexpr int kLoadSteps = 8;
+
+// resolvePlacement(s), with the routing source the load was estimated from, rewound: a run that
+// steps it replays those steps instead of drawing them again (the synthetic source keeps its first
+// kLoadSteps samples), so `simulate` pays for them once. The same placement and steps as
+// resolvePlacement and a fresh makeRoutingSource(s).
+struct PlacementAndRouting {
+    Placement placement;
+    std::shared_ptr<RoutingSource> routing;
+};
+PlacementAndRouting resolvePlacementAndRouting(const Scenario& s);
 
 // Expected per-layer expert load of a routing source over `steps` steps ([layer][expert]).
 std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps);

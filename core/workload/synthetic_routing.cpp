@@ -63,6 +63,21 @@ std::uint64_t smallestKeys(const float* keys, int n, int count)
     return mask;
 }
 
+// Bit i set where v[i] >= threshold (n <= 64); two at a time where SSE2 is there.
+std::uint64_t atLeast(const double* v, std::size_t n, double threshold)
+{
+    std::uint64_t mask = 0;
+    std::size_t i = 0;
+#if defined(__SSE2__)
+    const __m128d t = _mm_set1_pd(threshold);
+    for (; i + 2 <= n; i += 2)
+        mask |= static_cast<std::uint64_t>(_mm_movemask_pd(_mm_cmpge_pd(_mm_loadu_pd(v + i), t))) << i;
+#endif
+    for (; i < n; ++i)
+        mask |= static_cast<std::uint64_t>(v[i] >= threshold) << i;
+    return mask;
+}
+
 }  // namespace
 
 SyntheticRouting::SyntheticRouting(const ModelSpec& model, const Workload& workload, int numGpus,
@@ -379,8 +394,10 @@ void SyntheticRouting::nextCounts(RoutingSample& out)
             c.takenBits.assign((static_cast<std::size_t>(m_tokensPerGpu) * static_cast<std::size_t>(m_topK) * 2 + 256) / 64 + 1, 0);
             c.cap.assign(ng, 0);
             c.subs.assign(ng, 0);
-            c.groupMax.assign(ng, 0.0);
             c.perMass.assign(ng, 0.0);
+            c.maskSubs.assign(std::size_t{1} << kMaskedGroups, 0);
+            c.maskTokens.assign(std::size_t{1} << kMaskedGroups, 0);
+            c.masks.reserve(std::size_t{1} << kMaskedGroups);
             c.groupW.assign(ng, 0.0);
             c.expected.assign(ng, 0.0);
         }
@@ -421,9 +438,11 @@ void SyntheticRouting::chooseGroupsCounts(detail::Rng& rng, CountScratch& c) con
     // table (detail::exponential16), ranks by comparison.
     const int numGroups = m_routingGroups;
     float inverse[64];
+    float offset[64];
     for (int j = 0; j < numGroups; ++j) {
         const double w = c.groupW[static_cast<std::size_t>(j)];
         inverse[j] = w > 0.0 ? static_cast<float>(1.0 / w) : 0.0f;
+        offset[j] = w > 0.0 ? 0.0f : 3.0e38f;
     }
     const detail::RandomTables& tables = detail::RandomTables::get();
     double* perMass = c.perMass.data();  // per group: sum over its sub-batches of tokens / chosen mass
@@ -439,27 +458,60 @@ void SyntheticRouting::chooseGroupsCounts(detail::Rng& rng, CountScratch& c) con
             std::uint64_t r = rng.next();
             for (int q = 0; q < 4 && j + q < numGroups; ++q, r >>= 16) {
                 const float e = tables.exponential16(static_cast<std::uint32_t>(r & 0xffffu));
-                // A weightless group loses to every weighted one, ties among them broken by e.
-                key[j + q] = inverse[j + q] > 0.0f ? e * inverse[j + q] : 3.0e38f - e;
+                // A weightless group (inverse 0, offset 3e38) loses to every weighted one.
+                key[j + q] = e * inverse[j + q] + offset[j + q];
             }
         }
         const std::uint64_t mask = smallestKeys(key, numGroups, perToken);
-        double chosenMass = 0.0;
-        for (std::uint64_t m = mask; m != 0; m &= m - 1)
-            chosenMass += c.groupW[static_cast<std::size_t>(std::countr_zero(m))];
-        const double share = chosenMass > 0.0 ? tokens / chosenMass : 0.0;
-        for (std::uint64_t m = mask; m != 0; m &= m - 1) {
-            const auto g = static_cast<std::size_t>(std::countr_zero(m));
-            c.cap[g] += tokens;
-            ++c.subs[g];
-            perMass[g] += share;
+        if (numGroups <= kMaskedGroups) {  // tallied per subset, spread over its groups below
+            const auto m = static_cast<std::size_t>(mask);
+            if (c.maskSubs[m]++ == 0)
+                c.masks.push_back(static_cast<int>(m));
+            c.maskTokens[m] += tokens;
+        } else {
+            addSubBatch(mask, tokens, c);
         }
-        if (!(chosenMass > 0.0))  // weightless groups only: an even split
-            for (std::uint64_t m = mask; m != 0; m &= m - 1)
-                c.expected[static_cast<std::size_t>(std::countr_zero(m))] += static_cast<double>(tokens) * m_topK / perToken;
     }
+    // The sub-batches of each subset chosen: its mass is computed once.
+    for (const int m : c.masks) {
+        const auto mu = static_cast<std::size_t>(m);
+        const int subs = c.maskSubs[mu];
+        const int tokens = c.maskTokens[mu];
+        double chosenMass = 0.0;
+        for (std::uint64_t b = mu; b != 0; b &= b - 1)
+            chosenMass += c.groupW[static_cast<std::size_t>(std::countr_zero(b))];
+        const double share = chosenMass > 0.0 ? tokens / chosenMass : 0.0;
+        for (std::uint64_t b = mu; b != 0; b &= b - 1) {
+            const auto g = static_cast<std::size_t>(std::countr_zero(b));
+            c.cap[g] += tokens;
+            c.subs[g] += subs;
+            if (chosenMass > 0.0)
+                perMass[g] += share;
+            else  // weightless groups only: an even split
+                c.expected[g] += static_cast<double>(tokens) * m_topK / perToken;
+        }
+        c.maskSubs[mu] = 0;
+        c.maskTokens[mu] = 0;
+    }
+    c.masks.clear();
     for (std::size_t j = 0; j < ng; ++j)
         c.expected[j] += m_topK * c.groupW[j] * perMass[j];
+}
+
+void SyntheticRouting::addSubBatch(std::uint64_t mask, int tokens, CountScratch& c) const
+{
+    double chosenMass = 0.0;
+    for (std::uint64_t m = mask; m != 0; m &= m - 1)
+        chosenMass += c.groupW[static_cast<std::size_t>(std::countr_zero(m))];
+    for (std::uint64_t m = mask; m != 0; m &= m - 1) {
+        const auto g = static_cast<std::size_t>(std::countr_zero(m));
+        c.cap[g] += tokens;
+        ++c.subs[g];
+        if (chosenMass > 0.0)
+            c.perMass[g] += tokens / chosenMass;
+        else  // weightless groups only: an even split
+            c.expected[g] += static_cast<double>(tokens) * m_topK / m_groupsPerToken;
+    }
 }
 
 void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::Count* row, CountScratch& c) const
@@ -512,9 +564,6 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
         }
     }
 
-    for (std::size_t j = 0; j < ng; ++j)
-        c.groupMax[j] = *std::max_element(c.mu.begin() + static_cast<std::ptrdiff_t>(j * gs),
-                                          c.mu.begin() + static_cast<std::ptrdiff_t>((j + 1) * gs));
     // The heavy experts: those a sub-batch cap can clip (more than 2% of their pairs) at the rates
     // raised by capScale, or with a large share of a sub-batch; raising the rates can make more
     // experts heavy: again until the set holds.
@@ -533,11 +582,13 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
             const int perSub = c.cap[j] / c.subs[j];
             const double clipFrom =
                 c.subs[j] * std::min(tables.clipFreeMean(perSub), 0.05 * perSub * m_topK) / scale;
-            if (round == 0 && c.groupMax[j] < clipFrom)
-                continue;
-            for (std::size_t x = j * gs; x < (j + 1) * gs; ++x) {  // branch-free: the test is a coin flip
-                heavy[count] = static_cast<int>(x);
-                count += (c.mu[x] >= clipFrom) & (c.clipMean[x] < 0.0);
+            for (std::size_t x0 = j * gs; x0 < (j + 1) * gs; x0 += 64) {
+                const std::size_t len = std::min<std::size_t>(64, (j + 1) * gs - x0);
+                for (std::uint64_t m = atLeast(c.mu.data() + x0, len, clipFrom); m != 0; m &= m - 1) {
+                    const std::size_t x = x0 + static_cast<std::size_t>(std::countr_zero(m));
+                    if (c.clipMean[x] < 0.0)  // not heavy yet
+                        heavy[count++] = static_cast<int>(x);
+                }
             }
         }
         for (int i = before; i < count; ++i)

@@ -216,7 +216,6 @@ private:
         std::vector<double> mu;        // per expert: expected pairs for this source
         std::vector<int> cap;          // per routing group: tokens that chose it
         std::vector<int> subs;         // per routing group: sub-batches that chose it
-        std::vector<double> groupMax;  // per routing group: the largest expected pairs of an expert
         std::vector<int> capX;         // per expert: its group's cap
         std::vector<double> clipMean;  // per expert: mean pairs under sub-batch caps; < 0: not clipped
         std::vector<double> clipSd;    // and their standard deviation
@@ -228,6 +227,9 @@ private:
         std::vector<double> groupW;    // per routing group: the source's mass
         std::vector<double> expected;  // per routing group: expected pairs
         std::vector<double> perMass;   // per routing group: sum of tokens / chosen mass over its sub-batches
+        std::vector<int> maskSubs;     // per subset of routing groups (up to kMaskedGroups): sub-batches that chose it
+        std::vector<int> maskTokens;   // and their tokens
+        std::vector<int> masks;        // the subsets chosen
     };
 
     void initLayer(int index, Layer& layer) const;
@@ -238,6 +240,8 @@ private:
     void nextCounts(RoutingSample& out);
     void sampleSourceCounts(Layer& layer, int src, RoutingSample::Count* row, CountScratch& scratch) const;
     void chooseGroupsCounts(detail::Rng& rng, CountScratch& scratch) const;
+    void addSubBatch(std::uint64_t mask, int tokens, CountScratch& scratch) const;
+    static constexpr int kMaskedGroups = 10;  // up to this many routing groups, sub-batches are tallied per subset
     double capScale(CountScratch& scratch, int n) const;
     void clippedRate(double rate, int tokens, double& m1, double& m2, double& below) const;
     void removePairs(RoutingSample::Count* row, int excess, int drawn, detail::Rng& rng, CountScratch& scratch) const;

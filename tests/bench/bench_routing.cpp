@@ -1,12 +1,13 @@
-// Synthetic routing throughput at the DeepSeek-R1 / GB200 NVL72 decode shape.
+// Synthetic routing throughput at the DeepSeek-R1 / GB200 NVL72 decode shape, both samplers.
 //   bench_routing [steps=20] [tokens_per_gpu=128]
 // Prints the median time of one full step (58 MoE layers x 72 source GPUs x 256 experts,
-// tokens_per_gpu * 8 pairs per GPU) on one core, and as its ceiling the time to merely generate
-// the same number of random 64-bit words (one per pair): the sampler cannot beat that, so
-// "ratio" = step time / ceiling says how close to the floor it runs. `#wrong` counts rows that
-// break an invariant (sum != tokens * top_k, or one expert over tokens per source).
-// Times are thread CPU time (CLOCK_THREAD_CPUTIME_ID), so a busy machine inflates them less than
-// wall time would; wall time is printed beside them.
+// tokens_per_gpu * 8 pairs per GPU, min(tokens, 32) sub-batches as simulate runs it) for the pairs
+// sampler (one core), the counts sampler on one core and on the machine's threads (wall), and as
+// ceilings the time to merely generate one random 64-bit word per pair (the pairs sampler's floor)
+// and one per expert cell (the counts sampler's: it draws about one per cell). "ratio" = step
+// time / its ceiling. `#wrong` counts rows that break an invariant (sum != tokens * top_k, or one
+// expert over tokens per source). One-core times are thread CPU time (CLOCK_THREAD_CPUTIME_ID),
+// so a busy machine inflates them less than wall time would.
 #include "workload/synthetic_routing.h"
 
 #include <algorithm>
@@ -77,59 +78,80 @@ int main(int argc, char** argv)
     model.experts_per_token = 8;
     const int gpus = 72;
 
-    // Ceiling: one xoshiro draw per pair, summed so it is not optimised away.
+    // Ceilings: one xoshiro draw per pair, and per expert cell, summed so they are not optimised away.
     const long pairsPerStep = static_cast<long>(model.numMoeLayers()) * gpus * tokens * model.experts_per_token;
-    std::vector<double> rngMs;
+    const long cellsPerStep = static_cast<long>(model.numMoeLayers()) * gpus * model.routed_experts;
     std::uint64_t sink = 0;
     moex::detail::Rng rng(1);
-    for (int s = 0; s < steps; ++s) {
-        const double t0 = cpuMs();
-        for (long i = 0; i < pairsPerStep; ++i)
-            sink += rng.next() >> 56;
-        rngMs.push_back(cpuMs() - t0);
-    }
-    const double ceiling = median(rngMs);
-    std::printf("shape: %d layers x %d GPUs x %d experts, %d tokens/GPU x top-%d = %d pairs/GPU (%ld pairs/step)\n",
+    const auto words = [&](long n) {
+        std::vector<double> ms;
+        for (int s = 0; s < steps; ++s) {
+            const double t0 = cpuMs();
+            for (long i = 0; i < n; ++i)
+                sink += rng.next() >> 56;
+            ms.push_back(cpuMs() - t0);
+        }
+        return median(ms);
+    };
+    const double pairCeiling = words(pairsPerStep);
+    const double cellCeiling = words(cellsPerStep);
+    std::printf("shape: %d layers x %d GPUs x %d experts, %d tokens/GPU x top-%d = %d pairs/GPU (%ld pairs, %ld cells/step)\n",
                 model.numMoeLayers(), gpus, model.routed_experts, tokens, model.experts_per_token,
-                tokens * model.experts_per_token, pairsPerStep);
-    std::printf("ceiling: %.2f ms/step to generate %ld random words (checksum %llu)\n", ceiling, pairsPerStep,
-                static_cast<unsigned long long>(sink % 1000));
-    std::printf("%-36s %8s %8s %8s %7s %7s\n", "case", "ms/step", "wall_ms", "first_ms", "ratio", "#wrong");
+                tokens * model.experts_per_token, pairsPerStep, cellsPerStep);
+    std::printf("ceilings: %.2f ms/step for one random word per pair, %.3f ms per cell (checksum %llu); %d threads\n",
+                pairCeiling, cellCeiling, static_cast<unsigned long long>(sink % 1000), moex::WorkerPool::hardwareThreads());
+    std::printf("%-36s %-14s %8s %8s %7s %7s\n", "case", "sampler", "ms/step", "first_ms", "ratio", "#wrong");
 
     const Case cases[] = {
         {"zipf 1.1, no groups", 1.1, 0, 0.0, 1},
         {"zipf 1.1, group-limited 8/4", 1.1, 0, 0.0, 8},
         {"zipf 1.1, 16 co-groups, drift .01", 1.1, 16, 0.01, 1},
         {"full: 8/4, 16 co-groups, drift .01", 1.1, 16, 0.01, 8},
+        {"samples: skew .4, hot .03, 8/4", 0.4, 16, 0.01, 8},
     };
+    struct Run {
+        const char* name;
+        moex::RoutingSampler sampler;
+        int threads;  // 0: the machine's (wall time), else thread CPU time
+    };
+    const Run runs[] = {{"pairs, 1 core", moex::RoutingSampler::pairs, 1},
+                        {"counts, 1 core", moex::RoutingSampler::counts, 1},
+                        {"counts, all", moex::RoutingSampler::counts, 0}};
     for (const Case& c : cases) {
         model.expert_groups = c.expertGroups;
         model.groups_per_token = c.expertGroups > 1 ? 4 : 1;
         moex::Workload work;
         work.tokens_per_gpu = tokens;
         work.routing.skew = c.skew;
-        work.routing.hot_experts = 0.05;
+        work.routing.hot_experts = c.skew < 1.0 ? 0.03 : 0.05;
         work.routing.coactivation_groups = c.coactivationGroups;
         work.routing.drift = c.drift;
         work.routing.seed = 7;
-        moex::SyntheticRouting gen(model, work, gpus);
-        moex::RoutingSample sample;
-        double t0 = cpuMs();
-        gen.next(sample);  // first call sizes the sample
-        const double first = cpuMs() - t0;
-        long wrong = wrongRows(sample);
-        std::vector<double> ms;
-        std::vector<double> wall;
-        for (int s = 0; s < steps; ++s) {
-            const auto w0 = Clock::now();
-            t0 = cpuMs();
-            gen.next(sample);
-            ms.push_back(cpuMs() - t0);
-            wall.push_back(msSince(w0));
-            wrong += wrongRows(sample);
+        for (const Run& run : runs) {
+            moex::SyntheticRoutingOptions options;
+            options.group_subbatches = std::min(tokens, 32);
+            options.sampler = run.sampler;
+            options.threads = run.threads;
+            moex::SyntheticRouting gen(model, work, gpus, options);
+            moex::RoutingSample sample;
+            const bool wall = run.threads == 0;
+            const auto clock = [&] { return wall ? msSince(Clock::time_point{}) : cpuMs(); };
+            double t0 = clock();
+            gen.next(sample);  // first call sizes the sample
+            const double first = clock() - t0;
+            long wrong = wrongRows(sample);
+            std::vector<double> ms;
+            const int n = run.sampler == moex::RoutingSampler::pairs ? std::max(3, steps / 4) : steps;
+            for (int s = 0; s < n; ++s) {
+                t0 = clock();
+                gen.next(sample);
+                ms.push_back(clock() - t0);
+                wrong += wrongRows(sample);
+            }
+            const double med = median(ms);
+            const double ceiling = run.sampler == moex::RoutingSampler::pairs ? pairCeiling : cellCeiling;
+            std::printf("%-36s %-14s %8.2f %8.2f %7.2f %7ld\n", c.name, run.name, med, first, med / ceiling, wrong);
         }
-        const double med = median(ms);
-        std::printf("%-36s %8.2f %8.2f %8.2f %7.2f %7ld\n", c.name, med, median(wall), first, med / ceiling, wrong);
     }
     return 0;
 }

@@ -272,7 +272,7 @@ void TestRoutingStatistics::exponentialTable()
         sum += e;
         above += e > 1.0f;
     }
-    QVERIFY2(std::abs(sum / 65536 - 1.0) < 2e-3, qPrintable(QString::number(sum / 65536)));
+    QVERIFY2(std::abs(sum / 65536 - 1.0) < 1e-3, qPrintable(QString::number(sum / 65536)));
     QVERIFY2(std::abs(above / 65536.0 - std::exp(-1.0)) < 1e-4, qPrintable(QString::number(above / 65536.0)));
     for (std::uint32_t v = 1; v < 65536; ++v)
         QVERIFY(t.exponential16(v) >= t.exponential16(v - 1));
