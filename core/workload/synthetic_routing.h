@@ -21,6 +21,9 @@
 //    to their mass for that source) and all of its pairs go to experts of those groups. With one
 //    sub-batch (the default) a source's whole batch shares one group choice: the upper bound of the
 //    concentration; real batches mix contexts, so more sub-batches spread a source over more groups.
+// Two samplers draw the counts of this model (SyntheticRoutingOptions::sampler; docs/MODEL.md):
+// the counts sampler (the default: about one random word per expert, layers in parallel; see
+// RoutingSampler) and the pairs sampler, the reference, described here.
 // Counts: top-k picks distinct experts, so an expert gets at most one pair per token of a
 // (sub-)batch (the cap). The few "heavy" experts whose share could bring them near the cap are
 // drawn first, by conditional binomials clipped at the cap (the excess goes to the experts after

@@ -170,6 +170,8 @@ void TestCliSim::simulateJsonContract()
     }
     QVERIFY(j.value(QStringLiteral("sim_wall_us_per_step")).isDouble());
     QVERIFY(j.value(QStringLiteral("sim_wall_us_per_step")).toDouble() > 0);
+    // End to end (the routing source's sample and the model) takes longer than the model alone.
+    QVERIFY(j.value(QStringLiteral("end_to_end_us_per_step")).toDouble() > 0);
 }
 
 void TestCliSim::simulateTextTable()
@@ -455,7 +457,9 @@ void TestCliSim::benchFidelity()
 void TestCliSim::benchSim()
 {
     const Result r = runCli({QStringLiteral("bench"), QStringLiteral("sim"), QStringLiteral("--steps"), QStringLiteral("20"),
-                             QStringLiteral("--routed-steps"), QStringLiteral("2"), QStringLiteral("--json"), QStringLiteral("-")});
+                             QStringLiteral("--routed-steps"), QStringLiteral("2"), QStringLiteral("--end-to-end-steps"),
+                             QStringLiteral("3"), QStringLiteral("--config-runs"), QStringLiteral("2"), QStringLiteral("--json"),
+                             QStringLiteral("-")});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     QString error;
     const QJsonObject j = parse(r.out, &error).object();
@@ -521,6 +525,25 @@ void TestCliSim::benchSim()
     // Peak RSS holds at least the 16 pre-generated samples and the working one (2.1 MB each).
     QVERIFY2(j.value(QStringLiteral("peak_rss_mb")).toDouble() >= 17.0 * 58 * 72 * 256 * 2 / (1024.0 * 1024.0),
              qPrintable(QString::number(j.value(QStringLiteral("peak_rss_mb")).toDouble())));
+    // The headline: end to end (routing source + model) per step, as simulate runs it; the routing
+    // part within it; the cold configuration (load, placement, 10 steps, summary) as its series say.
+    const auto e2e = numbers(series.value(QStringLiteral("end_to_end")).toObject().value(QStringLiteral("wall_us")));
+    const auto e2eRouting =
+        numbers(series.value(QStringLiteral("end_to_end")).toObject().value(QStringLiteral("routing_wall_us")));
+    QCOMPARE(e2e.size(), std::size_t(3));
+    QCOMPARE(e2eRouting.size(), std::size_t(3));
+    for (std::size_t i = 0; i < e2e.size(); ++i)
+        QVERIFY(e2eRouting[i] > 0 && e2eRouting[i] < e2e[i]);
+    QVERIFY(same(j.value(QStringLiteral("end_to_end_us_per_step_median")).toDouble(-1), medianOf(e2e)));
+    QVERIFY(same(j.value(QStringLiteral("end_to_end_routing_us_median")).toDouble(-1), medianOf(e2eRouting)));
+    const double share = j.value(QStringLiteral("end_to_end_routing_share")).toDouble(-1);
+    QVERIFY(same(share, medianOf(e2eRouting) / medianOf(e2e)));
+    const auto config = numbers(series.value(QStringLiteral("cold_configuration")).toObject().value(QStringLiteral("wall_ms")));
+    QCOMPARE(config.size(), std::size_t(2));
+    QVERIFY(same(j.value(QStringLiteral("cold_configuration_ms_median")).toDouble(-1), medianOf(config)));
+    // A whole configuration includes at least its 10 steps of the model.
+    QVERIFY(medianOf(config) * 1000.0 > 10 * medianOf(numbers(series.value(QStringLiteral("warm")).toObject().value(QStringLiteral("cpu_us")))) * 0.5);
+    QVERIFY(j.value(QStringLiteral("cold_configuration_summary_bytes")).toDouble() > 200);
     QCOMPARE(j.value(QStringLiteral("steps")).toInt(), 20);
     QCOMPARE(j.value(QStringLiteral("gpus")).toInt(), 72);
     QCOMPARE(j.value(QStringLiteral("moe_layers")).toInt(), 58);

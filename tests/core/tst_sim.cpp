@@ -193,6 +193,7 @@ private slots:
     void idleTimeIsTheStepMinusEachGpusOwnWork();
     void pcieEfficiencyBoundsNicPorts();
     void deterministicPerSeed();
+    void placementAndRoutingReplayTheFreshSequence();
     void nvlinkFastPathMatchesGeneralPath_data();
     void nvlinkFastPathMatchesGeneralPath();
     void allToAllRespectsLineRate_data();
@@ -987,6 +988,29 @@ void TestSim::memoryLimitsTheBatch()
 }
 
 // --- determinism ------------------------------------------------------------------------------------
+
+void TestSim::placementAndRoutingReplayTheFreshSequence()
+{
+    // simulate's shortcut (the run replays the steps the eplb load was estimated from) changes
+    // nothing: the same placement as resolvePlacement, the same steps as a fresh routing source,
+    // before and after a reset, past the kept steps.
+    const Scenario s = load(kNvlDecode);
+    const PlacementAndRouting placed = resolvePlacementAndRouting(s);
+    const Placement direct = resolvePlacement(s);
+    QCOMPARE(placed.placement.layers.size(), direct.layers.size());
+    QVERIFY(placed.placement == direct);
+    auto fresh = makeRoutingSource(s);
+    RoutingSample a, b;
+    for (int pass = 0; pass < 2; ++pass) {
+        placed.routing->reset();
+        fresh->reset();
+        for (int step = 0; step < kLoadSteps + 3; ++step) {
+            placed.routing->next(a);
+            fresh->next(b);
+            QVERIFY2(a.all_counts == b.all_counts, qPrintable(QStringLiteral("pass %1 step %2").arg(pass).arg(step)));
+        }
+    }
+}
 
 void TestSim::deterministicPerSeed()
 {
