@@ -14,6 +14,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace moex {
 
@@ -62,6 +65,65 @@ std::uint64_t smallestKeys(const float* keys, int n, int count)
     }
     return mask;
 }
+
+constexpr std::uint64_t kTie = ~std::uint64_t{0};
+
+// The race of 8 groups in one AVX2 register: keys e * inverse + offset (multiply then add, no fused
+// multiply-add: the roundings of the scalar keys), e the table's exponential of each 16 random bits
+// (groups 0-3 from r0, 4-7 from r1, low bits first), ranks by 8 compares of every key against all.
+// The mask of the `count` smallest, or kTie when equal keys straddle the boundary.
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) std::uint64_t race8Avx2(const float* exponential, std::uint64_t r0,
+                                                        std::uint64_t r1, const float* inverse, const float* offset,
+                                                        int count)
+{
+    // Eight scalar loads: AMD's vgatherdps is slower than them.
+    const auto at = [&](std::uint64_t r, int q) { return exponential[(r >> (16 * q)) & 0xffffu]; };
+    const __m256 e = _mm256_set_ps(at(r1, 3), at(r1, 2), at(r1, 1), at(r1, 0), at(r0, 3), at(r0, 2), at(r0, 1), at(r0, 0));
+    const __m256 keys = _mm256_add_ps(_mm256_mul_ps(e, _mm256_loadu_ps(inverse)), _mm256_loadu_ps(offset));
+    __m256i rank = _mm256_setzero_si256();
+    for (int i = 0; i < 8; ++i) {
+        const __m256 ki = _mm256_permutevar8x32_ps(keys, _mm256_set1_epi32(i));
+        rank = _mm256_sub_epi32(rank, _mm256_castps_si256(_mm256_cmp_ps(ki, keys, _CMP_LT_OQ)));
+    }
+    const auto bits = static_cast<unsigned>(
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(count), rank))));
+    unsigned pop = bits - ((bits >> 1) & 0x55u);
+    pop = (pop & 0x33u) + ((pop >> 2) & 0x33u);
+    pop = (pop + (pop >> 4)) & 0x0fu;
+    return static_cast<int>(pop) == count ? bits : kTie;
+}
+bool raceHasAvx2() { return __builtin_cpu_supports("avx2") != 0; }
+#else
+std::uint64_t race8Avx2(const float*, std::uint64_t, std::uint64_t, const float*, const float*, int) { return kTie; }
+bool raceHasAvx2() { return false; }
+#endif
+
+}  // namespace
+
+namespace detail {
+
+std::uint64_t race8(const float* exponential, std::uint64_t r0, std::uint64_t r1, const float* inverse,
+                    const float* offset, int count, bool vector)
+{
+    if (vector) {
+        const std::uint64_t mask = race8Avx2(exponential, r0, r1, inverse, offset, count);
+        if (mask != kTie)
+            return mask;
+    }
+    alignas(16) float key[8];  // the same keys, one at a time; a tie goes to the lower index
+    for (int q = 0; q < 8; ++q) {
+        const std::uint64_t r = q < 4 ? r0 : r1;
+        key[q] = exponential[(r >> (16 * (q & 3))) & 0xffffu] * inverse[q] + offset[q];
+    }
+    return smallestKeys(key, 8, count);
+}
+
+bool race8HasAvx2() { return raceHasAvx2(); }
+
+}  // namespace detail
+
+namespace {
 
 // Bit i set where v[i] >= threshold (n <= 64); two at a time where SSE2 is there.
 std::uint64_t atLeast(const double* v, std::size_t n, double threshold)
@@ -153,6 +215,7 @@ SyntheticRouting::SyntheticRouting(const ModelSpec& model, const Workload& workl
     m_components.reserve(maxComponents);
     m_weightScratch.assign(std::max(ne, maxComponents), 0.0);
     m_componentTable.build(std::span<const double>(m_weightScratch.data(), maxComponents));  // sizes it
+    m_raceAvx2 = detail::race8HasAvx2();
     reset();
 }
 
@@ -454,15 +517,22 @@ void SyntheticRouting::chooseGroupsCounts(detail::Rng& rng, CountScratch& c) con
         const int tokens = perSub + (b < extra ? 1 : 0);
         if (tokens == 0)
             continue;
-        for (int j = 0; j < numGroups; j += 4) {
-            std::uint64_t r = rng.next();
-            for (int q = 0; q < 4 && j + q < numGroups; ++q, r >>= 16) {
-                const float e = tables.exponential16(static_cast<std::uint32_t>(r & 0xffffu));
-                // A weightless group (inverse 0, offset 3e38) loses to every weighted one.
-                key[j + q] = e * inverse[j + q] + offset[j + q];
+        std::uint64_t mask = 0;
+        if (numGroups == 8) {
+            const std::uint64_t r0 = rng.next();
+            const std::uint64_t r1 = rng.next();
+            mask = detail::race8(tables.exponential, r0, r1, inverse, offset, perToken, m_raceAvx2);
+        } else {
+            for (int j = 0; j < numGroups; j += 4) {
+                std::uint64_t r = rng.next();
+                for (int q = 0; q < 4 && j + q < numGroups; ++q, r >>= 16) {
+                    const float e = tables.exponential16(static_cast<std::uint32_t>(r & 0xffffu));
+                    // A weightless group (inverse 0, offset 3e38) loses to every weighted one.
+                    key[j + q] = e * inverse[j + q] + offset[j + q];
+                }
             }
+            mask = smallestKeys(key, numGroups, perToken);
         }
-        const std::uint64_t mask = smallestKeys(key, numGroups, perToken);
         if (numGroups <= kMaskedGroups) {  // tallied per subset, spread over its groups below
             const auto m = static_cast<std::size_t>(mask);
             if (c.maskSubs[m]++ == 0)

@@ -93,6 +93,13 @@ int binomial(Rng& rng, int n, double p);
 int poisson(double mean, std::uint32_t random);
 // The first two moments of min(X, t) for X ~ Binomial(n, p), and P(X < t).
 void clippedBinomial(int n, double p, int t, double& m1, double& m2, double& below);
+// The race of 8 routing groups (the counts sampler's group choice of a sub-batch): the mask of the
+// `count` smallest keys exponential[v_q] * inverse[q] + offset[q], v_q the q-th 16 bits of r0
+// (q < 4) or r1 (low bits first), ties to the lower index. `vector`: in AVX2 (where race8HasAvx2),
+// the same masks as the scalar loop.
+std::uint64_t race8(const float* exponential, std::uint64_t r0, std::uint64_t r1, const float* inverse,
+                    const float* offset, int count, bool vector);
+bool race8HasAvx2();
 // The standard normal quantile of 12 random bits (4096 equiprobable cells; |z| <= 3.5).
 double normalQuantile(std::uint32_t random12);
 
@@ -275,6 +282,7 @@ private:
     std::int64_t m_step = 0;
     std::vector<Layer> m_layers;
     std::unique_ptr<WorkerPool> m_pool;  // counts sampler with more than one thread
+    bool m_raceAvx2 = false;             // the 8-group race in AVX2 (the same masks as the scalar one)
     std::vector<CountScratch> m_countScratch;  // per worker
     std::vector<int> m_identity;       // 0..E-1: the ids of the per-routing-group tables
     std::vector<std::uint8_t> m_flag;  // scratch, per expert

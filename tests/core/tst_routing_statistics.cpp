@@ -10,6 +10,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -222,6 +223,8 @@ private slots:
     void poissonMoments_data();
     void poissonMoments();
     void exponentialTable();
+    void raceVectorMatchesScalar();
+    void raceIsSequentialChoice();
     void countsMatchPairs_data();
     void countsMatchPairs();
     void threadsDoNotChangeTheCounts();
@@ -276,6 +279,59 @@ void TestRoutingStatistics::exponentialTable()
     QVERIFY2(std::abs(above / 65536.0 - std::exp(-1.0)) < 1e-4, qPrintable(QString::number(above / 65536.0)));
     for (std::uint32_t v = 1; v < 65536; ++v)
         QVERIFY(t.exponential16(v) >= t.exponential16(v - 1));
+}
+
+void TestRoutingStatistics::raceVectorMatchesScalar()
+{
+    // The AVX2 race gives the scalar one's mask for every draw, weightless groups and exact ties
+    // (equal weights, equal random bits) included.
+    if (!detail::race8HasAvx2())
+        QSKIP("this CPU has no AVX2");
+    const detail::RandomTables& t = detail::RandomTables::get();
+    detail::Rng rng(9);
+    for (int i = 0; i < 200000; ++i) {
+        float inverse[8], offset[8];
+        for (int q = 0; q < 8; ++q) {
+            const std::uint64_t r = rng.next();
+            const int kind = static_cast<int>(r % 8);
+            inverse[q] = kind == 0 ? 0.0f : kind == 1 ? 4.0f : static_cast<float>(1.0 / (0.01 + rng.uniform()));
+            offset[q] = kind == 0 ? 3.0e38f : 0.0f;
+        }
+        std::uint64_t r0 = rng.next(), r1 = rng.next();
+        if (i % 16 == 0)  // equal bits in every lane: ties wherever the weights are equal
+            r1 = r0 = (r0 & 0xffffu) * 0x0001000100010001ULL;
+        const int count = 1 + static_cast<int>(rng.below(7));
+        const std::uint64_t v = detail::race8(t.exponential, r0, r1, inverse, offset, count, true);
+        const std::uint64_t scalar = detail::race8(t.exponential, r0, r1, inverse, offset, count, false);
+        QCOMPARE(v, scalar);
+        QCOMPARE(std::popcount(scalar), count);
+    }
+}
+
+void TestRoutingStatistics::raceIsSequentialChoice()
+{
+    // The exponential race picks subsets with the probabilities of choosing groups one after the
+    // other in proportion to weight (Plackett-Luce): P({a, b}) = w_a/W * w_b/(W - w_a) + the reverse.
+    const double w[8] = {8, 4, 2, 1, 1, 0.5, 0.25, 0.25};
+    float inverse[8], offset[8] = {};
+    double total = 0.0;
+    for (int q = 0; q < 8; ++q) {
+        inverse[q] = static_cast<float>(1.0 / w[q]);
+        total += w[q];
+    }
+    const detail::RandomTables& t = detail::RandomTables::get();
+    detail::Rng rng(4);
+    const int n = 400000;
+    std::vector<int> hits(256, 0);
+    for (int i = 0; i < n; ++i)
+        ++hits[static_cast<std::size_t>(detail::race8(t.exponential, rng.next(), rng.next(), inverse, offset, 2, detail::race8HasAvx2()))];
+    for (int a = 0; a < 8; ++a)
+        for (int b = a + 1; b < 8; ++b) {
+            const double p = w[a] / total * w[b] / (total - w[a]) + w[b] / total * w[a] / (total - w[b]);
+            const double got = hits[static_cast<std::size_t>((1 << a) | (1 << b))] / static_cast<double>(n);
+            QVERIFY2(std::abs(got - p) < 5 * std::sqrt(p * (1 - p) / n) + 2e-4,
+                     qPrintable(QStringLiteral("{%1, %2}: %3 vs %4").arg(a).arg(b).arg(got).arg(p)));
+        }
 }
 
 void TestRoutingStatistics::countsMatchPairs_data()
