@@ -247,6 +247,7 @@ private:
     void rebuildTables(Layer& layer);
     void drawActive(Layer& layer, int src, int slot) const;
     void advance(Layer& layer);
+    void sourceGroupMass(const Layer& layer, const int* active, double perSlot, double* mass) const;
     void nextCounts(RoutingSample& out);
     void sampleSourceCounts(Layer& layer, int src, RoutingSample::Count* row, CountScratch& scratch) const;
     void chooseGroupsCounts(detail::Rng& rng, CountScratch& scratch) const;

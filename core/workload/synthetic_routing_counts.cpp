@@ -1,0 +1,565 @@
+// The counts sampler of SyntheticRouting (RoutingSampler::counts, docs/MODEL.md): per source the
+// sub-batches' group race, one Poisson (or clipped-binomial) draw per expert, the exact total.
+#include "workload/synthetic_routing.h"
+
+#include "workload/random_tables.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <span>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace moex {
+
+namespace {
+
+// The `count` smallest of keys[0, n) as a bit mask (n <= 64; ties to the lower index). Ranks by
+// comparing every key with every other; for n = 8 four at a time where SSE2 is there.
+std::uint64_t smallestKeys(const float* keys, int n, int count)
+{
+    std::uint64_t mask = 0;
+#if defined(__SSE2__)
+    if (n == 8) {  // DeepSeek's 8 expert groups: ranks in two registers
+        // rank[j] = number of keys below keys[j]; a tie leaves too few or too many chosen, then the
+        // exact loop below decides.
+        const __m128 lo = _mm_load_ps(keys);
+        const __m128 hi = _mm_load_ps(keys + 4);
+        __m128i rankLo = _mm_setzero_si128();
+        __m128i rankHi = _mm_setzero_si128();
+        for (int i = 0; i < 8; ++i) {
+            const __m128 ki = _mm_set1_ps(keys[i]);
+            rankLo = _mm_sub_epi32(rankLo, _mm_castps_si128(_mm_cmplt_ps(ki, lo)));
+            rankHi = _mm_sub_epi32(rankHi, _mm_castps_si128(_mm_cmplt_ps(ki, hi)));
+        }
+        const __m128i limit = _mm_set1_epi32(count);
+        const auto bits = static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmplt_epi32(rankLo, limit))) |
+                                                (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmplt_epi32(rankHi, limit))) << 4));
+        unsigned pop = bits - ((bits >> 1) & 0x55u);  // popcount of 8 bits without the POPCNT instruction
+        pop = (pop & 0x33u) + ((pop >> 2) & 0x33u);
+        pop = (pop + (pop >> 4)) & 0x0fu;
+        if (static_cast<int>(pop) == count)
+            return bits;
+    }
+#endif
+    for (int j = 0; j < n; ++j) {
+        int rank = 0;
+        for (int i = 0; i < n; ++i)
+            rank += (keys[i] < keys[j]) || (keys[i] == keys[j] && i < j);
+        mask |= static_cast<std::uint64_t>(rank < count) << j;
+    }
+    return mask;
+}
+
+constexpr std::uint64_t kTie = ~std::uint64_t{0};
+
+// The race of 8 groups in one AVX2 register: keys e * inverse + offset (multiply then add, no fused
+// multiply-add: the roundings of the scalar keys), e the table's exponential of each 16 random bits
+// (groups 0-3 from r0, 4-7 from r1, low bits first), ranks by 8 compares of every key against all.
+// The mask of the `count` smallest, or kTie when equal keys straddle the boundary.
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) std::uint64_t race8Avx2(const float* exponential, std::uint64_t r0,
+                                                        std::uint64_t r1, const float* inverse, const float* offset,
+                                                        int count)
+{
+    // Eight scalar loads: AMD's vgatherdps is slower than them.
+    const auto at = [&](std::uint64_t r, int q) { return exponential[(r >> (16 * q)) & 0xffffu]; };
+    const __m256 e = _mm256_set_ps(at(r1, 3), at(r1, 2), at(r1, 1), at(r1, 0), at(r0, 3), at(r0, 2), at(r0, 1), at(r0, 0));
+    const __m256 keys = _mm256_add_ps(_mm256_mul_ps(e, _mm256_loadu_ps(inverse)), _mm256_loadu_ps(offset));
+    __m256i rank = _mm256_setzero_si256();
+    for (int i = 0; i < 8; ++i) {
+        const __m256 ki = _mm256_permutevar8x32_ps(keys, _mm256_set1_epi32(i));
+        rank = _mm256_sub_epi32(rank, _mm256_castps_si256(_mm256_cmp_ps(ki, keys, _CMP_LT_OQ)));
+    }
+    const auto bits = static_cast<unsigned>(
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(count), rank))));
+    unsigned pop = bits - ((bits >> 1) & 0x55u);
+    pop = (pop & 0x33u) + ((pop >> 2) & 0x33u);
+    pop = (pop + (pop >> 4)) & 0x0fu;
+    return static_cast<int>(pop) == count ? bits : kTie;
+}
+bool raceHasAvx2() { return __builtin_cpu_supports("avx2") != 0; }
+#else
+std::uint64_t race8Avx2(const float*, std::uint64_t, std::uint64_t, const float*, const float*, int) { return kTie; }
+bool raceHasAvx2() { return false; }
+#endif
+
+}  // namespace
+
+namespace detail {
+
+std::uint64_t race8(const float* exponential, std::uint64_t r0, std::uint64_t r1, const float* inverse,
+                    const float* offset, int count, bool vector)
+{
+    if (vector) {
+        const std::uint64_t mask = race8Avx2(exponential, r0, r1, inverse, offset, count);
+        if (mask != kTie)
+            return mask;
+    }
+    alignas(16) float key[8];  // the same keys, one at a time; a tie goes to the lower index
+    for (int q = 0; q < 8; ++q) {
+        const std::uint64_t r = q < 4 ? r0 : r1;
+        key[q] = exponential[(r >> (16 * (q & 3))) & 0xffffu] * inverse[q] + offset[q];
+    }
+    return smallestKeys(key, 8, count);
+}
+
+bool race8HasAvx2() { return raceHasAvx2(); }
+
+}  // namespace detail
+
+namespace {
+
+// Bit i set where v[i] >= threshold (n <= 64); two at a time where SSE2 is there.
+std::uint64_t atLeast(const double* v, std::size_t n, double threshold)
+{
+    std::uint64_t mask = 0;
+    std::size_t i = 0;
+#if defined(__SSE2__)
+    const __m128d t = _mm_set1_pd(threshold);
+    for (; i + 2 <= n; i += 2)
+        mask |= static_cast<std::uint64_t>(_mm_movemask_pd(_mm_cmpge_pd(_mm_loadu_pd(v + i), t))) << i;
+#endif
+    for (; i < n; ++i)
+        mask |= static_cast<std::uint64_t>(v[i] >= threshold) << i;
+    return mask;
+}
+
+}  // namespace
+
+
+void SyntheticRouting::nextCounts(RoutingSample& out)
+{
+    if (!m_pool) {
+        const int wanted = m_options.threads > 0 ? m_options.threads : std::min(8, WorkerPool::hardwareThreads());
+        m_pool = std::make_unique<WorkerPool>(std::max(1, std::min(wanted, m_numLayers)));
+        m_countScratch.resize(static_cast<std::size_t>(m_pool->size()));
+        const auto ne = static_cast<std::size_t>(m_numExperts);
+        const auto ng = static_cast<std::size_t>(m_routingGroups);
+        for (CountScratch& c : m_countScratch) {
+            c.mu.assign(ne, 0.0);
+            c.capX.assign(ne, 0);
+            c.clipMean.assign(ne, -1.0);
+            c.clipSd.assign(ne, 0.0);
+            c.heavy.assign(ne + 1, 0);
+            c.prefixPairs.assign(ne, 0);
+            c.prefixMu.assign(ne, 0.0);
+            // Bits for the pairs of a Poisson draw: it stays below twice the row's pairs plus 256
+            // but in the far tail (removePairs grows it then).
+            c.takenBits.assign((static_cast<std::size_t>(m_tokensPerGpu) * static_cast<std::size_t>(m_topK) * 2 + 256) / 64 + 1, 0);
+            c.cap.assign(ng, 0);
+            c.subs.assign(ng, 0);
+            c.perMass.assign(ng, 0.0);
+            c.maskSubs.assign(std::size_t{1} << kMaskedGroups, 0);
+            c.maskTokens.assign(std::size_t{1} << kMaskedGroups, 0);
+            c.masks.reserve(std::size_t{1} << kMaskedGroups);
+            c.groupW.assign(ng, 0.0);
+            c.expected.assign(ng, 0.0);
+        }
+    }
+    // Each layer has its own random stream and state, so the result does not depend on the
+    // number of threads or on which thread draws which layer.
+    const bool first = m_step == 0;
+    m_pool->run(m_numLayers, [&](int l, int worker) {
+        Layer& layer = m_layers[static_cast<std::size_t>(l)];
+        if (!first)
+            advance(layer);
+        CountScratch& scratch = m_countScratch[static_cast<std::size_t>(worker)];
+        for (int s = 0; s < m_numGpus; ++s)
+            sampleSourceCounts(layer, s, out.row(l, s).data(), scratch);
+    });
+}
+
+void SyntheticRouting::chooseGroupsCounts(detail::Rng& rng, CountScratch& c) const
+{
+    // Per routing group: the tokens of the sub-batches that chose it (the cap of each of its
+    // experts: a token picks an expert once) and the pairs they send it in expectation (a
+    // sub-batch's pairs split over its chosen groups in proportion to the source's mass there).
+    const auto ng = static_cast<std::size_t>(m_routingGroups);
+    std::fill(c.cap.begin(), c.cap.end(), 0);
+    std::fill(c.subs.begin(), c.subs.end(), 0);
+    std::fill(c.expected.begin(), c.expected.end(), 0.0);
+    const int numSub = std::min(m_options.group_subbatches, std::max(m_tokensPerGpu, 1));
+    if (m_routingGroups == 1) {
+        c.cap[0] = m_tokensPerGpu;
+        c.subs[0] = numSub;
+        c.expected[0] = static_cast<double>(m_tokensPerGpu) * m_topK;
+        return;
+    }
+    const int perToken = m_groupsPerToken;
+    // Sequential choice in proportion to mass, without replacement, is an exponential race: each
+    // group draws Exp(1) / mass and the smallest perToken win (Plackett-Luce). The race needs no
+    // serial chain of draws and repeats: 16 random bits per group, the exponential read from a
+    // table (detail::exponential16), ranks by comparison.
+    const int numGroups = m_routingGroups;
+    float inverse[64];
+    float offset[64];
+    for (int j = 0; j < numGroups; ++j) {
+        const double w = c.groupW[static_cast<std::size_t>(j)];
+        inverse[j] = w > 0.0 ? static_cast<float>(1.0 / w) : 0.0f;
+        offset[j] = w > 0.0 ? 0.0f : 3.0e38f;
+    }
+    const detail::RandomTables& tables = detail::RandomTables::get();
+    double* perMass = c.perMass.data();  // per group: sum over its sub-batches of tokens / chosen mass
+    std::fill_n(perMass, ng, 0.0);
+    alignas(16) float key[64];
+    const int perSub = m_tokensPerGpu / numSub;
+    const int extra = m_tokensPerGpu % numSub;  // the first `extra` sub-batches have one token more
+    for (int b = 0; b < numSub; ++b) {
+        const int tokens = perSub + (b < extra ? 1 : 0);
+        if (tokens == 0)
+            continue;
+        std::uint64_t mask = 0;
+        if (numGroups == 8) {
+            const std::uint64_t r0 = rng.next();
+            const std::uint64_t r1 = rng.next();
+            mask = detail::race8(tables.exponential, r0, r1, inverse, offset, perToken, m_raceAvx2);
+        } else {
+            for (int j = 0; j < numGroups; j += 4) {
+                std::uint64_t r = rng.next();
+                for (int q = 0; q < 4 && j + q < numGroups; ++q, r >>= 16) {
+                    const float e = tables.exponential16(static_cast<std::uint32_t>(r & 0xffffu));
+                    // A weightless group (inverse 0, offset 3e38) loses to every weighted one.
+                    key[j + q] = e * inverse[j + q] + offset[j + q];
+                }
+            }
+            mask = smallestKeys(key, numGroups, perToken);
+        }
+        if (numGroups <= kMaskedGroups) {  // tallied per subset, spread over its groups below
+            const auto m = static_cast<std::size_t>(mask);
+            if (c.maskSubs[m]++ == 0)
+                c.masks.push_back(static_cast<int>(m));
+            c.maskTokens[m] += tokens;
+        } else {
+            addSubBatch(mask, tokens, c);
+        }
+    }
+    // The sub-batches of each subset chosen: its mass is computed once.
+    for (const int m : c.masks) {
+        const auto mu = static_cast<std::size_t>(m);
+        const int subs = c.maskSubs[mu];
+        const int tokens = c.maskTokens[mu];
+        double chosenMass = 0.0;
+        for (std::uint64_t b = mu; b != 0; b &= b - 1)
+            chosenMass += c.groupW[static_cast<std::size_t>(std::countr_zero(b))];
+        const double share = chosenMass > 0.0 ? tokens / chosenMass : 0.0;
+        for (std::uint64_t b = mu; b != 0; b &= b - 1) {
+            const auto g = static_cast<std::size_t>(std::countr_zero(b));
+            c.cap[g] += tokens;
+            c.subs[g] += subs;
+            if (chosenMass > 0.0)
+                perMass[g] += share;
+            else  // weightless groups only: an even split
+                c.expected[g] += static_cast<double>(tokens) * m_topK / perToken;
+        }
+        c.maskSubs[mu] = 0;
+        c.maskTokens[mu] = 0;
+    }
+    c.masks.clear();
+    for (std::size_t j = 0; j < ng; ++j)
+        c.expected[j] += m_topK * c.groupW[j] * perMass[j];
+}
+
+void SyntheticRouting::addSubBatch(std::uint64_t mask, int tokens, CountScratch& c) const
+{
+    double chosenMass = 0.0;
+    for (std::uint64_t m = mask; m != 0; m &= m - 1)
+        chosenMass += c.groupW[static_cast<std::size_t>(std::countr_zero(m))];
+    for (std::uint64_t m = mask; m != 0; m &= m - 1) {
+        const auto g = static_cast<std::size_t>(std::countr_zero(m));
+        c.cap[g] += tokens;
+        ++c.subs[g];
+        if (chosenMass > 0.0)
+            c.perMass[g] += tokens / chosenMass;
+        else  // weightless groups only: an even split
+            c.expected[g] += static_cast<double>(tokens) * m_topK / m_groupsPerToken;
+    }
+}
+
+void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::Count* row, CountScratch& c) const
+{
+    const int n = m_tokensPerGpu * m_topK;
+    if (n == 0) {
+        std::fill_n(row, m_numExperts, 0);
+        return;
+    }
+    const auto ng = static_cast<std::size_t>(m_routingGroups);
+    const auto gs = static_cast<std::size_t>(m_groupSize);
+    const int* active = layer.active.data() + static_cast<std::size_t>(src) * static_cast<std::size_t>(m_activeGroups);
+    const double perSlot = m_activeGroups > 0 ? m_options.group_share * layer.temporalMass / m_activeGroups : 0.0;
+    detail::Rng rng = layer.rng;
+
+    sourceGroupMass(layer, active, perSlot, c.groupW.data());
+    chooseGroupsCounts(rng, c);
+
+    // Expected pairs per expert: the group's expected pairs in proportion to the expert's mass.
+    for (std::size_t j = 0; j < ng; ++j) {
+        const double* steady = layer.steady.data() + j * gs;
+        double* mu = c.mu.data() + j * gs;
+        if (c.groupW[j] > 0.0) {
+            const double scale = c.expected[j] / c.groupW[j];
+            for (std::size_t i = 0; i < gs; ++i)
+                mu[i] = scale * steady[i];
+        } else {  // a weightless group chosen as a last resort: uniform
+            std::fill_n(mu, gs, c.expected[j] / static_cast<double>(gs));
+        }
+    }
+    for (int a = 0; a < m_activeGroups; ++a) {
+        const auto g = static_cast<std::size_t>(active[a]);
+        if (!(layer.coMass[g] > 0.0))
+            continue;
+        const double slot = perSlot / layer.coMass[g];
+        for (int i = layer.coSubOffset[g * ng]; i < layer.coSubOffset[(g + 1) * ng]; ++i) {
+            const auto x = static_cast<std::size_t>(layer.coMembers[static_cast<std::size_t>(i)]);
+            const std::size_t j = x / gs;
+            if (c.groupW[j] > 0.0)
+                c.mu[x] += c.expected[j] / c.groupW[j] * slot * layer.pop[x];
+        }
+    }
+
+    // The heavy experts: those a sub-batch cap can clip (more than 2% of their pairs) at the rates
+    // raised by capScale, or with a large share of a sub-batch; raising the rates can make more
+    // experts heavy: again until the set holds.
+    const detail::RandomTables& tables = detail::RandomTables::get();
+    double scale = 1.0;
+    c.numHeavy = 0;
+    for (int round = 0; round < 4; ++round) {
+        const int before = c.numHeavy;
+        int* heavy = c.heavy.data();
+        int count = before;
+        for (std::size_t j = 0; j < ng; ++j) {
+            if (c.cap[j] == 0)
+                continue;
+            // Heavy: clipped, or so large a share of a sub-batch's pairs (over 5%) that a Poisson
+            // draw's variance would exceed the binomial's by more than 5%.
+            const int perSub = c.cap[j] / c.subs[j];
+            const double clipFrom =
+                c.subs[j] * std::min(tables.clipFreeMean(perSub), 0.05 * perSub * m_topK) / scale;
+            for (std::size_t x0 = j * gs; x0 < (j + 1) * gs; x0 += 64) {
+                const std::size_t len = std::min<std::size_t>(64, (j + 1) * gs - x0);
+                for (std::uint64_t m = atLeast(c.mu.data() + x0, len, clipFrom); m != 0; m &= m - 1) {
+                    const std::size_t x = x0 + static_cast<std::size_t>(std::countr_zero(m));
+                    if (c.clipMean[x] < 0.0)  // not heavy yet
+                        heavy[count++] = static_cast<int>(x);
+                }
+            }
+        }
+        for (int i = before; i < count; ++i)
+            c.clipMean[static_cast<std::size_t>(heavy[i])] = 0.0;  // marked; capScale sets it
+        c.numHeavy = count;
+        if (count == before)
+            break;
+        scale = capScale(c, n);
+        if (scale == 1.0)
+            break;
+    }
+
+    // One Poisson draw per expert (capped by its group's tokens); a normal for the clipped ones.
+    int drawn = 0;
+    for (std::size_t j = 0; j < ng; ++j) {
+        const int cap = c.cap[j];
+        const std::size_t begin = j * gs;
+        std::fill_n(c.capX.begin() + static_cast<std::ptrdiff_t>(begin), gs, cap);
+        if (cap == 0) {
+            std::fill_n(row + begin, gs, 0);
+            continue;
+        }
+        // A sub-batch of t tokens gives an expert at most t pairs. Where that binds (capScale),
+        // the count is the sum over the group's sub-batches of binomial draws (t * top_k pairs)
+        // clipped at t, drawn as a normal with that sum's mean and variance. The clipped experts
+        // then count as full for the pairs added to reach the exact total: the pairs sampler
+        // redraws a full expert's pairs over the experts with room, in proportion to weight.
+        // Two experts per random word.
+        std::uint64_t r = 0;
+        for (std::size_t x = begin; x < begin + gs; ++x) {
+            if (((x - begin) & 1u) == 0)
+                r = rng.next();
+            else
+                r >>= 32;
+            int k = 0;
+            if (c.clipMean[x] < 0.0) {
+                k = std::min(tables.poisson(scale * c.mu[x], static_cast<std::uint32_t>(r)), cap);
+            } else {
+                const double z = tables.quantile[static_cast<std::uint32_t>(r) >> 20];
+                const double clipped = c.clipMean[x] + c.clipSd[x] * z + 0.5;
+                k = std::clamp(clipped > 0.0 ? static_cast<int>(clipped) : 0, 0, cap);
+                c.capX[x] = k;  // full
+                c.clipMean[x] = -1.0;  // back to "not clipped" for the next row
+            }
+            row[x] = static_cast<RoutingSample::Count>(k);
+            drawn += k;
+        }
+    }
+    const int* capX = c.capX.data();
+    if (drawn > n)
+        removePairs(row, drawn - n, drawn, rng, c);
+    else if (drawn < n)
+        addPairs(row, n - drawn, capX, rng, c);
+    layer.rng = rng;
+}
+
+void SyntheticRouting::clippedRate(double rate, int tokens, double& m1, double& m2, double& below) const
+{
+    // One sub-batch of `tokens` tokens: tokens * top_k pairs, each on the expert with probability
+    // rate / pairs, at most `tokens` of them kept.
+    const int pairs = tokens * m_topK;
+    const double p = rate / pairs;
+    // Below p = 0.05 the binomial is the Poisson to within 5% in variance: read from the tables.
+    if (p < 0.05 && rate < detail::RandomTables::kPoissonTableMean && tokens < detail::RandomTables::kPoissonTail - 1)
+        detail::RandomTables::get().clippedPoissonFromTable(rate, tokens, m1, m2, below);
+    else
+        detail::clippedBinomial(pairs, std::min(1.0, p), tokens, m1, m2, below);
+}
+
+double SyntheticRouting::capScale(CountScratch& c, int n) const
+{
+    // The factor on every expert's rate that keeps the row's expected pairs at n when sub-batch
+    // caps clip the heavy experts: f(s) = sum over experts of E[pairs at rate s mu] - n = 0 by
+    // Newton steps (f is increasing and concave in s; f(1) <= 0); the other experts' expected
+    // pairs are s mu. 1 when the clipping loses less than 0.2% of the pairs (the exact total's
+    // correction adds them back). Leaves the heavy experts' mean and standard deviation at that
+    // scale in c.clipMean and c.clipSd.
+    const auto gs = static_cast<std::size_t>(m_groupSize);
+    const std::span<const int> heavy(c.heavy.data(), static_cast<std::size_t>(c.numHeavy));
+    double heavyMu = 0.0;
+    for (int x : heavy)
+        heavyMu += c.mu[static_cast<std::size_t>(x)];
+    const double lightMu = std::max(0.0, static_cast<double>(n) - heavyMu);
+    double s = 1.0;
+    for (int iteration = 0; iteration < 30; ++iteration) {
+        double f = s * lightMu - static_cast<double>(n);
+        double slope = lightMu;
+        for (int xi : heavy) {
+            const auto x = static_cast<std::size_t>(xi);
+            const std::size_t j = x / gs;
+            const int subs = c.subs[j];
+            double m1 = 0.0;
+            double m2 = 0.0;
+            double below = 0.0;  // P(X < t): about d E[min(X, t)] / d rate
+            clippedRate(s * c.mu[x] / subs, c.cap[j] / subs, m1, m2, below);
+            c.clipMean[x] = subs * m1;
+            c.clipSd[x] = std::sqrt(std::max(0.0, subs * (m2 - m1 * m1)));
+            f += subs * m1;
+            slope += c.mu[x] * below;
+        }
+        if (f >= -2e-3 * n || !(slope > 0.0))
+            return s;
+        s -= f / slope;
+    }
+    return s;
+}
+
+void SyntheticRouting::removePairs(RoutingSample::Count* row, int excess, int drawn, detail::Rng& rng,
+                                   CountScratch& c) const
+{
+    // Removes `excess` of the `drawn` pairs, every subset of that size equally likely (so what is
+    // left of a Poisson draw is a multinomial sample): distinct positions in the row's pairs as
+    // drawn, each found by binary search in the prefix sums of the counts as drawn.
+    const auto ne = static_cast<std::size_t>(m_numExperts);
+    int* prefix = c.prefixPairs.data();  // prefix[x] = pairs of experts < x + 1
+    int sum = 0;
+    for (std::size_t x = 0; x < ne; ++x)
+        prefix[x] = sum += row[x];
+    const std::size_t words = (static_cast<std::size_t>(drawn) + 63) / 64;
+    if (c.takenBits.size() < words)
+        c.takenBits.resize(words);
+    std::uint64_t* taken = c.takenBits.data();
+    std::fill_n(taken, words, 0);
+    for (int removed = 0; removed < excess;) {
+        const std::uint32_t pos = rng.below(static_cast<std::uint32_t>(drawn));
+        std::uint64_t& word = taken[pos >> 6];
+        const std::uint64_t bit = std::uint64_t{1} << (pos & 63);
+        if (word & bit)
+            continue;
+        word |= bit;
+        // The first expert whose prefix exceeds pos.
+        std::size_t lo = 0;
+        std::size_t len = ne;
+        while (len > 1) {
+            const std::size_t half = len / 2;
+            lo = prefix[lo + half - 1] <= static_cast<int>(pos) ? lo + half : lo;
+            len -= half;
+        }
+        --row[lo];
+        ++removed;
+    }
+}
+
+void SyntheticRouting::addPairs(RoutingSample::Count* row, int missing, const int* cap, detail::Rng& rng,
+                                CountScratch& c) const
+{
+    // Adds `missing` pairs, each to an expert in proportion to its expected pairs among the
+    // experts with room (independent draws: with the Poisson draw, a multinomial sample), found by
+    // binary search in the prefix sums of the expected pairs; a full expert's draw is repeated.
+    const auto ne = static_cast<std::size_t>(m_numExperts);
+    double* prefix = c.prefixMu.data();
+    double sum = 0.0;
+    for (std::size_t x = 0; x < ne; ++x)
+        prefix[x] = sum += row[x] < cap[x] ? c.mu[x] : 0.0;
+    for (; missing > 0; --missing) {
+        std::size_t x = ne;
+        for (int tries = 0; tries < 64 && x == ne && sum > 0.0; ++tries) {
+            const double u = rng.uniform() * sum;
+            std::size_t lo = 0;
+            std::size_t len = ne;
+            while (len > 1) {
+                const std::size_t half = len / 2;
+                lo = prefix[lo + half - 1] <= u ? lo + half : lo;
+                len -= half;
+            }
+            if (row[lo] < cap[lo] && c.mu[lo] > 0.0)
+                x = lo;
+        }
+        if (x == ne)  // the experts with room hold little of the mean: a scan over them
+            x = withRoomByMean(row, cap, c.mu.data(), rng);
+        if (x == ne) {  // every expert clipped or full: those below their group's token cap
+            for (std::size_t y = 0; y < ne; ++y)
+                c.capX[y] = c.cap[y / static_cast<std::size_t>(m_groupSize)];
+            x = withRoomByMean(row, c.capX.data(), c.mu.data(), rng);
+        }
+        ++row[x];
+    }
+}
+
+std::size_t SyntheticRouting::withRoomByMean(const RoutingSample::Count* row, const int* cap, const double* mu,
+                                             detail::Rng& rng) const
+{
+    // In proportion to mu over the experts with room; uniformly over them when none has a mean;
+    // m_numExperts when none has room.
+    const auto ne = static_cast<std::size_t>(m_numExperts);
+    double room = 0.0;
+    std::size_t free = 0;
+    for (std::size_t x = 0; x < ne; ++x)
+        if (row[x] < cap[x]) {
+            room += mu[x];
+            ++free;
+        }
+    if (room > 0.0) {
+        double u = rng.uniform() * room;
+        std::size_t last = ne;
+        for (std::size_t x = 0; x < ne; ++x) {
+            if (row[x] >= cap[x] || !(mu[x] > 0.0))
+                continue;
+            last = x;
+            u -= mu[x];
+            if (u < 0.0)
+                return x;
+        }
+        return last;
+    }
+    if (free == 0)
+        return ne;
+    auto k = rng.below(static_cast<std::uint32_t>(free));
+    for (std::size_t x = 0; x < ne; ++x)
+        if (row[x] < cap[x] && k-- == 0)
+            return x;
+    return ne;
+}
+
+}  // namespace moex
