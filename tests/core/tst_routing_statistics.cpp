@@ -7,6 +7,8 @@
 #include "workload/random_tables.h"
 #include "workload/synthetic_routing.h"
 
+#include "routing_fixtures.h"
+
 #include <QtTest>
 
 #include <algorithm>
@@ -19,19 +21,6 @@ using namespace moex;
 
 namespace {
 
-ModelSpec makeModel(int layers, int experts, int topK, int groups, int groupsPerToken)
-{
-    ModelSpec m;
-    m.name = "statistics";
-    m.num_layers = layers;
-    for (int l = 0; l < layers; ++l)
-        m.moe_layers.push_back(l);
-    m.routed_experts = experts;
-    m.experts_per_token = topK;
-    m.expert_groups = groups;
-    m.groups_per_token = groupsPerToken;
-    return m;
-}
 
 struct Case {
     int experts = 256, topK = 8, groups = 8, groupsPerToken = 4;
@@ -74,7 +63,7 @@ Stats measure(const Case& c, RoutingSampler sampler, std::uint64_t stream)
     o.group_subbatches = c.subbatches;
     o.sampler = sampler;
     o.stream = stream;
-    SyntheticRouting gen(makeModel(c.layers, c.experts, c.topK, c.groups, c.groupsPerToken), w, c.gpus, o);
+    SyntheticRouting gen(test::routingModel(c.layers, c.experts, c.topK, c.groups, c.groupsPerToken), w, c.gpus, o);
     const int E = c.experts;
     const int G = c.gpus;
     const int L = c.layers;
@@ -428,7 +417,7 @@ void TestRoutingStatistics::threadsDoNotChangeTheCounts()
         SyntheticRoutingOptions o;
         o.group_subbatches = 4;
         o.threads = threads;
-        SyntheticRouting gen(makeModel(7, 64, 4, 8, 4), w, 6, o);
+        SyntheticRouting gen(test::routingModel(7, 64, 4, 8, 4), w, 6, o);
         RoutingSample s;
         std::vector<RoutingSample::Count> all;
         for (int t = 0; t < 6; ++t) {

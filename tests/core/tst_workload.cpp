@@ -18,6 +18,8 @@
 #include <set>
 #endif
 
+#include "routing_fixtures.h"
+
 #include <QtTest>
 
 using namespace moex;
@@ -85,19 +87,6 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept
 
 namespace {
 
-ModelSpec makeModel(int layers, int experts, int topK, int groups = 1, int groupsPerToken = 1)
-{
-    ModelSpec m;
-    m.name = "test";
-    m.num_layers = layers;
-    for (int l = 0; l < layers; ++l)
-        m.moe_layers.push_back(l);
-    m.routed_experts = experts;
-    m.experts_per_token = topK;
-    m.expert_groups = groups;
-    m.groups_per_token = groupsPerToken;
-    return m;
-}
 
 Workload makeWork(int tokens, double skew, double hot = 0.0, int groups = 0, double drift = 0.0, std::uint64_t seed = 1)
 {
@@ -294,7 +283,7 @@ void TestWorkload::syntheticInvariants()
     SyntheticRoutingOptions options;
     options.group_subbatches = subbatches;
     options.group_share = share;
-    SyntheticRouting gen(makeModel(3, experts, topK, groups, groups > 1 ? 4 : 1),
+    SyntheticRouting gen(test::routingModel(3, experts, topK, groups, groups > 1 ? 4 : 1),
                          makeWork(tokens, skew, share == 1.0 ? 0.0 : 0.05, coGroups, drift, 5), 6, options);
     RoutingSample s;
     for (int step = 0; step < 8; ++step) {
@@ -309,7 +298,7 @@ void TestWorkload::syntheticInvariants()
 
 void TestWorkload::syntheticDeterminism()
 {
-    const ModelSpec model = makeModel(4, 64, 4, 8, 4);
+    const ModelSpec model = test::routingModel(4, 64, 4, 8, 4);
     RoutingSample a, b;
     SyntheticRouting g1(model, makeWork(32, 1.0, 0.05, 8, 0.05, 42), 8);
     SyntheticRouting g2(model, makeWork(32, 1.0, 0.05, 8, 0.05, 42), 8);
@@ -375,7 +364,7 @@ void TestWorkload::syntheticNoAllocationPerStep()
 {
     SyntheticRoutingOptions options;
     options.group_subbatches = 2;
-    SyntheticRouting gen(makeModel(6, 256, 8, 8, 4), makeWork(128, 1.2, 0.05, 16, 0.02), 16, options);
+    SyntheticRouting gen(test::routingModel(6, 256, 8, 8, 4), makeWork(128, 1.2, 0.05, 16, 0.02), 16, options);
     RoutingSample s;
     gen.next(s);  // sizes the sample
     g_allocations = 0;
@@ -389,7 +378,7 @@ void TestWorkload::syntheticNoAllocationPerStep()
 
 void TestWorkload::syntheticSkew()
 {
-    const ModelSpec model = makeModel(2, 64, 4);
+    const ModelSpec model = test::routingModel(2, 64, 4);
     SyntheticRouting uniform(model, makeWork(256, 0.0), 8);
     SyntheticRouting skewed(model, makeWork(256, 1.2), 8);
     const double flat = maxOverMean(loadOver(uniform, 0, 10));
@@ -407,7 +396,7 @@ void TestWorkload::syntheticSkew()
 
 void TestWorkload::syntheticHotExpertsDifferAcrossLayers()
 {
-    SyntheticRouting gen(makeModel(8, 64, 4), makeWork(128, 1.2), 4);
+    SyntheticRouting gen(test::routingModel(8, 64, 4), makeWork(128, 1.2), 4);
     std::set<int> hottest;
     std::set<std::vector<int>> topSets;
     RoutingSample s;
@@ -430,7 +419,7 @@ void TestWorkload::syntheticHotExpertsDifferAcrossLayers()
 void TestWorkload::syntheticConsistentExperts()
 {
     // 4 consistent experts out of 64; temporal ones fluctuate with 8 co-activation groups.
-    SyntheticRouting gen(makeModel(3, 64, 4), makeWork(64, 1.0, 4.0 / 64, 8), 8);
+    SyntheticRouting gen(test::routingModel(3, 64, 4), makeWork(64, 1.0, 4.0 / 64, 8), 8);
     QCOMPARE(gen.numConsistent(), 4);
     for (int l = 0; l < 3; ++l) {
         // The consistent experts are the most popular ones.
@@ -472,7 +461,7 @@ void TestWorkload::syntheticConsistentExperts()
 void TestWorkload::syntheticCoactivationGroups()
 {
     // Per (step, source) counts: experts of one co-activation group rise and fall together.
-    const ModelSpec model = makeModel(1, 64, 4);
+    const ModelSpec model = test::routingModel(1, 64, 4);
     SyntheticRouting gen(model, makeWork(64, 0.5, 0.0, 8), 16);
     const auto group = gen.coactivationGroup(0);
     QCOMPARE(gen.numCoactivationGroups(), 8);
@@ -532,7 +521,7 @@ void TestWorkload::syntheticFollowsPopularity()
     // the rest (alias tables) alike; with co-activation groups too, averaged over batches (the hot
     // expert is then consistent: a temporal one would hit the cap in batches that favour its group).
     for (int groups : {0, 4}) {
-        SyntheticRouting gen(makeModel(1, 64, 4), makeWork(256, 1.0, groups > 0 ? 0.05 : 0.0, groups), 8);
+        SyntheticRouting gen(test::routingModel(1, 64, 4), makeWork(256, 1.0, groups > 0 ? 0.05 : 0.0, groups), 8);
         const std::vector<double> pop(gen.popularity(0).begin(), gen.popularity(0).end());
         QVERIFY(*std::max_element(pop.begin(), pop.end()) > 0.5 / 4);  // at least one heavy expert
         const auto load = loadOver(gen, 0, 200);  // active groups persist over steps: average many
@@ -546,7 +535,7 @@ void TestWorkload::syntheticFollowsPopularity()
 
 void TestWorkload::syntheticDrift()
 {
-    const ModelSpec model = makeModel(1, 64, 4);
+    const ModelSpec model = test::routingModel(1, 64, 4);
     SyntheticRouting still(model, makeWork(256, 0.8), 8);
     SyntheticRouting drifting(model, makeWork(256, 0.8, 0.0, 0, 0.15), 8);
     const std::vector<double> start(still.popularity(0).begin(), still.popularity(0).end());
@@ -569,7 +558,7 @@ void TestWorkload::syntheticDrift()
 void TestWorkload::syntheticGroupLimited()
 {
     // DeepSeek-R1 routing: 256 experts in 8 groups, each token within 4 groups.
-    const ModelSpec model = makeModel(4, 256, 8, 8, 4);
+    const ModelSpec model = test::routingModel(4, 256, 8, 8, 4);
     for (int subbatches : {1, 4}) {
         SyntheticRoutingOptions options;
         options.group_subbatches = subbatches;
@@ -608,7 +597,7 @@ void TestWorkload::syntheticGroupLimited()
         }
     }
     // Without a group limit a batch of 128 tokens reaches every group.
-    SyntheticRouting free(makeModel(1, 256, 8, 8, 8), makeWork(128, 1.0), 4);
+    SyntheticRouting free(test::routingModel(1, 256, 8, 8, 8), makeWork(128, 1.0), 4);
     QCOMPARE(free.routingGroups(), 1);
     RoutingSample s;
     free.next(s);
@@ -646,7 +635,7 @@ void TestWorkload::syntheticRejectsBadInput()
     QFETCH(double, hot);
     QFETCH(QString, fragment);
     try {
-        SyntheticRouting gen(makeModel(layers, experts, topK), makeWork(16, skew, hot), gpus);
+        SyntheticRouting gen(test::routingModel(layers, experts, topK), makeWork(16, skew, hot), gpus);
         QFAIL("no error");
     } catch (const InputError& e) {
         QVERIFY2(QString::fromUtf8(e.what()).contains(fragment), e.what());
@@ -749,7 +738,7 @@ void TestWorkload::mixtralReplay()
     TokenTrace t = readTokenTrace(path);
     const TokenTrace copy = t;
     // 13 sources x 19 tokens = 247: one step replays every token once.
-    TraceRouting replay(std::move(t), makeModel(32, 8, 2), makeWork(19, 0.0), 13);
+    TraceRouting replay(std::move(t), test::routingModel(32, 8, 2), makeWork(19, 0.0), 13);
     RoutingSample s;
     for (int step = 0; step < 3; ++step) {
         replay.next(s);
@@ -759,7 +748,7 @@ void TestWorkload::mixtralReplay()
                 QCOMPARE(s.expertLoad(l), copy.expertCounts(l));
     }
     // Another shape wraps around the trace; invariants hold and steps differ.
-    TraceRouting wrap(copy, makeModel(32, 8, 2), makeWork(100, 0.0), 7);
+    TraceRouting wrap(copy, test::routingModel(32, 8, 2), makeWork(100, 0.0), 7);
     RoutingSample a, b;
     wrap.next(a);
     wrap.next(b);
@@ -796,19 +785,19 @@ void TestWorkload::traceModelMismatch()
             QVERIFY2(QString::fromUtf8(e.what()).startsWith(QLatin1String("t.jsonl")), e.what());
         }
     };
-    expectError([&] { TraceRouting r(t, makeModel(3, 8, 2), makeWork(4, 0), 2); },
+    expectError([&] { TraceRouting r(t, test::routingModel(3, 8, 2), makeWork(4, 0), 2); },
                 QStringLiteral("the trace has 2 MoE layers but the model has 3 (fewer in the file)"));
-    expectError([&] { TraceRouting r(t, makeModel(1, 8, 2), makeWork(4, 0), 2); },
+    expectError([&] { TraceRouting r(t, test::routingModel(1, 8, 2), makeWork(4, 0), 2); },
                 QStringLiteral("the trace has 2 MoE layers but the model has 1 (more in the file)"));
-    expectError([&] { TraceRouting r(t, makeModel(2, 16, 2), makeWork(4, 0), 2); },
+    expectError([&] { TraceRouting r(t, test::routingModel(2, 16, 2), makeWork(4, 0), 2); },
                 QStringLiteral("the trace has 8 experts but the model has 16"));
-    expectError([&] { TraceRouting r(parseTokenTrace(view, "t.jsonl"), makeModel(2, 8, 2), makeWork(4, 0), 2); },
+    expectError([&] { TraceRouting r(parseTokenTrace(view, "t.jsonl"), test::routingModel(2, 8, 2), makeWork(4, 0), 2); },
                 QStringLiteral("the trace has 7 experts but the model has 8"));
-    expectError([&] { TraceRouting r(t, makeModel(2, 8, 4), makeWork(4, 0), 2); },
+    expectError([&] { TraceRouting r(t, test::routingModel(2, 8, 4), makeWork(4, 0), 2); },
                 QStringLiteral("experts_per_token is 4"));
     // Aggregated mode takes another top-k; cycling takes another layer count.
-    TraceRouting aggregated(t, makeModel(2, 8, 4), makeWork(4, 0), 2, {TraceMode::aggregated, false});
-    TraceRouting cycling(t, makeModel(5, 8, 2), makeWork(4, 0), 2, {TraceMode::replay, true});
+    TraceRouting aggregated(t, test::routingModel(2, 8, 4), makeWork(4, 0), 2, {TraceMode::aggregated, false});
+    TraceRouting cycling(t, test::routingModel(5, 8, 2), makeWork(4, 0), 2, {TraceMode::replay, true});
     RoutingSample s;
     aggregated.next(s);
     QCOMPARE(violation(s), QString());
@@ -828,7 +817,7 @@ void TestWorkload::aggregatedRounding()
     c.num_experts = 8;
     c.layer_ids = {0, 1};
     c.counts = {{1, 1, 1, 0, 2, 3, 5, 100}, {7, 7, 7, 7, 7, 7, 7, 7}};
-    TraceRouting r(c, makeModel(2, 8, 2), makeWork(13, 0), 5);
+    TraceRouting r(c, test::routingModel(2, 8, 2), makeWork(13, 0), 5);
     RoutingSample s;
     for (int step = 0; step < 4; ++step) {
         r.next(s);
@@ -881,7 +870,7 @@ void TestWorkload::switchStatistics()
     QVERIFY2(worst > 15.0 && worst < 17.0, qPrintable(QString::number(worst)));
 
     // Aggregated routing of a top-1 model follows the counts.
-    TraceRouting r(c, makeModel(6, 128, 1), makeWork(256, 0), 8);
+    TraceRouting r(c, test::routingModel(6, 128, 1), makeWork(256, 0), 8);
     RoutingSample s;
     r.next(s);
     QCOMPARE(violation(s), QString());
