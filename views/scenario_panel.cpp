@@ -12,6 +12,8 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include <QHash>
+
 #include <functional>
 
 namespace moex::views {
@@ -33,9 +35,12 @@ void setCombo(QComboBox* box, const QString& value)
 }  // namespace
 
 struct ScenarioPanel::Impl {
+    enum class Message { none, error, note, busy };
     ScenarioPanel* q;
     bool updating = false;
-    QLabel* error = nullptr;
+    QLabel* error = nullptr;  // the message strip
+    Message message = Message::none;
+    QHash<QString, std::function<void(const QString&)>> setters;  // showValue, by key
     QLabel* modelInfo = nullptr;
     QComboBox* model = nullptr;
     QComboBox* topology = nullptr;
@@ -64,6 +69,34 @@ struct ScenarioPanel::Impl {
         if (!updating)
             emit q->overrideRequested(key, value);
     }
+    void setMessage(Message kind, const QString& text)
+    {
+        static const char* const styles[] = {
+            "QLabel { background: transparent; border: 1px solid transparent; padding: 3px; }",
+            "QLabel { color: #b00020; background: #fdecee; border: 1px solid #f0b8c0; border-radius: 3px; padding: 3px; }",
+            "QLabel { color: #0b4f8a; background: #e8f1fb; border: 1px solid #b8d4f0; border-radius: 3px; padding: 3px; }",
+            "QLabel { color: #555555; background: #f1f1f1; border: 1px solid #dddddd; border-radius: 3px; padding: 3px; }"};
+        message = text.isEmpty() ? Message::none : kind;
+        error->setStyleSheet(QString::fromLatin1(styles[static_cast<int>(message)]));
+        // The strip holds three lines; the whole message is in the tooltip (and the status bar).
+        const QFontMetrics fm(error->font());
+        QString shown = text;
+        const int width = std::max(120, error->width() - 10);
+        if (fm.boundingRect(QRect(0, 0, width, 10000), Qt::TextWordWrap, text).height() > 3 * fm.lineSpacing()) {
+            while (shown.size() > 8
+                   && fm.boundingRect(QRect(0, 0, width, 10000), Qt::TextWordWrap, shown + QStringLiteral("\u2026")).height()
+                          > 3 * fm.lineSpacing())
+                shown.chop(std::max<qsizetype>(1, shown.size() / 16));
+            shown += QStringLiteral("\u2026");
+        }
+        error->setText(shown);
+        error->setToolTip(text);
+        fullMessage = text;
+        const bool busy = message == Message::busy;
+        modelInfo->setEnabled(!busy);
+        topoInfo->setEnabled(!busy);
+    }
+    QString fullMessage;
     QComboBox* combo(const QString& key, const QStringList& values)
     {
         auto* box = new QComboBox;
@@ -103,11 +136,12 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(4, 4, 4, 4);
     d->error = new QLabel;
+    d->error->setObjectName(QStringLiteral("panelMessage"));
     d->error->setWordWrap(true);
+    d->error->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     d->error->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    d->error->setStyleSheet(QStringLiteral("QLabel { color: #b00020; background: #fdecee; border: 1px solid #f0b8c0;"
-                                           " border-radius: 3px; padding: 4px; }"));
-    d->error->hide();
+    d->error->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    d->error->setMinimumWidth(1);
     outer->addWidget(d->error);
 
     auto group = [&](const QString& title) {
@@ -119,6 +153,18 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
         return form;
     };
 
+    // A line of facts under a group's fields: the form's full width, two lines reserved, so that a
+    // longer text never changes the panel's layout (the full text is its tooltip).
+    auto infoLabel = [] {
+        auto* label = new QLabel;
+        label->setWordWrap(true);
+        label->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+        label->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+        label->setFixedHeight(2 * label->fontMetrics().lineSpacing() + 2);
+        label->setStyleSheet(QStringLiteral("QLabel { color: #505050; }"));
+        return label;
+    };
+
     QFormLayout* f = group(tr("Model"));
     d->model = new QComboBox;
     connect(d->model, &QComboBox::activated, this, [this] {
@@ -127,9 +173,8 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
             d->emitOverride(QStringLiteral("model"), path);
     });
     f->addRow(tr("Model"), d->model);
-    d->modelInfo = new QLabel;
-    d->modelInfo->setWordWrap(true);
-    f->addRow(QString(), d->modelInfo);
+    d->modelInfo = infoLabel();
+    f->addRow(d->modelInfo);
 
     f = group(tr("Topology"));
     QStringList topoNames;
@@ -141,9 +186,8 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
     f->addRow(tr("Racks (NVL72)"), d->racks);
     d->nodes = d->spin(QStringLiteral("topology.nodes"), 1, 128);
     f->addRow(tr("Nodes (HGX)"), d->nodes);
-    d->topoInfo = new QLabel;
-    d->topoInfo->setWordWrap(true);
-    f->addRow(QString(), d->topoInfo);
+    d->topoInfo = infoLabel();
+    f->addRow(d->topoInfo);
 
     f = group(tr("Workload"));
     d->phase = d->combo(QStringLiteral("workload.phase"), {QStringLiteral("decode"), QStringLiteral("prefill")});
@@ -204,6 +248,58 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
         d->emitOverride(QStringLiteral("gpus.speed.gpu%1").arg(d->gpu->value()), QString::number(v));
     });
     outer->addStretch(1);
+
+    auto comboSetter = [](QComboBox* box) { return [box](const QString& v) { setCombo(box, v); }; };
+    auto spinSetter = [](QSpinBox* box) { return [box](const QString& v) { box->setValue(v.toInt()); }; };
+    d->setters = {
+        {QStringLiteral("topology.builtin"), comboSetter(d->topology)},
+        {QStringLiteral("topology.racks"), spinSetter(d->racks)},
+        {QStringLiteral("topology.nodes"), spinSetter(d->nodes)},
+        {QStringLiteral("workload.phase"), comboSetter(d->phase)},
+        {QStringLiteral("workload.tokens_per_gpu"), spinSetter(d->tokens)},
+        {QStringLiteral("workload.context_tokens"), spinSetter(d->context)},
+        {QStringLiteral("workload.routing.kind"), comboSetter(d->routing)},
+        {QStringLiteral("workload.routing.skew"), [this](const QString& v) { d->skew->setValue(v.toDouble()); }},
+        {QStringLiteral("workload.routing.seed"), spinSetter(d->seed)},
+        {QStringLiteral("placement.strategy"), comboSetter(d->strategy)},
+        {QStringLiteral("placement.redundant_slots"), spinSetter(d->redundant)},
+        {QStringLiteral("precision.weights"), comboSetter(d->weights)},
+        {QStringLiteral("precision.dispatch"), comboSetter(d->dispatch)},
+        {QStringLiteral("precision.combine"), comboSetter(d->combine)},
+        {QStringLiteral("overlap"), comboSetter(d->overlap)},
+        {QStringLiteral("gpus.speed.default"), [this](const QString& v) { d->defaultSpeed->setValue(v.toDouble()); }},
+        {QStringLiteral("model"), [this](const QString& v) {
+             const int i = d->model->findData(v);
+             if (i >= 0)
+                 d->model->setCurrentIndex(i);
+         }},
+    };
+    // Three lines of text, reserved whether or not there is a message.
+    d->error->setFixedHeight(3 * d->error->fontMetrics().lineSpacing() + 10);
+    d->setMessage(Impl::Message::none, QString());
+}
+
+bool ScenarioPanel::showValue(const QString& key, const QString& value)
+{
+    const bool was = d->updating;
+    d->updating = true;
+    bool known = true;
+    if (key.startsWith(QStringLiteral("gpus.speed.gpu"))) {
+        bool ok = false;
+        const int gpu = key.mid(14).toInt(&ok);
+        if (ok && gpu >= d->gpu->minimum() && gpu <= d->gpu->maximum()) {
+            d->gpu->setValue(gpu);
+            d->gpuSpeed->setValue(value.toDouble());
+        } else {
+            known = false;
+        }
+    } else if (auto it = d->setters.constFind(key); it != d->setters.constEnd()) {
+        (*it)(value);
+    } else {
+        known = false;
+    }
+    d->updating = was;
+    return known;
 }
 
 ScenarioPanel::~ScenarioPanel() = default;
@@ -232,7 +328,7 @@ void ScenarioPanel::setScenario(const Scenario& s)
         mi = d->model->count() - 1;
     }
     d->model->setCurrentIndex(mi);
-    d->modelInfo->setText(tr("%1 experts, top-%2, %3 MoE layers, %4 weights")
+    d->modelInfo->setText(tr("%1 routed experts, top-%2, %3 MoE layers, %4 weights")
                               .arg(s.model.routed_experts)
                               .arg(s.model.experts_per_token)
                               .arg(s.model.numMoeLayers())
@@ -273,18 +369,40 @@ void ScenarioPanel::setScenario(const Scenario& s)
     d->defaultSpeed->setValue(s.speeds.default_speed);
     d->gpu->setRange(0, std::max(0, s.topology.numGpus() - 1));
     d->gpuSpeed->setValue(s.speeds.of(d->gpu->value()));
+    d->modelInfo->setToolTip(d->modelInfo->text());
+    d->topoInfo->setToolTip(d->topoInfo->text());
     d->updating = was;
 }
 
-void ScenarioPanel::showError(const QString& text)
+void ScenarioPanel::showError(const QString& text) { d->setMessage(Impl::Message::error, text); }
+
+void ScenarioPanel::showNote(const QString& text) { d->setMessage(Impl::Message::note, text); }
+
+void ScenarioPanel::setBusy(bool busy, const QString& text)
 {
-    d->error->setText(text);
-    d->error->setVisible(!text.isEmpty());
+    if (busy)
+        d->setMessage(Impl::Message::busy, text.isEmpty() ? tr("Placing\u2026") : text);
+    else if (d->message == Impl::Message::busy)
+        d->setMessage(Impl::Message::none, QString());
 }
 
-void ScenarioPanel::clearError() { showError(QString()); }
+QSize ScenarioPanel::minimumSizeHint() const
+{
+    const QSize m = QWidget::minimumSizeHint();
+    return {m.width(), std::max(m.height(), sizeHint().height())};
+}
 
-QString ScenarioPanel::errorText() const { return d->error->isVisible() ? d->error->text() : QString(); }
+bool ScenarioPanel::isBusy() const { return d->message == Impl::Message::busy; }
+
+void ScenarioPanel::clearError()
+{
+    if (d->message == Impl::Message::error)
+        d->setMessage(Impl::Message::none, QString());
+}
+
+QString ScenarioPanel::errorText() const { return d->message == Impl::Message::error ? d->fullMessage : QString(); }
+
+QString ScenarioPanel::messageText() const { return d->fullMessage; }
 
 QStringList ScenarioPanel::keys() const
 {

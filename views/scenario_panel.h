@@ -25,9 +25,23 @@ public:
     // Models offered in the model box: display name -> model file path (samples/models/*.yaml).
     void setModelChoices(const QStringList& names, const QStringList& paths);
     void setScenario(const Scenario& scenario);  // never emits overrideRequested
-    void showError(const QString& text);         // located error from applying the last change
+    // Shows `value` in the control of `key` (a change still being placed) without emitting; false
+    // for a key the panel has no control for.
+    bool showValue(const QString& key, const QString& value);
+    // The message area: a fixed-height strip above the form, so that a message never moves the
+    // controls under the mouse. One message at a time: an error (located, from the last change),
+    // a note (a companion change that was made), or, while busy, what is being placed (the
+    // numbers below are greyed until the new scenario arrives).
+    void showError(const QString& text);
+    void showNote(const QString& text);
+    void setBusy(bool busy, const QString& text = {});
     void clearError();
     [[nodiscard]] QString errorText() const;
+    [[nodiscard]] QString messageText() const;  // whatever the strip shows ("" = nothing)
+    [[nodiscard]] bool isBusy() const;
+    // Never shorter than its rows at their natural height: in a scroll area it scrolls instead of
+    // squeezing the spin boxes (they would then grow back under the mouse on the next relayout).
+    [[nodiscard]] QSize minimumSizeHint() const override;
     // Every override key the panel can emit (gpus.speed.gpuN for the GPU chosen in the GPU box).
     [[nodiscard]] QStringList keys() const;
 

@@ -177,6 +177,19 @@ void CompareView::setBusy(bool busy)
         m_status->setText(tr("Simulating A and B\u2026"));
 }
 
+void CompareView::clear()
+{
+    m_model->clear();
+    m_totalsA->clear();
+    m_totalsB->clear();
+    m_explanation->clear();
+    m_pixA = QPixmap();
+    m_pixB = QPixmap();
+    rescaleThumbnails();
+    m_hasResult = false;
+    m_status->setText(tr("Edit \u25b8 Duplicate as B to compare a what-if with this scenario."));
+}
+
 void CompareView::showMessage(const QString& text)
 {
     m_status->setText(text);

@@ -28,6 +28,7 @@ public:
     void setThumbnails(const QPixmap& a, const QPixmap& b);
     void setBusy(bool busy);
     void showMessage(const QString& text);  // e.g. "Duplicate as B to compare" or an error
+    void clear();                           // no B: no result, no thumbnails
 
     [[nodiscard]] session::CompareModel* model() const { return m_model; }
     [[nodiscard]] QTableView* table() const { return m_table; }

@@ -225,9 +225,11 @@ void MainWindow::buildViews()
             m_histogram->setMetrics(*m_latest, l);
     });
     connect(m_layerCombo, &QComboBox::currentIndexChanged, this, [this](int i) { setLayer(i - 1); });
+    // Panel changes are placed in the background (ScenarioDocument::requestOverride); the undo
+    // step is pushed when the document adopts the result (connectDocument).
     connect(m_panel, &views::ScenarioPanel::overrideRequested, this, [this](const QString& key, const QString& value) {
         m_panel->clearError();
-        pushEdit(undoStack(), new OverrideCommand(document(), key, value));
+        document()->requestOverride(key, value);
     });
     connect(m_breakdown, &views::GpuBreakdownChart::gpuSelected, this, &MainWindow::selectGpu);
     connect(m_heatmaps, &HeatmapPanel::gpuSelected, this, &MainWindow::selectGpu);
@@ -262,6 +264,72 @@ void MainWindow::connectDocument(ScenarioDocument* doc, QUndoStack* stack)
         statusBar()->showMessage(tr("Refused: %1").arg(msg), 8000);
     });
     connect(stack, &QUndoStack::cleanChanged, doc, [doc](bool clean) { doc->setModified(!clean); });
+    connect(doc, &ScenarioDocument::overrideApplied, this,
+            [stack, doc](const QString& key, const QString& value, const session::DocumentState& before,
+                         const session::DocumentState& after) {
+                stack->push(new OverrideCommand(doc, key, value, before, after));
+            });
+    connect(doc, &ScenarioDocument::overrideApplied, this, [this, doc] {
+        if (doc == document() && !doc->lastNote().isEmpty())
+            m_panel->showNote(tr("Also changed: %1").arg(doc->lastNote()));
+    });
+    // A refused change: every control shows the scenario's value again (the message stays).
+    connect(doc, &ScenarioDocument::overrideRefused, this, [this, doc] {
+        if (doc == document() && doc->hasScenario())
+            showScenarioInPanel(doc);
+    });
+    connect(doc, &ScenarioDocument::busyChanged, this, [this, doc](bool busy) {
+        if (doc != document())
+            return;
+        m_panel->setBusy(busy, busy ? pendingText(doc) : QString());
+        setStatusBusy(busy);
+    });
+    connect(doc, &ScenarioDocument::loaded, this, [this, doc](const QString& path) {
+        (doc == m_docA ? m_stackA : m_stackB)->clear();
+        if (doc == m_docA)
+            closeB(tr("What-if B closed: it was a copy of the previous scenario."));
+        if (m_addLoadedToRecent)
+            addRecent(path);
+        if (!m_loadMessage.isEmpty())
+            statusBar()->showMessage(m_loadMessage, 6000);
+    });
+    connect(doc, &ScenarioDocument::loadFailed, this, [this](const QString& path, const QString& message) {
+        showError(tr("Cannot open %1").arg(QFileInfo(path).fileName()), message);
+    });
+}
+
+QString MainWindow::pendingText(const ScenarioDocument* doc) const
+{
+    const auto pending = doc->pendingChanges();
+    if (pending.empty())
+        return {};
+    const auto& first = pending.front();
+    QString what = first.isLoad() ? tr("loading %1").arg(QFileInfo(first.value).fileName())
+                                  : tr("%1 = %2").arg(first.key, first.value);
+    if (pending.size() > 1)
+        what += tr(" (+%1 queued)").arg(pending.size() - 1);
+    return tr("Placing\u2026 %1").arg(what);
+}
+
+void MainWindow::showScenarioInPanel(const ScenarioDocument* doc)
+{
+    m_panel->setScenario(doc->scenario());
+    // Values still being placed stay as the user set them.
+    for (const auto& change : doc->pendingChanges())
+        if (!change.isLoad())
+            m_panel->showValue(change.key, change.value);
+}
+
+void MainWindow::openScenarioInBackground(const QString& path, const Overrides& overrides, bool addToRecent,
+                                          const QString& message)
+{
+    if (m_active != 0)
+        m_activeCombo->setCurrentIndex(0);
+    if (!confirmDiscardB())
+        return;
+    m_addLoadedToRecent = addToRecent;
+    m_loadMessage = message;
+    m_docA->requestLoad(path, overrides);
 }
 
 ScenarioDocument* MainWindow::document() const
@@ -274,14 +342,48 @@ QUndoStack* MainWindow::undoStack() const
     return document() == m_docB ? m_stackB : m_stackA;
 }
 
+bool MainWindow::confirmDiscardB()
+{
+    if (!m_docB->hasScenario() || !m_docB->isModified())
+        return true;
+    const QString question = tr("The what-if copy B has changes that are not in A. Discard them?");
+    if (m_confirm)
+        return m_confirm(question);
+    if (!m_interactive || !isVisible())
+        return true;
+    return QMessageBox::question(this, tr("Discard what-if B?"), question, QMessageBox::Discard | QMessageBox::Cancel,
+                                 QMessageBox::Cancel)
+           == QMessageBox::Discard;
+}
+
+void MainWindow::closeB(const QString& why)
+{
+    if (!m_docB->hasScenario())
+        return;
+    if (m_active == 1)
+        setActiveDocument(0);
+    m_docB->close();
+    m_stackB->clear();
+    m_activeCombo->setVisible(false);
+    if (auto* label = findChild<QLabel*>(QStringLiteral("activeLabel")))
+        label->setVisible(false);
+    m_compareView->clear();
+    m_compareDock->hide();
+    statusBar()->showMessage(why, 8000);
+}
+
 bool MainWindow::openScenario(const QString& path, const Overrides& overrides, bool addToRecent)
 {
+    if (!confirmDiscardB())
+        return false;
     if (m_active != 0)
         m_activeCombo->setCurrentIndex(0);
     statusBar()->showMessage(tr("Loading %1\u2026").arg(QFileInfo(path).fileName()));
     if (m_interactive && isVisible())
         QApplication::setOverrideCursor(Qt::WaitCursor);
+    m_syncSimulation = true;  // the caller gets the first step with the scenario
     const bool loaded = m_docA->load(path, overrides);
+    m_syncSimulation = false;
     if (m_interactive && isVisible())
         QApplication::restoreOverrideCursor();
     statusBar()->clearMessage();
@@ -290,6 +392,7 @@ bool MainWindow::openScenario(const QString& path, const Overrides& overrides, b
         return false;
     }
     m_stackA->clear();
+    closeB(tr("What-if B closed: it was a copy of the previous scenario."));
     if (addToRecent)
         addRecent(QFileInfo(path).absoluteFilePath());
     return true;
@@ -314,7 +417,7 @@ void MainWindow::setActiveDocument(int which)
 
 void MainWindow::duplicateAsB()
 {
-    if (!m_docA->hasScenario())
+    if (!m_docA->hasScenario() || !confirmDiscardB())
         return;
     m_docB->copyFrom(*m_docA);
     m_stackB->clear();
@@ -333,7 +436,7 @@ void MainWindow::onScenarioChanged(ScenarioDocument* doc)
     if (doc != document())
         return;
     const Scenario& s = doc->scenario();
-    m_panel->setScenario(s);
+    showScenarioInPanel(doc);
     m_panel->clearError();
     m_heatmaps->clearHistory();
     m_stepChart->clear();
@@ -346,8 +449,12 @@ void MainWindow::onScenarioChanged(ScenarioDocument* doc)
     refillLayerCombo(s);
     if (m_selectedGpu >= s.topology.numGpus())
         m_selectedGpu = -1;
-    // Synchronous first step for an immediate paint; the live worker continues from this state.
-    m_runner->simulateScenario(s, doc->placement());
+    // The worker rebuilds and publishes step 0 (never on this thread); openScenario's callers get
+    // it at once, for the first paint and screenshots.
+    if (m_syncSimulation)
+        m_runner->simulateScenario(s, doc->placement());
+    else
+        m_runner->setScenario(s, doc->placement());
     selectGpu(m_selectedGpu);
     m_canvas->fitAll();
     updateTitle();
@@ -360,7 +467,7 @@ void MainWindow::onPlacementChanged(ScenarioDocument* doc)
         return;
     if (!m_engineSource) {  // the engine lays its experts out for its own ranks
         m_canvas->setPlacement(doc->placement());
-        m_runner->simulateOnce(doc->placement(), doc->scenario().speeds);
+        m_runner->setPlacement(doc->placement(), doc->scenario().speeds);  // re-simulated on the worker
     }
     updateTitle();
 }
@@ -482,8 +589,7 @@ void MainWindow::onCompareReady()
 
 void MainWindow::onTourStep(const session::TourStep& step)
 {
-    if (openScenario(step.scenario, step.overrides, false))
-        statusBar()->showMessage(step.title, 6000);
+    openScenarioInBackground(step.scenario, step.overrides, false, step.title);
 }
 
 void MainWindow::showError(const QString& title, const QString& message)

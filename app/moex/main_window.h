@@ -9,6 +9,8 @@
 #include <QPointer>
 #include <QTimer>
 
+#include <functional>
+
 #ifndef Q_MOC_RUN
 #include "metrics_ptr.h"
 #include "run/metrics_source.h"
@@ -53,7 +55,12 @@ public:
     ~MainWindow() override;
 
     // Opens a scenario file (with overrides, for tours) into A; false (message shown) on error.
+    // Synchronous: the scenario and its first step are there when it returns (start-up, tests).
     bool openScenario(const QString& path, const Overrides& overrides = {}, bool addToRecent = true);
+    // What the menus and tours use: read and placed in the background, the window stays live;
+    // `message` goes to the status bar once it is shown. Errors are shown as openScenario's.
+    void openScenarioInBackground(const QString& path, const Overrides& overrides = {}, bool addToRecent = true,
+                                  const QString& message = {});
     bool startTour(const QString& tourFile);
     void duplicateAsB();
     void setActiveDocument(int which);  // 0 = A, 1 = B (what the canvas, panel and edits act on)
@@ -73,6 +80,8 @@ public:
     [[nodiscard]] bool engineSource() const { return m_engineSource; }
     // When false, errors go to the status bar only (no modal boxes: screenshots, tests).
     void setInteractive(bool interactive) { m_interactive = interactive; }
+    // Answers "discard the modified what-if B?" instead of a message box (tests); unset = ask.
+    void setConfirmHandler(std::function<bool(const QString& question)> confirm) { m_confirm = std::move(confirm); }
 
     [[nodiscard]] session::ScenarioDocument* document() const;        // the active one
     [[nodiscard]] session::ScenarioDocument* documentA() const { return m_docA; }
@@ -114,6 +123,11 @@ private:
     [[nodiscard]] const std::vector<int>& shownMoeLayers() const;
     void showPrediction(const StepMetrics& measured);
     void onPlacementChanged(session::ScenarioDocument* doc);
+    void showScenarioInPanel(const session::ScenarioDocument* doc);
+    [[nodiscard]] QString pendingText(const session::ScenarioDocument* doc) const;
+    void setStatusBusy(bool busy);
+    bool confirmDiscardB();             // true: B is unmodified or the user agreed to lose it
+    void closeB(const QString& why);    // B closed (a new A); the status bar says why  // the status bar's numbers greyed while a change is placed
     void onMetrics(const session::MetricsPtr& m);
     void updateCharts();
     void updateTitle();
@@ -187,6 +201,10 @@ private:
     bool m_docksSized = false;
     bool m_restoredLayout = false;
     bool m_engineSource = false;
+    bool m_syncSimulation = false;    // openScenario: the first step on this thread
+    bool m_addLoadedToRecent = false;  // openScenarioInBackground's
+    QString m_loadMessage;
+    std::function<bool(const QString&)> m_confirm;
     Scenario m_engineView;  // host-cpu, the engine's ranks and layers (engine source only)
     Scenario m_engineRun;   // the scenario as the engine runs it
     PredictionView* m_predictionView = nullptr;

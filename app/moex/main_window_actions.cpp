@@ -210,7 +210,7 @@ void MainWindow::rebuildRecentMenu()
     for (const QString& path : m_recent)
         m_recentMenu->addAction(QFileInfo(path).fileName(), this, [this, path] {
             if (maybeSave())
-                openScenario(path);
+                openScenarioInBackground(path);
         })->setToolTip(path);
     if (m_recent.isEmpty())
         m_recentMenu->addAction(tr("(none yet)"))->setEnabled(false);
@@ -279,7 +279,7 @@ void MainWindow::open()
     const QString path = QFileDialog::getOpenFileName(this, tr("Open Scenario"), m_samplesDir + QStringLiteral("/scenarios"),
                                                       tr("Scenario files (*.yaml *.yml);;All files (*)"));
     if (!path.isEmpty())
-        openScenario(path);
+        openScenarioInBackground(path);
 }
 
 void MainWindow::newFromSample()
@@ -292,7 +292,7 @@ void MainWindow::newFromSample()
     if (!dialog.chosenTour().isEmpty())
         startTour(dialog.chosenTour());
     else if (!dialog.chosenScenario().isEmpty())
-        openScenario(dialog.chosenScenario());
+        openScenarioInBackground(dialog.chosenScenario());
 }
 
 bool MainWindow::startTour(const QString& tourFile)

@@ -92,4 +92,11 @@ void MainWindow::updateStatus()
     m_statusImbalance->setText(imbalance);
 }
 
+void MainWindow::setStatusBusy(bool busy)
+{
+    // The previous numbers stay, greyed, until the new scenario's first step replaces them.
+    for (QLabel* l : {m_statusStep, m_statusStepTime, m_statusTokens, m_statusPerKw, m_statusImbalance})
+        l->setEnabled(!busy);
+}
+
 }  // namespace moex::app

@@ -20,6 +20,13 @@ DocumentEditCommand::DocumentEditCommand(session::ScenarioDocument* doc, const Q
     setText(text);
 }
 
+DocumentEditCommand::DocumentEditCommand(session::ScenarioDocument* doc, const QString& text,
+                                         session::ScenarioDocument::State before, session::ScenarioDocument::State after)
+    : m_doc(doc), m_before(std::move(before)), m_after(std::move(after)), m_done(true), m_skipRedo(true)
+{
+    setText(text);
+}
+
 QString DocumentEditCommand::apply()
 {
     m_before = m_doc->state();
@@ -105,8 +112,26 @@ OverrideCommand::OverrideCommand(session::ScenarioDocument* doc, const QString& 
     : DocumentEditCommand(doc, QObject::tr("Set %1 = %2").arg(key, value), [=] {
           return doc->applyOverride(key, value) ? QString() : (doc->lastError().isEmpty() ? QObject::tr("refused")
                                                                                           : doc->lastError());
-      })
+      }),
+      m_key(key)
 {
+}
+
+OverrideCommand::OverrideCommand(session::ScenarioDocument* doc, const QString& key, const QString& value,
+                                 session::ScenarioDocument::State before, session::ScenarioDocument::State after)
+    : DocumentEditCommand(doc, QObject::tr("Set %1 = %2").arg(key, value), std::move(before), std::move(after)),
+      m_key(key)
+{
+}
+
+bool OverrideCommand::mergeWith(const QUndoCommand* other)
+{
+    const auto* o = dynamic_cast<const OverrideCommand*>(other);
+    if (o == nullptr || o->m_doc != m_doc || o->m_key != m_key || !o->m_done || !m_done)
+        return false;
+    m_after = o->m_after;
+    setText(o->text());
+    return true;
 }
 
 }  // namespace moex::app

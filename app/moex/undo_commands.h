@@ -17,13 +17,16 @@ class DocumentEditCommand : public QUndoCommand {
 public:
     // `apply` performs the edit and returns "" or the refusal.
     DocumentEditCommand(session::ScenarioDocument* doc, const QString& text, std::function<QString()> apply);
+    // An edit the document has already made (a background override): the states before and after.
+    DocumentEditCommand(session::ScenarioDocument* doc, const QString& text, session::ScenarioDocument::State before,
+                        session::ScenarioDocument::State after);
     // Performs the edit now: "" when applied (the next redo() is then a no-op), else the refusal.
     QString apply();
     void redo() override;
     void undo() override;
     [[nodiscard]] QString refusal() const { return m_refusal; }
 
-private:
+protected:
     session::ScenarioDocument* m_doc;
     std::function<QString()> m_apply;
     session::ScenarioDocument::State m_before;
@@ -65,6 +68,16 @@ public:
 class OverrideCommand : public DocumentEditCommand {
 public:
     OverrideCommand(session::ScenarioDocument* doc, const QString& key, const QString& value);
+    // Already applied in the background (ScenarioDocument::overrideApplied).
+    OverrideCommand(session::ScenarioDocument* doc, const QString& key, const QString& value,
+                    session::ScenarioDocument::State before, session::ScenarioDocument::State after);
+    // Consecutive changes of one key (spin-box steps) are one undo step: undo goes back to the
+    // value before the first of them.
+    [[nodiscard]] int id() const override { return 0x6d6f; }
+    bool mergeWith(const QUndoCommand* other) override;
+
+private:
+    QString m_key;
 };
 
 }  // namespace moex::app

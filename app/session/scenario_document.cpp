@@ -13,12 +13,6 @@ namespace moex::session {
 
 namespace {
 
-bool sameShape(const Placement& p, const Scenario& s)
-{
-    return p.num_experts == s.model.routed_experts && p.numLayers() == s.model.numMoeLayers()
-           && p.numGpus() == s.topology.numGpus();
-}
-
 bool uniformShares(const Placement& p)
 {
     for (const auto& l : p.layers)
@@ -29,8 +23,16 @@ bool uniformShares(const Placement& p)
 
 }  // namespace
 
-ScenarioDocument::ScenarioDocument(QObject* parent) : QObject(parent) {}
-ScenarioDocument::~ScenarioDocument() = default;
+ScenarioDocument::ScenarioDocument(QObject* parent) : QObject(parent)
+{
+    m_pool.setMaxThreadCount(1);
+}
+
+ScenarioDocument::~ScenarioDocument()
+{
+    cancelPending();
+    m_pool.waitForDone();
+}
 
 bool ScenarioDocument::fail(const QString& message)
 {
@@ -47,23 +49,26 @@ QString ScenarioDocument::refuse(const std::string& reason)
     return r;
 }
 
+void ScenarioDocument::adoptPrepared(PreparedChange&& change)
+{
+    change.state.scenario_revision = m_nextRevision++;
+    m_state = std::move(change.state);
+    m_memory = std::move(change.memory);
+    m_loaded = true;
+    m_lastError.clear();
+    touched();
+}
+
 bool ScenarioDocument::adopt(Scenario s, const QString& path, bool keepPath)
 {
-    State next;
-    MemoryRule memory;
+    cancelPending();
+    PreparedChange next;
     try {
-        next.placement = resolvePlacement(s);
-        memory = memoryRuleOf(s);
+        next = prepareScenario(std::move(s));
     } catch (const std::exception& e) {
         return fail(errorText(e));
     }
-    next.base_spec = s.placement;
-    next.scenario = std::move(s);
-    next.scenario_revision = m_nextRevision++;
-    m_state = std::move(next);
-    m_memory = memory;
-    m_loaded = true;
-    m_lastError.clear();
+    adoptPrepared(std::move(next));
     if (!keepPath && m_path != path) {
         m_path = path;
         emit filePathChanged(m_path);
@@ -161,43 +166,14 @@ bool ScenarioDocument::applyOverride(const QString& key, const QString& value)
 {
     if (!m_loaded)
         return fail(tr("No scenario is loaded."));
-    const std::string k = ss(key.trimmed());
-    Scenario base = m_state.scenario;
-    base.placement = m_state.base_spec;
-    Scenario s;
+    PreparedChange next;
     try {
-        // Paths are absolute in the regenerated text; the label makes messages say which change failed.
-        const std::string label = "<with " + k + "=" + ss(value) + ">";
-        s = loadScenarioText(scenarioToYaml(base, std::string()), label, {{k, ss(value)}});
-        s.file = base.file;
+        next = prepareOverride(m_state, ss(key.trimmed()), ss(value));
     } catch (const std::exception& e) {
         return fail(errorText(e));
     }
-    State next;
-    next.base_spec = s.placement;
-    bool keep = m_state.placement_edited && k.rfind("placement.", 0) != 0 && k != "placement";
-    if (keep && (!sameShape(m_state.placement, s)
-                 || !checkPlacement(m_state.placement, s.model.routed_experts, s.topology.numGpus()).empty()))
-        keep = false;  // the hand-edited placement does not fit the new shape: the strategy decides again
-    MemoryRule memory;
-    try {
-        if (keep) {
-            next.placement = m_state.placement;
-            s.placement.strategy = "explicit";
-            s.placement.explicit_slots = next.placement;
-        } else {
-            next.placement = resolvePlacement(s);
-        }
-        memory = memoryRuleOf(s);
-    } catch (const std::exception& e) {
-        return fail(errorText(e));
-    }
-    next.scenario = std::move(s);
-    next.placement_edited = keep;
-    next.scenario_revision = m_nextRevision++;
-    m_state = std::move(next);
-    m_memory = memory;
-    m_lastError.clear();
+    m_lastNote = qs(next.note);
+    adoptPrepared(std::move(next));
     emit scenarioChanged();
     setModified(true);
     return true;
@@ -209,6 +185,7 @@ void ScenarioDocument::editedPlacement()
     m_state.scenario.placement.strategy = "explicit";
     m_state.scenario.placement.explicit_slots = m_state.placement;
     m_lastError.clear();
+    touched();
     emit placementChanged();
     setModified(true);
 }
@@ -260,6 +237,7 @@ QString ScenarioDocument::setGpuSpeed(int gpu, double speed)
     else
         speeds.per_gpu[gpu] = speed;
     m_lastError.clear();
+    touched();
     emit placementChanged();
     setModified(true);
     return {};
@@ -267,6 +245,7 @@ QString ScenarioDocument::setGpuSpeed(int gpu, double speed)
 
 void ScenarioDocument::restoreState(const State& state)
 {
+    cancelPending();  // an undo or redo drops what was still being placed
     const bool rebuild = !m_loaded || state.scenario_revision != m_state.scenario_revision;
     if (rebuild) {
         try {
@@ -278,6 +257,7 @@ void ScenarioDocument::restoreState(const State& state)
     }
     m_state = state;
     m_loaded = true;
+    touched();
     if (rebuild)
         emit scenarioChanged();
     else
@@ -303,7 +283,9 @@ void ScenarioDocument::setModified(bool modified)
 
 void ScenarioDocument::copyFrom(const ScenarioDocument& other)
 {
+    cancelPending();
     m_state = other.m_state;
+    touched();
     m_state.scenario_revision = m_nextRevision++;
     m_memory = other.m_memory;
     m_loaded = other.m_loaded;
@@ -313,8 +295,23 @@ void ScenarioDocument::copyFrom(const ScenarioDocument& other)
         emit filePathChanged(m_path);
     }
     emit scenarioChanged();
-    m_modified = false;
-    setModified(true);
+    setModified(false);  // an exact copy: modified once it is edited
+}
+
+void ScenarioDocument::close()
+{
+    cancelPending();
+    m_state = State{};
+    m_memory = MemoryRule{};
+    m_loaded = false;
+    m_lastError.clear();
+    touched();
+    if (!m_path.isEmpty()) {
+        m_path.clear();
+        emit filePathChanged(m_path);
+    }
+    setModified(false);
+    emit scenarioChanged();
 }
 
 }  // namespace moex::session

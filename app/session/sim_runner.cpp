@@ -41,6 +41,12 @@ struct SimShared {
     std::optional<std::pair<Scenario, Placement>> current;  // mutex; to reconfigure a new source
     MetricsPtr latest;                                      // mutex
     QString sourceName;                                     // mutex
+    // Configurations: each setSource/setScenario request numbers one (requested); a step carries
+    // the number of the one it ran (latestConfig), so the UI drops steps of a configuration that a
+    // newer request has replaced (they would not fit the views it has already rebuilt).
+    quint64 requestedConfig = 0;  // mutex
+    quint64 appliedConfig = 0;    // sourceMutex
+    quint64 latestConfig = 0;     // mutex
     std::atomic<bool> notifyPending{false};
 
     // With sourceMutex held: takes the pending requests and applies them to the source. Returns
@@ -51,8 +57,10 @@ struct SimShared {
         std::unique_ptr<MetricsSource> nextSource;
         std::optional<std::pair<Scenario, Placement>> nextScenario;
         std::optional<std::pair<Placement, GpuSpeeds>> nextPlacement;
+        quint64 config = 0;
         {
             QMutexLocker lock(&mutex);
+            config = requestedConfig;
             nextSource = std::move(pendingSource);
             nextScenario = std::move(pendingScenario);
             pendingScenario.reset();
@@ -72,6 +80,7 @@ struct SimShared {
                 source->next(scratch);
                 source->reset();
             }
+            appliedConfig = config;
             QMutexLocker lock(&mutex);
             current = std::move(nextScenario);
             changed = 2;
@@ -95,6 +104,7 @@ struct SimShared {
         auto m = std::make_shared<const StepMetrics>(scratch);
         QMutexLocker lock(&mutex);
         latest = m;
+        latestConfig = appliedConfig;
         return m;
     }
 };
@@ -224,6 +234,7 @@ void SimRunner::setSource(std::unique_ptr<MetricsSource> source)
         QMutexLocker lock(&m_shared->mutex);
         m_shared->sourceName = qs(source->name());
         m_shared->pendingSource = std::move(source);
+        ++m_shared->requestedConfig;
     }
     QMetaObject::invokeMethod(m_worker, &SimWorker::applyPending, Qt::QueuedConnection);
 }
@@ -236,6 +247,7 @@ void SimRunner::setSource(std::unique_ptr<MetricsSource> source, const Scenario&
         m_shared->pendingSource = std::move(source);
         m_shared->pendingScenario.emplace(scenario, placement);
         m_shared->pendingPlacement.reset();
+        ++m_shared->requestedConfig;
     }
     QMetaObject::invokeMethod(m_worker, &SimWorker::applyPending, Qt::QueuedConnection);
 }
@@ -252,6 +264,7 @@ void SimRunner::setScenario(const Scenario& scenario, const Placement& placement
         QMutexLocker lock(&m_shared->mutex);
         m_shared->pendingScenario.emplace(scenario, placement);
         m_shared->pendingPlacement.reset();
+        ++m_shared->requestedConfig;
     }
     QMetaObject::invokeMethod(m_worker, &SimWorker::applyPending, Qt::QueuedConnection);
 }
@@ -318,6 +331,7 @@ MetricsPtr SimRunner::simulateScenario(const Scenario& scenario, const Placement
             QMutexLocker lock(&shared.mutex);
             shared.pendingPlacement.reset();
             shared.pendingScenario.emplace(scenario, placement);
+            ++shared.requestedConfig;
         }
         shared.applyPending();
         shared.source->next(shared.scratch);
@@ -372,6 +386,8 @@ void SimRunner::onProduced()
     MetricsPtr m;
     {
         QMutexLocker lock(&m_shared->mutex);
+        if (m_shared->latestConfig < m_shared->requestedConfig)
+            return;  // a step of a configuration already replaced
         m = m_shared->latest;
     }
     if (!m || m == m_latest)

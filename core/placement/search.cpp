@@ -67,6 +67,7 @@ Placement searchPlacement(const PlacementRequest& rq, SearchReport* report)
     out.num_experts = E;
     out.layers.resize(static_cast<std::size_t>(L));
     for (int l = 0; l < L; ++l) {
+        rq.cancel.check();
         const auto& load = rq.load.empty() ? uniform : rq.load[static_cast<std::size_t>(l)];
         CoactivationPartners partners;
         if (rq.coactivation)

@@ -5,6 +5,7 @@
 // search.h). docs/PLACEMENT.md explains each.
 #pragma once
 
+#include "common/cancel.h"
 #include "placement/placement.h"
 #include "workload/coactivation.h"
 
@@ -44,6 +45,8 @@ struct PlacementRequest {
     // result depends on both and on nothing else (not on the machine's speed).
     double budget_ms = 1000;
     std::uint64_t seed = 1;
+    // search: checked before each layer; makePlacement throws Cancelled once it is cancelled.
+    CancelToken cancel;
 };
 
 // Expert e on GPU e % G. Redundant copies continue the cycle: physical slot s (s >= E) goes to GPU

@@ -148,11 +148,12 @@ std::vector<std::vector<std::vector<double>>> stepLoadOf(const std::vector<Routi
 
 }  // namespace
 
-std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps)
+std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps, const CancelToken& cancel)
 {
     RoutingSample sample;
     std::vector<std::vector<double>> load;
     for (int i = 0; i < steps; ++i) {
+        cancel.check();
         source.next(sample);
         addLoad(sample, load);
     }
@@ -161,7 +162,7 @@ std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps)
 }
 
 PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector<double>>& load, std::uint64_t seed,
-                                RoutingSource* routing)
+                                RoutingSource* routing, const CancelToken& cancel)
 {
     const std::string& strategy = s.placement.strategy;
     PlacementSetup setup;
@@ -176,6 +177,7 @@ PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector
     req.load = load;
     req.budget_ms = s.placement.budget_ms;
     req.seed = seed;
+    req.cancel = cancel;
     std::unique_ptr<RoutingSource> own;
     auto source = [&]() -> RoutingSource& {
         if (routing)
@@ -188,15 +190,17 @@ PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector
     if (strategy == "search") {
         // The objective's samples are the steps the load is estimated from (estimateLoad's 8).
         samples.resize(kObjectiveSamples);
-        for (auto& sample : samples)
+        for (auto& sample : samples) {
+            cancel.check();
             source().next(sample);
+        }
         source().reset();
         if (req.load.empty())
             req.load = loadOf(samples);
         req.step_load = stepLoadOf(samples);
     }
     if (req.load.empty() && strategy != "contiguous" && strategy != "round-robin")
-        req.load = estimateLoad(source(), kLoadSteps);
+        req.load = estimateLoad(source(), kLoadSteps, cancel);
     if (strategy == "gem" || strategy == "search") {
         for (int g = 0; g < req.num_gpus; ++g)
             req.gpu_speed.push_back(s.speeds.of(g));
@@ -227,11 +231,12 @@ PlacementAndRouting resolvePlacementAndRouting(const Scenario& s)
     return out;
 }
 
-Placement resolvePlacement(const Scenario& s, const std::vector<std::vector<double>>& load, std::uint64_t seed)
+Placement resolvePlacement(const Scenario& s, const std::vector<std::vector<double>>& load, std::uint64_t seed,
+                           const CancelToken& cancel)
 {
     if (s.placement.explicit_slots)
         return *s.placement.explicit_slots;
-    const PlacementSetup setup = preparePlacement(s, load, seed);
+    const PlacementSetup setup = preparePlacement(s, load, seed, nullptr, cancel);
     try {
         return makePlacement(setup.request);
     } catch (const std::invalid_argument& e) {

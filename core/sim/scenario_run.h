@@ -2,6 +2,7 @@
 // (strategy resolved) and its calibration. Shared by moex-cli simulate/compare/bench and the GUI.
 #pragma once
 
+#include "common/cancel.h"
 #include "placement/placement.h"
 #include "placement/strategies.h"
 #include "scenario/scenario.h"
@@ -38,13 +39,16 @@ struct PlacementSetup {
     PlacementRequest request;
     std::unique_ptr<SimObjective> objective;  // search only; request.objective points at it
 };
+// `cancel` is checked between routing steps and handed to the request (search checks it per layer).
 PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector<double>>& load = {},
-                                std::uint64_t seed = 1, RoutingSource* routing = nullptr);
+                                std::uint64_t seed = 1, RoutingSource* routing = nullptr,
+                                const CancelToken& cancel = {});
 
 // The scenario's placement: its explicit slots, or makePlacement(preparePlacement(...).request).
-// Throws InputError (located at the scenario) when the strategy refuses the request.
+// Throws InputError (located at the scenario) when the strategy refuses the request, Cancelled
+// once `cancel` is (the GUI's placement jobs, superseded by a newer edit).
 Placement resolvePlacement(const Scenario& s, const std::vector<std::vector<double>>& load = {},
-                           std::uint64_t seed = 1);
+                           std::uint64_t seed = 1, const CancelToken& cancel = {});
 
 // Routing steps the search objective of preparePlacement averages over.
 inline constexpr int kObjectiveSamples = 8;
@@ -62,7 +66,7 @@ struct PlacementAndRouting {
 PlacementAndRouting resolvePlacementAndRouting(const Scenario& s);
 
 // Expected per-layer expert load of a routing source over `steps` steps ([layer][expert]).
-std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps);
+std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps, const CancelToken& cancel = {});
 
 // The calibration for the scenario's GPU: `file` if given, else the scenario's calibration file,
 // else the built-in default for the GPU generation.

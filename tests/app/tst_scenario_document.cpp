@@ -48,6 +48,62 @@ std::pair<int, int> singleReplica(const moex::Placement& p, int layer)
 class TestScenarioDocument : public QObject {
     Q_OBJECT
 private slots:
+    // The background paths: nothing changes on the caller's thread; the result is adopted in one
+    // piece with its undo states; a refusal leaves the scenario and says so; a newer value of the
+    // key supersedes the running job; cancelPending drops everything.
+    void backgroundLoadAndOverride()
+    {
+        ScenarioDocument doc;
+        QSignalSpy loaded(&doc, &ScenarioDocument::loaded);
+        QSignalSpy busy(&doc, &ScenarioDocument::busyChanged);
+        doc.requestLoad(sample("mixtral-8x7b-decode-hgx-h100.yaml"));
+        QVERIFY(!doc.hasScenario());  // read and placed on the document's thread pool
+        QVERIFY(doc.isBusy());
+        QTRY_COMPARE(loaded.count(), 1);
+        QVERIFY(doc.hasScenario());
+        QVERIFY(!doc.isBusy());
+        QCOMPARE(busy.count(), 2);
+        QVERIFY(!doc.isModified());
+        const int tokens = doc.scenario().workload.tokens_per_gpu;
+
+        QSignalSpy applied(&doc, &ScenarioDocument::overrideApplied);
+        doc.requestOverride(QStringLiteral("workload.tokens_per_gpu"), QString::number(tokens / 2));
+        QCOMPARE(doc.scenario().workload.tokens_per_gpu, tokens);
+        QTRY_COMPARE(applied.count(), 1);
+        QCOMPARE(doc.scenario().workload.tokens_per_gpu, tokens / 2);
+        const auto before = applied.first().at(2).value<moex::session::DocumentState>();
+        QCOMPARE(before.scenario.workload.tokens_per_gpu, tokens);
+        QVERIFY(doc.isModified());
+
+        QSignalSpy refused(&doc, &ScenarioDocument::overrideRefused);
+        doc.requestOverride(QStringLiteral("workload.tokens_per_gpu"), QStringLiteral("-3"));
+        QTRY_COMPARE(refused.count(), 1);
+        QVERIFY(refused.first().at(2).toString().contains(QStringLiteral("tokens_per_gpu")));
+        QCOMPARE(doc.scenario().workload.tokens_per_gpu, tokens / 2);
+
+        // Three values of one key in a row: one result, the last value.
+        applied.clear();
+        for (int v : {3, 5, 7})
+            doc.requestOverride(QStringLiteral("workload.routing.seed"), QString::number(v));
+        QTRY_VERIFY(!doc.isBusy());
+        QVERIFY(applied.count() >= 1);
+        QCOMPARE(static_cast<int>(doc.scenario().workload.routing.seed), 7);
+
+        applied.clear();
+        doc.requestOverride(QStringLiteral("workload.routing.seed"), QStringLiteral("11"));
+        doc.cancelPending();
+        QVERIFY(!doc.isBusy());
+        QTest::qWait(300);  // a dropped job must never be adopted later
+        QCOMPARE(applied.count(), 0);
+        QCOMPARE(static_cast<int>(doc.scenario().workload.routing.seed), 7);
+
+        QSignalSpy failed(&doc, &ScenarioDocument::loadFailed);
+        doc.requestLoad(QStringLiteral("/nonexistent/scenario.yaml"));
+        QTRY_COMPARE(failed.count(), 1);
+        QVERIFY(doc.hasScenario());  // the previous scenario stays
+        QCOMPARE(static_cast<int>(doc.scenario().workload.routing.seed), 7);
+    }
+
     void loadsSample()
     {
         ScenarioDocument doc;

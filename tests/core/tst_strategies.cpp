@@ -95,7 +95,28 @@ private slots:
     void gemSeparatesCoactivatedExperts();
     void coactivationPartnersFindExcess();
     void refusals();
+    void cancelledPlacementStops();
 };
+
+// A cancelled token stops the load estimate and the search (the GUI's superseded jobs); an
+// uncancelled one changes nothing.
+void TestStrategies::cancelledPlacementStops()
+{
+    CancelSource cancelled;
+    cancelled.cancel();
+    for (const char* strategy : {"search", "eplb", "gem"}) {
+        const Scenario s = load(kMixtral, strategy, 8, 50);
+        QVERIFY_THROWS_EXCEPTION(Cancelled, resolvePlacement(s, {}, 1, cancelled.token()));
+        CancelSource live;
+        const Placement p = resolvePlacement(s, {}, 1, live.token());
+        QVERIFY(p == resolvePlacement(s));
+    }
+    // Search checks between layers: a request whose load is given (no estimate) still stops.
+    const Scenario s = load(kMixtral, "search", 8, 50);
+    PlacementSetup setup = preparePlacement(s);
+    setup.request.cancel = cancelled.token();
+    QVERIFY_THROWS_EXCEPTION(Cancelled, makePlacement(setup.request));
+}
 
 void TestStrategies::layerTimeEqualsTheStepsLayerTime_data()
 {
