@@ -134,7 +134,7 @@ void GpuItem::setNote(const QString& n, bool strag)
     QStringList candidates;
     if (straggler) {
         candidates << (note.isEmpty() ? QStringLiteral("straggler") : note + QStringLiteral(" straggler"))
-                   << (note.isEmpty() ? QStringLiteral("strag.") : note + QStringLiteral(" ⚑")) << QStringLiteral("⚑");
+                   << (note.isEmpty() ? QStringLiteral("⚑ slowest") : note + QStringLiteral(" ⚑")) << QStringLiteral("⚑");
     } else {
         candidates << note;
     }

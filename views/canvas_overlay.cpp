@@ -108,7 +108,7 @@ void CanvasLegend::paintEvent(QPaintEvent*)
         p.setPen(text);
         p.drawText(QRectF(r.right() + 5, r.top() - 2, labelWidth, 14), Qt::AlignLeft | Qt::AlignVCenter, label);
     };
-    outlinedKey(QRectF(kPad, y + 2, 16, 10), QColor(0xd0, 0x10, 0x10), 70, tr("straggler"));
+    outlinedKey(QRectF(kPad, y + 2, 16, 10), QColor(0xd0, 0x10, 0x10), 70, tr("straggler \u2691"));
     const QRectF b(kPad + 100, y + 2, 16, 10);
     p.setPen(Qt::NoPen);
     p.setBrush(QColor(0x3b, 0x52, 0x8b));

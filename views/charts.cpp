@@ -55,9 +55,18 @@ struct StepTimeChart::Impl {
         tps->replace(QList<QPointF>(tpsPts.begin(), tpsPts.end()));
         if (timePts.empty()) {
             x->setRange(0, 1);
+            x->setTickType(QValueAxis::TicksDynamic);
+            x->setTickAnchor(0);
+            x->setTickInterval(1);
             return;
         }
-        x->setRange(timePts.front().x(), std::max(timePts.back().x(), timePts.front().x() + 1));
+        // Steps are integers: ticks one or more whole steps apart (never "0 0 0 0 1" at step 0).
+        const double lo = timePts.front().x();
+        const double hi = std::max(timePts.back().x(), lo + 1);
+        x->setRange(lo, hi);
+        x->setTickType(QValueAxis::TicksDynamic);
+        x->setTickAnchor(lo);
+        x->setTickInterval(std::max(1.0, std::ceil((hi - lo) / 5.0)));
         auto range = [](const std::deque<QPointF>& pts, QValueAxis* axis) {
             double lo = pts.front().y();
             double hi = lo;

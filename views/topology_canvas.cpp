@@ -305,6 +305,14 @@ std::vector<double> TopologyCanvas::Impl::shownLoads() const
     return loads;
 }
 
+int TopologyCanvas::outlinedStraggler() const
+{
+    for (std::size_t g = 0; g < d->gpus.size(); ++g)
+        if (d->gpus[g]->straggler)
+            return static_cast<int>(g);
+    return -1;
+}
+
 int TopologyCanvas::Impl::stragglerGpu() const
 {
     if (!hasMetrics)
@@ -372,7 +380,7 @@ void TopologyCanvas::Impl::recolour()
             c->setFill(known ? viridis.map(c->load, loadLo, loadHi) : neutral);
         }
     // GPUs tinted by busy time, the straggler outlined, slow GPUs with their speed.
-    const int straggler = stragglerGpu();
+    int straggler = stragglerGpu();
     busyLo = busyHi = 0;
     std::vector<double> busy(gpus.size(), 0.0);
     if (hasMetrics && metrics.gpus.size() >= gpus.size() && !gpus.empty()) {
@@ -384,6 +392,16 @@ void TopologyCanvas::Impl::recolour()
         busyLo = *mn;
         busyHi = *mx;
     }
+    // Where every GPU takes the same time, no GPU is "the straggler": none is outlined. In one
+    // layer's view the layer's own balance and the GPUs' speeds decide it.
+    bool speedsDiffer = false;
+    for (std::size_t g = 0; g < gpus.size() && g < metrics.gpus.size(); ++g)
+        speedsDiffer = speedsDiffer || metrics.gpus[g].speed < 0.999;
+    const bool layerView = layer >= 0 && layer < static_cast<int>(metrics.layers.size());
+    const bool spread = layerView ? metrics.layers[static_cast<std::size_t>(layer)].imbalance > 1.005 || speedsDiffer
+                                  : busyHi > busyLo * 1.005;
+    if (!spread)
+        straggler = -1;
     for (std::size_t g = 0; g < gpus.size(); ++g) {
         GpuItem* item = gpus[g];
         const double speed = hasMetrics && g < metrics.gpus.size() ? metrics.gpus[g].speed : speeds.of(static_cast<int>(g));

@@ -131,7 +131,7 @@ void MainWindow::buildMenus()
     QMenu* speed = run->addMenu(tr("S&peed"));
     auto* speeds = new QActionGroup(this);
     for (double sps : {1.0, 5.0, 10.0, 30.0, 0.0}) {
-        QAction* a = speed->addAction(sps > 0 ? tr("%1 steps/s").arg(sps) : tr("As fast as possible"));
+        QAction* a = speed->addAction(sps > 0 ? (sps == 1 ? tr("1 step/s") : tr("%1 steps/s").arg(sps)) : tr("As fast as possible"));
         a->setCheckable(true);
         a->setChecked(sps == m_runner->stepsPerSecond());
         speeds->addAction(a);

@@ -2,7 +2,11 @@
 
 #include "views_fixture.h"
 
+#include <QChart>
 #include <QSignalSpy>
+#include <QValueAxis>
+
+#include <cmath>
 #include <QTest>
 
 using namespace moex::views;
@@ -31,6 +35,31 @@ private slots:
         QCOMPARE(chart.pointCount(), 4);
         chart.clear();
         QCOMPARE(chart.pointCount(), 0);
+    }
+
+    // The step axis labels whole steps: at step 0 (range 0..1), after 7 and after 200 steps its
+    // ticks are whole numbers one or more steps apart, at most six of them ("0 0 0 0 1" before).
+    void stepAxisLabelsWholeSteps()
+    {
+        StepTimeChart chart;
+        chart.resize(400, 300);
+        moex::StepMetrics m = m_nvl.metrics;
+        int added = 0;
+        for (int upTo : {1, 8, 201}) {
+            for (; added < upTo; ++added) {
+                m.step = added;
+                chart.addStep(m);
+            }
+            const auto axes = chart.chart()->axes(Qt::Horizontal);
+            QCOMPARE(axes.size(), 1);
+            auto* x = qobject_cast<QValueAxis*>(axes.front());
+            QVERIFY(x);
+            QCOMPARE(x->tickType(), QValueAxis::TicksDynamic);
+            QVERIFY(x->tickInterval() >= 1.0);
+            QCOMPARE(x->tickInterval(), std::round(x->tickInterval()));
+            QCOMPARE(x->tickAnchor(), std::round(x->tickAnchor()));
+            QVERIFY((x->max() - x->min()) / x->tickInterval() + 1 <= 6.0 + 1e-9);
+        }
     }
 
     void breakdownHasOneBarPerGpu()

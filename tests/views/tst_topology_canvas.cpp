@@ -198,6 +198,31 @@ private slots:
         QVERIFY(m_canvas->expertColor(gpu, expert) != before || before == QColor(0xfd, 0xe7, 0x25));
     }
 
+    // The straggler is outlined only where it is slower than the others: with every GPU taking
+    // the same time (and the layer balanced) no GPU is marked.
+    void stragglerOnlyWhenSomeGpuIsSlower()
+    {
+        QVERIFY(m_canvas->outlinedStraggler() >= 0);  // the sample's eplb layout is not perfectly even
+        moex::StepMetrics m = m_nvl.metrics;
+        for (auto& g : m.gpus) {
+            g.compute_us = 1000;
+            g.attention_us = 500;
+            g.dispatch_us = 100;
+            g.combine_us = 100;
+            g.speed = 1.0;
+        }
+        for (auto& l : m.layers)
+            l.imbalance = 1.0;
+        m_canvas->setMetrics(m);
+        QCOMPARE(m_canvas->outlinedStraggler(), -1);
+        m_canvas->setLayer(-1);
+        QCOMPARE(m_canvas->outlinedStraggler(), -1);
+        m.gpus[17].compute_us = 1100;  // one GPU 5% slower: it is the straggler
+        m.summary.straggler_gpu = 17;
+        m_canvas->setMetrics(m);
+        QCOMPARE(m_canvas->outlinedStraggler(), 17);
+    }
+
     void tooltipsDescribeGpusAndLinks()
     {
         const QString gpu = m_canvas->toolTipAt(m_canvas->gpuScenePos(17));
