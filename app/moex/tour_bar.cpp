@@ -1,10 +1,14 @@
 #include "tour_bar.h"
 
+#include <QFontMetrics>
 #include <QHBoxLayout>
+#include <QPointer>
 #include <QLabel>
 #include <QPushButton>
 #include <QToolButton>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace moex::app {
 
@@ -23,6 +27,14 @@ TourBar::TourBar(QWidget* parent)
     m_title->setFont(f);
     m_caption->setWordWrap(true);
     m_caption->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_caption->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    // Never the window's minimum width; three lines reserved so the bar keeps its height.
+    m_caption->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    m_caption->setMinimumWidth(1);
+    m_caption->setFixedHeight(3 * m_caption->fontMetrics().lineSpacing() + 4);
+    m_title->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    m_title->setMinimumWidth(1);
+    m_pool.setMaxThreadCount(1);
     auto* close = new QToolButton;
     close->setText(QStringLiteral("\u2715"));
     close->setToolTip(tr("End the tour"));
@@ -31,6 +43,12 @@ TourBar::TourBar(QWidget* parent)
     auto* text = new QVBoxLayout;
     text->addWidget(m_title);
     text->addWidget(m_caption);
+    // Fixed widths: Previous and Next stay where they were whatever the step.
+    m_counter->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    m_counter->setFixedWidth(m_counter->fontMetrics().horizontalAdvance(QStringLiteral("88 / 88")) + 6);
+    const int buttonWidth = std::max(m_prev->sizeHint().width(), m_next->sizeHint().width());
+    m_prev->setFixedWidth(buttonWidth);
+    m_next->setFixedWidth(buttonWidth);
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(m_counter);
     buttons->addWidget(m_prev);
@@ -50,19 +68,62 @@ TourBar::TourBar(QWidget* parent)
     hide();
 }
 
+TourBar::~TourBar()
+{
+    m_cancel.cancel();
+    m_pool.waitForDone();
+}
+
 void TourBar::start(const session::Tour& tour)
 {
+    m_cancel.cancel();
+    m_cancel = CancelSource();
     m_tour = tour;
+    m_figures.clear();
     setVisible(!m_tour.steps.empty());
-    if (!m_tour.steps.empty())
-        show(0);
+    if (m_tour.steps.empty())
+        return;
+    QPointer<TourBar> self(this);
+    const CancelToken token = m_cancel.token();
+    m_pool.start([self, tour, token] {
+        std::vector<session::TourStepFigures> figures;
+        try {
+            figures = session::tourFigures(tour, token);
+        } catch (const Cancelled&) {
+            return;
+        }
+        QMetaObject::invokeMethod(
+            self.data(),
+            [self, token, figures = std::move(figures)] {
+                if (!self || token.requested())
+                    return;
+                self->m_figures = figures;
+                self->showCaption();
+                emit self->figuresReady();
+            },
+            Qt::QueuedConnection);
+    });
+    show(0);
 }
 
 void TourBar::stop()
 {
+    m_cancel.cancel();
     m_tour = {};
+    m_figures.clear();
     m_step = -1;
     hide();
+}
+
+QString TourBar::captionText() const { return m_caption->text(); }
+
+void TourBar::showCaption()
+{
+    if (m_step < 0 || m_step >= static_cast<int>(m_tour.steps.size()))
+        return;
+    const QString text = session::fillCaption(m_tour.steps[static_cast<std::size_t>(m_step)].caption, m_step, m_figures);
+    m_caption->setText(text);
+    m_caption->setToolTip(text);
 }
 
 void TourBar::next()
@@ -82,7 +143,7 @@ void TourBar::show(int step)
     m_step = step;
     const session::TourStep& s = m_tour.steps[static_cast<std::size_t>(step)];
     m_title->setText(s.title.isEmpty() ? m_tour.title : m_tour.title + QStringLiteral(" \u2014 ") + s.title);
-    m_caption->setText(s.caption);
+    showCaption();
     m_counter->setText(tr("%1 / %2").arg(step + 1).arg(m_tour.steps.size()));
     m_prev->setEnabled(step > 0);
     m_next->setEnabled(step + 1 < static_cast<int>(m_tour.steps.size()));

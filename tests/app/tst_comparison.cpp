@@ -7,6 +7,7 @@
 #include "run_summary.h"
 #include "samples_catalog.h"
 #include "scenario_document.h"
+#include "tour_figures.h"
 
 #include "common/diagnostics.h"
 
@@ -142,6 +143,53 @@ private slots:
         } catch (const moex::InputError& e) {
             const QString msg = QString::fromStdString(e.diagnostics().format());
             QVERIFY2(msg.contains(QStringLiteral("bad-tour.yaml:3:")), qPrintable(msg));
+        }
+    }
+
+    // Captions are filled from figures, hand-made here: step times 10, 20 and 14 ms recover
+    // (20 - 14) / (20 - 10) = 60% at step 3 of the 10 ms that step 2 cost.
+    void captionPlaceholders()
+    {
+        std::vector<TourStepFigures> f(3);
+        const double ms[] = {10, 20, 14};
+        for (int i = 0; i < 3; ++i) {
+            f[static_cast<std::size_t>(i)].ok = true;
+            f[static_cast<std::size_t>(i)].step_ms = ms[i];
+            f[static_cast<std::size_t>(i)].imbalance = 1.0 + 0.1 * i;
+            f[static_cast<std::size_t>(i)].comm_ms = 2.5;
+            f[static_cast<std::size_t>(i)].ktok_s = 640.4;
+        }
+        QCOMPARE(fillCaption(QStringLiteral("{step_ms@2} -> {step_ms}: {recovered@1,2} of {loss@1,2} ms"), 2, f),
+                 QStringLiteral("20.00 -> 14.00: 60% of 10.00 ms"));
+        QCOMPARE(fillCaption(QStringLiteral("imbalance {imbalance}, {comm_ms} ms, {ktok_s}k tok/s"), 1, f),
+                 QStringLiteral("imbalance 1.10, 2.50 ms, 640k tok/s"));
+        QCOMPARE(fillCaption(QStringLiteral("{step_ms} {unknown} {recovered}"), 0, f),
+                 QStringLiteral("10.00 {unknown} {recovered}"));
+        // Not computed yet, or a failed step: an ellipsis, never a made-up number.
+        QCOMPARE(fillCaption(QStringLiteral("{step_ms} and {recovered@1,2}"), 2, {}), QStringLiteral("\u2026 and \u2026"));
+        f[1].ok = false;
+        QCOMPARE(fillCaption(QStringLiteral("{step_ms@2}"), 0, f), QStringLiteral("\u2026"));
+    }
+
+    // The shipped tour's captions quote the figures of its own steps: every placeholder known,
+    // and step 5's recovery equals what the steps' summaries give.
+    void shippedTourQuotesItsFigures()
+    {
+        for (const auto& info : listTours(samples() + QStringLiteral("/tours"))) {
+            const Tour t = loadTour(info.path);
+            const auto figures = tourFigures(t);
+            QCOMPARE(figures.size(), t.steps.size());
+            for (std::size_t i = 0; i < t.steps.size(); ++i) {
+                QVERIFY2(figures[i].ok, figures[i].error.c_str());
+                const QString text = fillCaption(t.steps[i].caption, static_cast<int>(i), figures);
+                QVERIFY2(!text.contains(QLatin1Char('{')) && !text.contains(QStringLiteral("\u2026")), qPrintable(text));
+                if (t.steps[i].caption.contains(QStringLiteral("{recovered@3,4}"))) {
+                    const double share = 100.0 * (figures[3].step_ms - figures[i].step_ms)
+                                         / (figures[3].step_ms - figures[2].step_ms);
+                    QVERIFY2(text.contains(QString::number(share, 'f', 0) + QLatin1Char('%')), qPrintable(text));
+                    QVERIFY(share > 0 && share < 100);  // what the sample shows: part, not all, recovered
+                }
+            }
         }
     }
 };

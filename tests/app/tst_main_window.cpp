@@ -424,6 +424,12 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(w.documentA()->displayName() != first, 30000);
         w.tourBar()->previous();
         QTRY_COMPARE_WITH_TIMEOUT(w.documentA()->displayName(), first, 30000);
+        // The captions quote the steps' figures once they are computed: no placeholder left.
+        QTRY_VERIFY_WITH_TIMEOUT(w.tourBar()->hasFigures(), 60000);
+        QVERIFY2(!w.tourBar()->captionText().contains(QLatin1Char('{'))
+                     && !w.tourBar()->captionText().contains(QStringLiteral("\u2026")),
+                 qPrintable(w.tourBar()->captionText()));
+        QVERIFY(w.tourBar()->captionText().contains(QStringLiteral(" ms")));
     }
 
     void presentationModeEnlargesFonts()
