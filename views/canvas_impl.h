@@ -62,6 +62,10 @@ struct TopologyCanvas::Impl {
     double loadLo = 0, loadHi = 0, busyLo = 0, busyHi = 0;
 
     CanvasLegend* legend = nullptr;
+    double uiScale = 1.0;  // presentation mode
+    // The legend at the UI scale, smaller (down to 0.75) where it would cover most of a small
+    // viewport, in the bottom-left corner.
+    void placeLegend();
     CanvasFeedback* feedback = nullptr;
     bool userZoomed = false;
 

@@ -2,6 +2,7 @@
 
 #include <QPainter>
 
+#include <algorithm>
 #include <cmath>
 
 namespace moex::views {
@@ -48,20 +49,37 @@ void CanvasLegend::setScales(std::vector<LegendScale> scales)
     update();
 }
 
-QSize CanvasLegend::sizeHint() const
+void CanvasLegend::setScale(double scale)
+{
+    m_scale = std::clamp(scale, 0.5, 4.0);
+    if (std::abs(m_scale - scale) < 1e-9 && size() == sizeHint())
+        return;
+    resize(sizeHint());
+    update();
+}
+
+QSize CanvasLegend::naturalSize() const
 {
     const int w = kBarW + 2 * kPad + 118;
     const int lines = static_cast<int>(m_heading.count(QLatin1Char('\n'))) + 1;
     return {w, kPad * 2 + 16 * lines + 4 + static_cast<int>(m_scales.size()) * kRowH + kMarkersH};
 }
 
+QSize CanvasLegend::sizeHint() const
+{
+    const QSize n = naturalSize();
+    return {static_cast<int>(std::ceil(n.width() * m_scale)), static_cast<int>(std::ceil(n.height() * m_scale))};
+}
+
 void CanvasLegend::paintEvent(QPaintEvent*)
 {
     QPainter p(this);
     p.setRenderHint(QPainter::Antialiasing);
+    p.scale(m_scale, m_scale);  // laid out at scale 1, drawn at the presentation scale
+    const QSize logical(static_cast<int>(width() / m_scale), static_cast<int>(height() / m_scale));
     p.setPen(QColor(0xc8, 0xcd, 0xd4));
     p.setBrush(QColor(255, 255, 255, 235));
-    p.drawRoundedRect(QRectF(rect()).adjusted(0.5, 0.5, -0.5, -0.5), 5, 5);
+    p.drawRoundedRect(QRectF(QPoint(0, 0), logical).adjusted(0.5, 0.5, -0.5, -0.5), 5, 5);
     QFont f = font();
     f.setPixelSize(11);
     QFont bold = f;
@@ -71,8 +89,8 @@ void CanvasLegend::paintEvent(QPaintEvent*)
     const QFontMetrics fm(bold);
     int y = kPad;
     for (const QString& line : m_heading.split(QLatin1Char('\n'))) {
-        p.drawText(QRect(kPad, y, width() - 2 * kPad, 16), Qt::AlignLeft | Qt::AlignVCenter,
-                   fm.elidedText(line, Qt::ElideRight, width() - 2 * kPad));
+        p.drawText(QRect(kPad, y, logical.width() - 2 * kPad, 16), Qt::AlignLeft | Qt::AlignVCenter,
+                   fm.elidedText(line, Qt::ElideRight, logical.width() - 2 * kPad));
         y += 16;
         p.setFont(f);
     }
@@ -80,7 +98,7 @@ void CanvasLegend::paintEvent(QPaintEvent*)
     for (const LegendScale& s : m_scales) {
         p.setFont(f);
         p.setPen(QColor(0x33, 0x3a, 0x44));
-        p.drawText(QRect(kPad, y, width() - 2 * kPad, 13), Qt::AlignLeft | Qt::AlignVCenter,
+        p.drawText(QRect(kPad, y, logical.width() - 2 * kPad, 13), Qt::AlignLeft | Qt::AlignVCenter,
                    s.title + (s.unit.isEmpty() ? QString() : QStringLiteral(" (") + s.unit + QLatin1Char(')')));
         const QRectF bar(kPad, y + 15, kBarW, kBarH);
         QLinearGradient g(bar.topLeft(), bar.topRight());
@@ -93,7 +111,7 @@ void CanvasLegend::paintEvent(QPaintEvent*)
         p.setPen(QColor(0x33, 0x3a, 0x44));
         const QString range = s.valid ? formatQuantity(s.lo) + QStringLiteral(" – ") + formatQuantity(s.hi)
                                       : tr("no data");
-        p.drawText(QRectF(bar.right() + 6, bar.top() - 3, width() - bar.right() - 6 - kPad, kBarH + 6),
+        p.drawText(QRectF(bar.right() + 6, bar.top() - 3, logical.width() - bar.right() - 6 - kPad, kBarH + 6),
                    Qt::AlignLeft | Qt::AlignVCenter, range);
         y += kRowH;
     }

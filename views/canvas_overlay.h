@@ -25,7 +25,11 @@ public:
     explicit CanvasLegend(QWidget* parent);
     void setHeading(const QString& heading);
     void setScales(std::vector<LegendScale> scales);
+    // Presentation mode: everything drawn `scale` times larger (1 = normal).
+    void setScale(double scale);
+    [[nodiscard]] double scale() const { return m_scale; }
     [[nodiscard]] QSize sizeHint() const override;
+    [[nodiscard]] QSize naturalSize() const;  // at scale 1
 
 protected:
     void paintEvent(QPaintEvent* event) override;
@@ -33,6 +37,7 @@ protected:
 private:
     QString m_heading;
     std::vector<LegendScale> m_scales;
+    double m_scale = 1.0;
 };
 
 class CanvasFeedback : public QLabel {

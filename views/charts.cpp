@@ -37,6 +37,23 @@ QChartView* makeView(QWidget* parent, QChart* chart)
 
 }  // namespace
 
+void scaleChartFonts(QChart* chart, double factor)
+{
+    auto grow = [factor](QFont f) {
+        if (f.pointSizeF() > 0)
+            f.setPointSizeF(f.pointSizeF() * factor);
+        else if (f.pixelSize() > 0)
+            f.setPixelSize(std::max(1, static_cast<int>(std::lround(f.pixelSize() * factor))));
+        return f;
+    };
+    chart->setTitleFont(grow(chart->titleFont()));
+    chart->legend()->setFont(grow(chart->legend()->font()));
+    for (QAbstractAxis* a : chart->axes()) {
+        a->setLabelsFont(grow(a->labelsFont()));
+        a->setTitleFont(grow(a->titleFont()));
+    }
+}
+
 // --- StepTimeChart ------------------------------------------------------------------------------
 
 struct StepTimeChart::Impl {
@@ -95,6 +112,7 @@ StepTimeChart::StepTimeChart(QWidget* parent) : QWidget(parent), d(std::make_uni
     d->x->setTitleText(tr("step"));
     d->x->setLabelFormat(QStringLiteral("%d"));
     d->yTime->setTitleText(tr("ms"));
+    d->yTime->setLabelFormat(QStringLiteral("%.4g"));  // "14.25", not "14.250000" cut to "1..."
     d->yTps->setTitleText(tr("k tokens/s"));
     d->yTps->setLabelFormat(QStringLiteral("%.4g"));
     d->chart->addAxis(d->x, Qt::AlignBottom);
@@ -169,6 +187,17 @@ static void labelAxis(QValueAxis* axis, double lo, double hi, int bars, int maxL
     axis->setMinorTickCount(0);
 }
 
+// As many labels as fit side by side in a chart `chartWidth` wide (labels as wide as `widest`),
+// at most `cap`, at least 2: a narrow chart or a larger presentation font gets fewer, never
+// labels cut to "...".
+static int labelsThatFit(const QValueAxis* axis, const QString& widest, int chartWidth, int cap)
+{
+    const QFontMetrics fm(axis->labelsFont());
+    const int room = std::max(60, chartWidth - 90);  // the value axis and margins
+    const int each = fm.horizontalAdvance(widest) + fm.horizontalAdvance(QStringLiteral("00"));
+    return std::clamp(room / std::max(1, each), 2, cap);
+}
+
 // The series on a hidden category axis, labelled by a value axis over the same span (labelAxis),
 // with a value axis for the heights.
 static void addBarAxes(QChart* chart, QAbstractBarSeries* series, QBarCategoryAxis* x, QValueAxis* xLabels,
@@ -195,6 +224,7 @@ struct GpuBreakdownChart::Impl {
     QValueAxis* y = new QValueAxis;
     std::vector<QBarSet*> sets;
     int bars = 0;
+    int labels = -1;  // x labels laid out for (relabel)
     int selected = -1;
 };
 
@@ -223,6 +253,23 @@ GpuBreakdownChart::GpuBreakdownChart(QWidget* parent) : QWidget(parent), d(std::
 
 GpuBreakdownChart::~GpuBreakdownChart() = default;
 
+void GpuBreakdownChart::relabel()
+{
+    if (d->bars <= 0)
+        return;
+    const int fit = labelsThatFit(d->xLabels, QString::number(d->bars - 1), width(), 18);
+    if (fit != d->labels) {
+        labelAxis(d->xLabels, -0.5, d->bars - 0.5, d->bars, fit);
+        d->labels = fit;
+    }
+}
+
+void GpuBreakdownChart::resizeEvent(QResizeEvent* event)
+{
+    QWidget::resizeEvent(event);
+    relabel();
+}
+
 void GpuBreakdownChart::setMetrics(const StepMetrics& m)
 {
     const int n = static_cast<int>(m.gpus.size());
@@ -241,9 +288,10 @@ void GpuBreakdownChart::setMetrics(const StepMetrics& m)
         for (int i = 0; i < n; ++i)
             cats << QString::number(i);
         d->x->setCategories(cats);
-        labelAxis(d->xLabels, -0.5, n - 0.5, n, 18);
         d->bars = n;
+        d->labels = -1;
     }
+    relabel();
     for (std::size_t i = 0; i < d->sets.size(); ++i) {
         QBarSet* set = d->sets[i];
         if (set->count() == n) {
@@ -284,6 +332,7 @@ struct LoadHistogramChart::Impl {
     QValueAxis* xLabels = new QValueAxis;
     QValueAxis* y = new QValueAxis;
     std::vector<int> counts;
+    std::pair<double, double> range{0, 0};  // the bins' load range (relabel)
 };
 
 LoadHistogramChart::LoadHistogramChart(QWidget* parent) : QWidget(parent), d(std::make_unique<Impl>())
@@ -301,6 +350,20 @@ LoadHistogramChart::LoadHistogramChart(QWidget* parent) : QWidget(parent), d(std
 }
 
 LoadHistogramChart::~LoadHistogramChart() = default;
+
+void LoadHistogramChart::relabel()
+{
+    if (d->range.second <= d->range.first)
+        return;
+    const QString widest = QString::number(std::max(std::abs(d->range.first), std::abs(d->range.second)), 'f', 0);
+    labelAxis(d->xLabels, d->range.first, d->range.second, 0, labelsThatFit(d->xLabels, widest, width(), 8));
+}
+
+void LoadHistogramChart::resizeEvent(QResizeEvent* event)
+{
+    QWidget::resizeEvent(event);
+    relabel();
+}
 
 void LoadHistogramChart::setMetrics(const StepMetrics& m, int moeLayer)
 {
@@ -326,7 +389,8 @@ void LoadHistogramChart::setMetrics(const StepMetrics& m, int moeLayer)
             ++d->counts[static_cast<std::size_t>(std::clamp(static_cast<int>((v - lo) / width), 0, kBins - 1))];
         for (int i = 0; i < kBins; ++i)
             labels << QString::number(i);
-        labelAxis(d->xLabels, lo, lo + kBins * width, 0, 8);
+        d->range = {lo, lo + kBins * width};
+        relabel();
     }
     d->x->setCategories(labels);
     d->set->remove(0, d->set->count());

@@ -44,7 +44,10 @@ public:
     [[nodiscard]] QChart* chart() const;
 signals:
     void gpuSelected(int gpu);
+protected:
+    void resizeEvent(QResizeEvent* event) override;  // as many GPU labels as fit
 private:
+    void relabel();
     struct Impl;
     std::unique_ptr<Impl> d;
 };
@@ -59,9 +62,16 @@ public:
     [[nodiscard]] int binCount() const;
     [[nodiscard]] std::vector<int> binCounts() const;  // experts per bin
     [[nodiscard]] QChart* chart() const;
+protected:
+    void resizeEvent(QResizeEvent* event) override;  // as many load labels as fit
 private:
+    void relabel();
     struct Impl;
     std::unique_ptr<Impl> d;
 };
+
+// Multiplies every font of `chart` (title, legend, axis labels and titles) by `factor`:
+// presentation mode (Qt Charts' fonts come from its theme, not from the widget's font).
+void scaleChartFonts(QChart* chart, double factor);
 
 }  // namespace moex::views

@@ -12,6 +12,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include <QEvent>
 #include <QHash>
 
 #include <functional>
@@ -72,12 +73,20 @@ struct ScenarioPanel::Impl {
     void setMessage(Message kind, const QString& text)
     {
         static const char* const styles[] = {
-            "QLabel { background: transparent; border: 1px solid transparent; padding: 3px; }",
+            "QLabel { color: #707070; background: transparent; border: 1px solid transparent; padding: 3px; }",
             "QLabel { color: #b00020; background: #fdecee; border: 1px solid #f0b8c0; border-radius: 3px; padding: 3px; }",
             "QLabel { color: #0b4f8a; background: #e8f1fb; border: 1px solid #b8d4f0; border-radius: 3px; padding: 3px; }",
             "QLabel { color: #555555; background: #f1f1f1; border: 1px solid #dddddd; border-radius: 3px; padding: 3px; }"};
         message = text.isEmpty() ? Message::none : kind;
         error->setStyleSheet(QString::fromLatin1(styles[static_cast<int>(message)]));
+        if (message == Message::none) {  // the reserved strip says how the panel works
+            error->setText(ScenarioPanel::tr("Every change re-simulates; Edit \u25b8 Undo restores it exactly."));
+            error->setToolTip(QString());
+            fullMessage.clear();
+            modelInfo->setEnabled(true);
+            topoInfo->setEnabled(true);
+            return;
+        }
         // The strip holds three lines; the whole message is in the tooltip (and the status bar).
         const QFontMetrics fm(error->font());
         QString shown = text;
@@ -97,9 +106,26 @@ struct ScenarioPanel::Impl {
         topoInfo->setEnabled(!busy);
     }
     QString fullMessage;
-    QComboBox* combo(const QString& key, const QStringList& values)
+    // The message strip holds three lines and each info label two, whatever they say, so that a
+    // message or a longer text never moves the controls.
+    void reserveHeights()
+    {
+        error->setFixedHeight(3 * error->fontMetrics().lineSpacing() + 10);
+        for (QLabel* l : {modelInfo, topoInfo})
+            l->setFixedHeight(2 * l->fontMetrics().lineSpacing() + 2);
+    }
+    // Combo boxes as narrow as eight characters allow (long model names elide): the panel's
+    // minimum width stays what a small screen can give it.
+    static QComboBox* narrowCombo()
     {
         auto* box = new QComboBox;
+        box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        box->setMinimumContentsLength(8);
+        return box;
+    }
+    QComboBox* combo(const QString& key, const QStringList& values)
+    {
+        auto* box = narrowCombo();
         for (const QString& v : values)
             box->addItem(v, v);
         QObject::connect(box, &QComboBox::currentIndexChanged, q, [this, box, key] {
@@ -160,13 +186,12 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
         label->setWordWrap(true);
         label->setAlignment(Qt::AlignLeft | Qt::AlignTop);
         label->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
-        label->setFixedHeight(2 * label->fontMetrics().lineSpacing() + 2);
         label->setStyleSheet(QStringLiteral("QLabel { color: #505050; }"));
         return label;
     };
 
     QFormLayout* f = group(tr("Model"));
-    d->model = new QComboBox;
+    d->model = Impl::narrowCombo();
     connect(d->model, &QComboBox::activated, this, [this] {
         const QString path = d->model->currentData().toString();
         if (!path.isEmpty())
@@ -274,9 +299,17 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
                  d->model->setCurrentIndex(i);
          }},
     };
-    // Three lines of text, reserved whether or not there is a message.
-    d->error->setFixedHeight(3 * d->error->fontMetrics().lineSpacing() + 10);
+    d->reserveHeights();
     d->setMessage(Impl::Message::none, QString());
+}
+
+void ScenarioPanel::changeEvent(QEvent* event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::FontChange || event->type() == QEvent::StyleChange) {
+        d->reserveHeights();
+        d->setMessage(d->message, d->fullMessage);  // re-elided for the new font
+    }
 }
 
 bool ScenarioPanel::showValue(const QString& key, const QString& value)

@@ -42,8 +42,12 @@ public:
     // Never shorter than its rows at their natural height: in a scroll area it scrolls instead of
     // squeezing the spin boxes (they would then grow back under the mouse on the next relayout).
     [[nodiscard]] QSize minimumSizeHint() const override;
+
     // Every override key the panel can emit (gpus.speed.gpuN for the GPU chosen in the GPU box).
     [[nodiscard]] QStringList keys() const;
+
+protected:
+    void changeEvent(QEvent* event) override;  // a new font (presentation mode): the reserved heights follow
 
 signals:
     void overrideRequested(const QString& key, const QString& value);

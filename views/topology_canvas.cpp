@@ -170,9 +170,7 @@ QColor TopologyCanvas::expertColor(int gpu, int expert) const
 void TopologyCanvas::resizeEvent(QResizeEvent* event)
 {
     QGraphicsView::resizeEvent(event);
-    const QRect vp = viewport()->geometry();
-    d->legend->move(vp.left() + 8, vp.bottom() - d->legend->height() - 8);
-    d->legend->raise();
+    d->placeLegend();
     if (d->feedback->isVisible())
         d->feedback->move((width() - d->feedback->width()) / 2, 12);
     if (!d->userZoomed)
@@ -304,6 +302,15 @@ std::vector<double> TopologyCanvas::Impl::shownLoads() const
     }
     return loads;
 }
+
+void TopologyCanvas::setUiScale(double scale)
+{
+    d->uiScale = scale;
+    d->placeLegend();
+    d->fit();
+}
+
+QSize TopologyCanvas::legendSize() const { return d->legend->size(); }
 
 int TopologyCanvas::outlinedStraggler() const
 {
@@ -481,7 +488,17 @@ void TopologyCanvas::Impl::updateLegend()
         {TopologyCanvas::tr("Link utilisation, max %1%").arg(linkHi * 100, 0, 'f', 0), ColorMap::utilisation(), 0, 100, QStringLiteral("%"),
          hasMetrics},
     });
+    placeLegend();
+}
+
+void TopologyCanvas::Impl::placeLegend()
+{
     const QRect vp = q->viewport()->geometry();
+    const QSize n = legend->naturalSize();
+    double s = uiScale;
+    if (n.width() > 0 && n.height() > 0)
+        s = std::min({s, 0.5 * vp.width() / n.width(), 0.6 * vp.height() / n.height()});
+    legend->setScale(std::max(0.75, s));
     legend->move(vp.left() + 8, vp.bottom() - legend->height() - 8);
     legend->raise();
 }

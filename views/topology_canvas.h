@@ -54,7 +54,10 @@ public:
     [[nodiscard]] QColor expertColor(int gpu, int expert) const;  // invalid if not shown
     [[nodiscard]] QString toolTipAt(const QPointF& scenePos) const;
     [[nodiscard]] QString feedbackText() const;  // the message shown now ("" when none)
-    [[nodiscard]] int outlinedStraggler() const;  // the GPU outlined as the straggler, -1 when none
+    [[nodiscard]] int outlinedStraggler() const;
+    // Presentation mode: the legend and messages drawn `scale` times larger (1 = normal).
+    void setUiScale(double scale);
+    [[nodiscard]] QSize legendSize() const;  // the GPU outlined as the straggler, -1 when none
 
 signals:
     void expertMoveRequested(int moeLayer, int expert, int fromGpu, int toGpu);

@@ -8,7 +8,7 @@ QString usageText()
 {
     return QStringLiteral(
         "usage: moex [SCENARIO] [--source sim|engine] [--screenshot OUT.png] [--view all|topology|heatmaps|compare]\n"
-        "            [--size WxH]\n"
+        "            [--size WxH] [--presentation] [--tour TOUR.yaml [--tour-step N]]\n"
         "\n"
         "Opens the moex explorer on SCENARIO (default: samples/scenarios/deepseek-r1-decode-nvl72.yaml).\n"
         "Without a display it prints the scenario's simulated summary instead.\n"
@@ -18,6 +18,8 @@ QString usageText()
         "  --screenshot OUT.png  render the window offscreen after a few simulated steps, save it, exit\n"
         "  --view NAME           what to render: all (default), topology, heatmaps, compare\n"
         "  --size WxH            image size in pixels (default 1600x1000)\n"
+        "  --presentation        with --screenshot: View > Presentation mode on\n"
+        "  --tour TOUR.yaml      with --screenshot: that guided tour at step N (--tour-step N, default 1)\n"
         "  -h, --help            this text\n"
         "  --version             the version\n");
 }
@@ -37,6 +39,7 @@ CommandLine parseCommandLine(const QStringList& args)
         }
         return args[++i];
     };
+    bool screenshotOnly = false;
     for (int i = 0; i < args.size() && c.error.isEmpty(); ++i) {
         const QString a = args[i];
         const QString flag = a.section(QLatin1Char('='), 0, 0);
@@ -74,6 +77,19 @@ CommandLine parseCommandLine(const QStringList& args)
                 if (c.size.width() < 320 || c.size.height() < 240 || c.size.width() > 8192 || c.size.height() > 8192)
                     c.error = QStringLiteral("--size %1 is out of range (320x240 .. 8192x8192)").arg(v);
             }
+        } else if (a == QLatin1String("--presentation")) {
+            c.presentation = true;
+            screenshotOnly = true;
+        } else if (flag == QLatin1String("--tour")) {
+            c.tour = value(i, flag);
+            screenshotOnly = true;
+        } else if (flag == QLatin1String("--tour-step")) {
+            const QString v = value(i, flag);
+            bool ok = false;
+            c.tourStep = v.toInt(&ok);
+            if (c.error.isEmpty() && (!ok || c.tourStep < 1 || c.tourStep > 99))
+                c.error = QStringLiteral("--tour-step '%1' must be a step number from 1").arg(v);
+            screenshotOnly = true;
         } else if (a.startsWith(QLatin1Char('-')) && a != QLatin1String("-")) {
             c.error = QStringLiteral("unknown option '%1'").arg(a);
         } else if (c.scenario.isEmpty()) {
@@ -82,8 +98,8 @@ CommandLine parseCommandLine(const QStringList& args)
             c.error = QStringLiteral("more than one scenario given ('%1' and '%2')").arg(c.scenario, a);
         }
     }
-    if (c.error.isEmpty() && c.screenshot.isEmpty() && (viewGiven || sizeGiven))
-        c.error = QStringLiteral("--view and --size only apply with --screenshot OUT.png");
+    if (c.error.isEmpty() && c.screenshot.isEmpty() && (viewGiven || sizeGiven || screenshotOnly))
+        c.error = QStringLiteral("--view, --size, --presentation and --tour only apply with --screenshot OUT.png");
     return c;
 }
 

@@ -1,4 +1,5 @@
-// moex [SCENARIO] [--source sim|engine] [--screenshot OUT.png [--view all|topology|heatmaps|compare] [--size WxH]]
+// moex [SCENARIO] [--source sim|engine] [--screenshot OUT.png [--view all|topology|heatmaps|compare] [--size WxH]
+//      [--presentation] [--tour TOUR.yaml [--tour-step N]]]
 // Parsed before QApplication exists (the screenshot mode chooses the offscreen platform).
 #pragma once
 
@@ -14,6 +15,9 @@ struct CommandLine {
     QString view = QStringLiteral("all");
     QSize size{1600, 1000};
     bool engine = false;  // --source engine: the real MoE layers on this CPU (Run > Source > Local engine)
+    bool presentation = false;  // --presentation: View > Presentation mode on
+    QString tour;               // --tour: the tour to show (its step's scenario replaces SCENARIO)
+    int tourStep = 1;           // --tour-step, 1-based
     bool help = false;
     bool version = false;
     QString error;        // non-empty: bad flags (exit 2)

@@ -14,10 +14,12 @@
 
 #include "metrics/step_metrics.h"
 #include "views/charts.h"
+#include "views/elided_label.h"
 #include "views/scenario_panel.h"
 #include "views/topology_canvas.h"
 
 #include <QApplication>
+#include <QChart>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDir>
@@ -30,6 +32,7 @@
 #include <QMessageBox>
 #include <QPainter>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -127,8 +130,9 @@ void MainWindow::buildViews()
     bar->addWidget(activeLabel);
     bar->addWidget(m_activeCombo);
     bar->addStretch(1);
-    auto* hint = new QLabel(tr("Drag a chip: move \u00b7 Ctrl+drag: replicate \u00b7 drop on a chip: swap \u00b7 "
-                               "right-click a GPU: speed"));
+    auto* hint = new views::ElidedLabel(tr("Drag a chip: move \u00b7 Ctrl+drag: replicate \u00b7 drop on a chip: swap \u00b7 "
+                                           "right-click a GPU: speed"));
+    hint->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
     hint->setObjectName(QStringLiteral("canvasHint"));
     bar->addWidget(hint);
     bar->addWidget(fit);
@@ -190,6 +194,7 @@ void MainWindow::buildViews()
     addDockWidget(Qt::BottomDockWidgetArea, m_predictionDock);
     tabifyDockWidget(m_compareDock, m_predictionDock);
     m_chartsDock->raise();
+    updateDockMinimums();
 
 
     // Views -> intent -> undo commands on the active document. The local engine's canvas shows its
@@ -602,14 +607,42 @@ void MainWindow::showError(const QString& title, const QString& message)
     box.exec();
 }
 
+void MainWindow::updateDockMinimums()
+{
+    // No dock narrower than its contents need to be read: on a small screen the canvas gives way
+    // (it zooms), and a dock squeezed by a smaller window is whole again when it grows.
+    m_panel->ensurePolished();
+    const auto* scroll = qobject_cast<QScrollArea*>(m_panelDock->widget());
+    const int bar = scroll ? scroll->verticalScrollBar()->sizeHint().width() : 16;
+    m_panelDock->widget()->setMinimumWidth(m_panel->minimumSizeHint().width() + bar + 2);
+    // The heatmaps and charts draw their own axes: these are the sizes below which they clip
+    // (the charts' fonts grow by at most 1.25 in presentation mode, so does their height), small
+    // enough that the window still fits 1024 x 700 in presentation mode.
+    m_heatmapDock->widget()->setMinimumWidth(230);
+    m_chartsDock->widget()->setMinimumHeight(static_cast<int>(std::lround(175 * std::min(m_uiScale, 1.25))));
+}
+
 void MainWindow::setPresentationMode(bool on)
 {
+    const double scale = on ? kPresentationScale : 1.0;
     QFont f = m_normalFont;
     if (on) {
         const qreal base = f.pointSizeF() > 0 ? f.pointSizeF() : 10.0;
-        f.setPointSizeF(base * 1.45);
+        f.setPointSizeF(base * scale);
     }
     QApplication::setFont(f);
+    // A style sheet keeps the fonts of the widgets it has polished: polish them again so that
+    // every label, heatmap and the status bar takes the new font.
+    if (!qApp->styleSheet().isEmpty())
+        qApp->setStyleSheet(qApp->styleSheet());
+    // Charts are dense (three side by side): their fonts grow by at most 1.25 so that the axes
+    // still have room for their labels.
+    const double chartFactor = std::min(scale, 1.25) / std::min(m_uiScale, 1.25);
+    for (QChart* chart : {m_stepChart->chart(), m_breakdown->chart(), m_histogram->chart()})
+        views::scaleChartFonts(chart, chartFactor);
+    m_uiScale = scale;
+    m_canvas->setUiScale(scale);
+    updateDockMinimums();
     if (m_presentationAction && m_presentationAction->isChecked() != on)
         m_presentationAction->setChecked(on);
     m_canvas->fitAll();

@@ -99,6 +99,7 @@ public:
     [[nodiscard]] session::MetricsPtr latestMetrics() const { return m_latest; }
     [[nodiscard]] QString statusText() const;  // the status bar's fields, for tests
     [[nodiscard]] QAction* action(const QString& name) const;  // by objectName, e.g. "actionUndo"
+    [[nodiscard]] double uiScale() const { return m_uiScale; }  // 1, or larger in presentation mode
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -126,6 +127,7 @@ private:
     void showScenarioInPanel(const session::ScenarioDocument* doc);
     [[nodiscard]] QString pendingText(const session::ScenarioDocument* doc) const;
     void setStatusBusy(bool busy);
+    void updateDockMinimums();  // at start and for presentation mode
     bool confirmDiscardB();             // true: B is unmodified or the user agreed to lose it
     void closeB(const QString& why);    // B closed (a new A); the status bar says why  // the status bar's numbers greyed while a change is placed
     void onMetrics(const session::MetricsPtr& m);
@@ -201,6 +203,8 @@ private:
     bool m_docksSized = false;
     bool m_restoredLayout = false;
     bool m_engineSource = false;
+    static constexpr double kPresentationScale = 1.45;  // View > Presentation mode
+    double m_uiScale = 1.0;
     bool m_syncSimulation = false;    // openScenario: the first step on this thread
     bool m_addLoadedToRecent = false;  // openScenarioInBackground's
     QString m_loadMessage;

@@ -4,8 +4,11 @@
 #include "compare_view.h"
 #include "heatmap_panel.h"
 #include "main_window.h"
+#include "qt_text.h"
+#include "samples_catalog.h"
 #include "scenario_document.h"
 #include "sim_runner.h"
+#include "tour_bar.h"
 
 #include "metrics/step_metrics.h"
 #include "views/topology_canvas.h"
@@ -93,7 +96,26 @@ int runScreenshot(const CommandLine& cmd, const QString& samplesDir, const QStri
     w.setInteractive(false);
     w.resize(cmd.size);
     w.show();
-    if (!w.openScenario(scenario, {}, false)) {
+    if (cmd.presentation)
+        w.setPresentationMode(true);
+    if (!cmd.tour.isEmpty()) {
+        session::Tour tour;
+        try {
+            tour = session::loadTour(cmd.tour);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "moex: %s\n", qPrintable(session::errorText(e)));
+            return 2;
+        }
+        if (cmd.tourStep > static_cast<int>(tour.steps.size())) {
+            std::fprintf(stderr, "moex: --tour-step %d: the tour has %zu steps\n", cmd.tourStep, tour.steps.size());
+            return 2;
+        }
+        if (!w.startTour(cmd.tour))
+            return 2;
+        for (int s = 1; s < cmd.tourStep; ++s)
+            w.tourBar()->next();
+        waitFor([&] { return !w.documentA()->isBusy() && w.tourBar()->hasFigures() && w.latestMetrics(); }, 120000);
+    } else if (!w.openScenario(scenario, {}, false)) {
         std::fprintf(stderr, "moex: %s\n", qPrintable(w.documentA()->lastError()));
         return 1;
     }

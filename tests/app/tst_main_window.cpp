@@ -18,10 +18,16 @@
 #include "metrics/step_metrics.h"
 #include "placement/exporters.h"
 #endif
+#include "heatmap_panel.h"
+#include "views/charts.h"
 #include "views/scenario_panel.h"
 #include "views/topology_canvas.h"
 
 #include <QAbstractItemModelTester>
+#include <QChart>
+#include <QDockWidget>
+#include <QFontInfo>
+#include <QLabel>
 #include <QAction>
 #include <QApplication>
 #include <QMenu>
@@ -432,15 +438,70 @@ private slots:
         QVERIFY(w.tourBar()->captionText().contains(QStringLiteral(" ms")));
     }
 
+    // Presentation mode enlarges what is on screen, not only the popup menus: the status bar, the
+    // panel, the heatmaps, the charts' titles and axes, the canvas legend; and back exactly.
     void presentationModeEnlargesFonts()
     {
         MainWindow w(samples());
-        w.setInteractive(false);
-        const qreal normal = QApplication::font().pointSizeF();
+        QVERIFY(showForTest(w));
+        QVERIFY(w.openScenario(sample("mixtral-8x7b-decode-hgx-h100.yaml"), {}, false));
+        auto* status = w.statusBar()->findChildren<QLabel*>().value(0);
+        auto* heatmap = w.heatmaps()->findChildren<QWidget*>().value(0);
+        QVERIFY(status && heatmap);
+        auto sizes = [&] {
+            return std::vector<qreal>{QFontInfo(status->font()).pointSizeF(), QFontInfo(w.scenarioPanel()->font()).pointSizeF(),
+                                      QFontInfo(heatmap->font()).pointSizeF(),
+                                      w.findChild<moex::views::StepTimeChart*>()->chart()->titleFont().pointSizeF(),
+                                      static_cast<qreal>(w.canvas()->legendSize().height())};
+        };
+        const auto normal = sizes();
         w.setPresentationMode(true);
-        QVERIFY(QApplication::font().pointSizeF() > normal * 1.3);
+        QApplication::processEvents();
+        const auto big = sizes();
+        for (std::size_t i = 0; i < normal.size(); ++i)
+            QVERIFY2(big[i] > normal[i] * (i == 3 ? 1.2 : 1.3), qPrintable(QStringLiteral("size %1: %2 -> %3").arg(i).arg(normal[i]).arg(big[i])));
         w.setPresentationMode(false);
-        QCOMPARE(QApplication::font().pointSizeF(), normal);
+        QApplication::processEvents();
+        const auto back = sizes();
+        for (std::size_t i = 0; i < normal.size(); ++i)
+            QCOMPARE(back[i], normal[i]);
+    }
+
+    // Small screens: at 1024 x 700 (normal and presentation mode) no dock is narrower than its
+    // contents' minimum (the panel's fields, the heatmaps), and after growing back to 1600 x 1000
+    // the panel is whole again.
+    void smallScreenKeepsEveryDockUsable()
+    {
+        MainWindow w(samples());
+        QVERIFY(showForTest(w));
+        QVERIFY(w.openScenario(sample("deepseek-r1-decode-nvl72.yaml"), {}, false));
+        auto check = [&](const char* when) {
+            for (QDockWidget* dock : w.findChildren<QDockWidget*>()) {
+                if (!dock->isVisible() || !dock->widget())
+                    continue;
+                const QSize min = dock->widget()->minimumSize();
+                QVERIFY2(dock->widget()->width() >= min.width() && dock->widget()->height() >= min.height(),
+                         qPrintable(QStringLiteral("%1: %2 is %3x%4, minimum %5x%6").arg(QLatin1String(when), dock->objectName())
+                                        .arg(dock->widget()->width()).arg(dock->widget()->height())
+                                        .arg(min.width()).arg(min.height())));
+            }
+            QVERIFY(w.scenarioPanel()->width() >= w.scenarioPanel()->minimumSizeHint().width());
+        };
+        for (bool presentation : {false, true}) {
+            w.setPresentationMode(presentation);
+            w.resize(1024, 700);
+            QTRY_VERIFY2(w.size() == QSize(1024, 700),
+                         qPrintable(QStringLiteral("presentation %1: the window cannot be smaller than %2x%3")
+                                        .arg(presentation).arg(w.minimumSizeHint().width()).arg(w.minimumSizeHint().height())));
+            QApplication::processEvents();
+            check(presentation ? "1024x700 presentation" : "1024x700");
+            QVERIFY(!w.grab().isNull());
+            w.resize(1600, 1000);
+            QTRY_COMPARE(w.size(), QSize(1600, 1000));
+            QApplication::processEvents();
+            check(presentation ? "back to 1600x1000 presentation" : "back to 1600x1000");
+        }
+        w.setPresentationMode(false);
     }
 
     void saveAndRecent()
