@@ -67,6 +67,8 @@ struct TopologyCanvas::Impl {
     // viewport, in the bottom-left corner.
     void placeLegend();
     CanvasFeedback* feedback = nullptr;
+    CanvasGpuDetail* detail = nullptr;  // the selected GPU's experts, top right
+    void updateDetail();
     bool userZoomed = false;
 
     // Interaction state.

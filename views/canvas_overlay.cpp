@@ -140,6 +140,105 @@ void CanvasLegend::paintEvent(QPaintEvent*)
     outlinedKey(QRectF(kPad, y + 18, 16, 10), QColor(0x1e, 0x64, 0xd8), 90, tr("selected GPU"));
 }
 
+CanvasGpuDetail::CanvasGpuDetail(QWidget* parent) : QWidget(parent)
+{
+    setAttribute(Qt::WA_TransparentForMouseEvents);
+    setAttribute(Qt::WA_NoSystemBackground);
+    hide();
+}
+
+void CanvasGpuDetail::setContent(const QString& title, std::vector<GpuDetailRow> rows, double loadHi, bool hasLoads)
+{
+    m_title = title;
+    m_hidden = 0;
+    if (static_cast<int>(rows.size()) > kMaxRows) {
+        std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.load > b.load; });
+        m_hidden = static_cast<int>(rows.size()) - kMaxRows;
+        rows.resize(kMaxRows);
+    }
+    m_rows = std::move(rows);
+    m_hi = loadHi > 0 ? loadHi : 1;
+    m_hasLoads = hasLoads;
+    resize(sizeHint());
+    update();
+}
+
+QString CanvasGpuDetail::plainText() const
+{
+    if (isHidden())
+        return {};
+    QString out = m_title;
+    for (const GpuDetailRow& r : m_rows)
+        out += QStringLiteral("\nexpert %1%2: %3").arg(r.expert).arg(r.replica ? QStringLiteral(" (replica)") : QString())
+                   .arg(m_hasLoads ? formatQuantity(r.load) : QStringLiteral("\u2013"));
+    if (m_hidden > 0)
+        out += tr("\n+%1 more").arg(m_hidden);
+    return out;
+}
+
+QSize CanvasGpuDetail::sizeHint() const
+{
+    const QFontMetrics fm(font());
+    QFont bold = font();
+    bold.setBold(true);
+    const int line = fm.lineSpacing() + 4;
+    const int rows = static_cast<int>(m_rows.size()) + (m_hidden > 0 ? 1 : 0);
+    const int w = std::max(QFontMetrics(bold).horizontalAdvance(m_title) + 2 * kPad + 4,
+                           kPad * 2 + fm.height() + 6 + fm.horizontalAdvance(QStringLiteral("expert 000 (replica)")) + 12
+                               + fm.horizontalAdvance(QStringLiteral("00.0k")) + 8 + 60);
+    return {w, kPad * 2 + line * (rows + 1)};
+}
+
+void CanvasGpuDetail::paintEvent(QPaintEvent*)
+{
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing);
+    p.setPen(QColor(0xc8, 0xcd, 0xd4));
+    p.setBrush(QColor(255, 255, 255, 240));
+    p.drawRoundedRect(QRectF(rect()).adjusted(0.5, 0.5, -0.5, -0.5), 5, 5);
+    const QFontMetrics fm(font());
+    const int line = fm.lineSpacing() + 4;
+    QFont bold = font();
+    bold.setBold(true);
+    p.setFont(bold);
+    p.setPen(QColor(0x22, 0x2a, 0x33));
+    int y = kPad;
+    p.drawText(QRect(kPad, y, width() - 2 * kPad, line), Qt::AlignLeft | Qt::AlignVCenter, m_title);
+    p.setFont(font());
+    const int swatch = fm.height();
+    const int nameW = fm.horizontalAdvance(QStringLiteral("expert 000 (replica)"));
+    const int valueW = fm.horizontalAdvance(QStringLiteral("00.0k"));
+    for (const GpuDetailRow& r : m_rows) {
+        y += line;
+        const int x0 = kPad;
+        p.setPen(Qt::NoPen);
+        p.setBrush(r.color);
+        p.drawRoundedRect(QRectF(x0, y + (line - swatch) / 2.0, swatch, swatch), 2, 2);
+        p.setPen(QColor(0x22, 0x2a, 0x33));
+        const int xName = x0 + swatch + 6;
+        p.drawText(QRect(xName, y, nameW + 6, line), Qt::AlignLeft | Qt::AlignVCenter,
+                   tr("expert %1").arg(r.expert) + (r.replica ? tr(" (replica)") : QString()));
+        const int xValue = xName + nameW + 12;
+        p.drawText(QRect(xValue, y, valueW, line), Qt::AlignRight | Qt::AlignVCenter,
+                   m_hasLoads ? formatQuantity(r.load) : QStringLiteral("\u2013"));
+        const int xBar = xValue + valueW + 8;
+        const int barW = std::max(10, width() - xBar - kPad);
+        p.setPen(Qt::NoPen);
+        p.setBrush(QColor(0xe3, 0xe7, 0xec));
+        p.drawRect(QRectF(xBar, y + line / 2.0 - 3, barW, 6));
+        if (m_hasLoads) {
+            p.setBrush(QColor(0x3b, 0x52, 0x8b));
+            p.drawRect(QRectF(xBar, y + line / 2.0 - 3, barW * std::clamp(r.load / m_hi, 0.0, 1.0), 6));
+        }
+    }
+    if (m_hidden > 0) {
+        y += line;
+        p.setPen(QColor(0x55, 0x5d, 0x66));
+        p.drawText(QRect(kPad, y, width() - 2 * kPad, line), Qt::AlignLeft | Qt::AlignVCenter,
+                   tr("+%1 more (the most loaded are shown)").arg(m_hidden));
+    }
+}
+
 CanvasFeedback::CanvasFeedback(QWidget* parent) : QLabel(parent)
 {
     setAttribute(Qt::WA_TransparentForMouseEvents);

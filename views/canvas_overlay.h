@@ -40,6 +40,36 @@ private:
     double m_scale = 1.0;
 };
 
+// The selected GPU's experts at a readable size, whatever the zoom (a 72-GPU rack at "fit" draws
+// its chips about 10 px wide): a swatch in the chip's colour, the expert, its load and a bar.
+struct GpuDetailRow {
+    QColor color;
+    int expert = 0;
+    bool replica = false;
+    double load = 0;
+};
+
+class CanvasGpuDetail : public QWidget {
+    Q_OBJECT
+public:
+    explicit CanvasGpuDetail(QWidget* parent);
+    // rows: the GPU's experts in slot order; loadHi: the scale's top (the bars' full length).
+    void setContent(const QString& title, std::vector<GpuDetailRow> rows, double loadHi, bool hasLoads);
+    [[nodiscard]] QString plainText() const;  // title and one line per shown row
+    [[nodiscard]] QSize sizeHint() const override;
+    static constexpr int kMaxRows = 16;  // the most loaded first beyond this, "+N more"
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+
+private:
+    QString m_title;
+    std::vector<GpuDetailRow> m_rows;  // as shown (at most kMaxRows)
+    int m_hidden = 0;
+    double m_hi = 1;
+    bool m_hasLoads = false;
+};
+
 class CanvasFeedback : public QLabel {
     Q_OBJECT
 public:

@@ -50,6 +50,7 @@ TopologyCanvas::TopologyCanvas(QWidget* parent) : QGraphicsView(parent), d(std::
     setMinimumSize(320, 240);
     d->legend = new CanvasLegend(this);
     d->feedback = new CanvasFeedback(this);
+    d->detail = new CanvasGpuDetail(this);
     d->updateLegend();
 }
 
@@ -119,6 +120,28 @@ void TopologyCanvas::setSelectedGpu(int gpu)
             g->update();
         }
     }
+    d->updateDetail();
+}
+
+QString TopologyCanvas::gpuDetailText() const { return d->detail->plainText(); }
+
+void TopologyCanvas::Impl::updateDetail()
+{
+    const int g = selectedGpu;
+    if (g < 0 || g >= static_cast<int>(chips.size()) || chips[static_cast<std::size_t>(g)].empty()) {
+        detail->hide();
+        return;
+    }
+    std::vector<GpuDetailRow> rows;
+    for (const ChipItem* c : chips[static_cast<std::size_t>(g)])
+        rows.push_back({c->fill, c->expert, c->replica, c->load});
+    const QString where = layer >= 0 ? TopologyCanvas::tr("MoE layer %1").arg(layer) : TopologyCanvas::tr("all layers");
+    detail->setContent(TopologyCanvas::tr("GPU %1 \u00b7 %2 \u00b7 pairs per step").arg(g).arg(where), std::move(rows),
+                       loadHi, hasMetrics);
+    const QRect vp = q->viewport()->geometry();
+    detail->move(vp.right() - detail->width() - 8, vp.top() + 8);
+    detail->show();
+    detail->raise();
 }
 
 void TopologyCanvas::showFeedback(const QString& text) { d->feedback->showMessage(text); }
@@ -171,6 +194,8 @@ void TopologyCanvas::resizeEvent(QResizeEvent* event)
 {
     QGraphicsView::resizeEvent(event);
     d->placeLegend();
+    if (!d->detail->isHidden())
+        d->updateDetail();
     if (d->feedback->isVisible())
         d->feedback->move((width() - d->feedback->width()) / 2, 12);
     if (!d->userZoomed)
@@ -462,6 +487,7 @@ void TopologyCanvas::Impl::recolour()
         }
     }
     updateLegend();
+    updateDetail();
 }
 
 void TopologyCanvas::Impl::updateLegend()

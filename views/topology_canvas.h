@@ -55,6 +55,8 @@ public:
     [[nodiscard]] QString toolTipAt(const QPointF& scenePos) const;
     [[nodiscard]] QString feedbackText() const;  // the message shown now ("" when none)
     [[nodiscard]] int outlinedStraggler() const;
+    // The detail card of the selected GPU (its experts, loads), as text; "" when none is shown.
+    [[nodiscard]] QString gpuDetailText() const;
     // Presentation mode: the legend and messages drawn `scale` times larger (1 = normal).
     void setUiScale(double scale);
     [[nodiscard]] QSize legendSize() const;  // the GPU outlined as the straggler, -1 when none

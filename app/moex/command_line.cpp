@@ -8,7 +8,7 @@ QString usageText()
 {
     return QStringLiteral(
         "usage: moex [SCENARIO] [--source sim|engine] [--screenshot OUT.png] [--view all|topology|heatmaps|compare]\n"
-        "            [--size WxH] [--presentation] [--tour TOUR.yaml [--tour-step N]]\n"
+        "            [--size WxH] [--presentation] [--tour TOUR.yaml [--tour-step N]] [--gpu N]\n"
         "\n"
         "Opens the moex explorer on SCENARIO (default: samples/scenarios/deepseek-r1-decode-nvl72.yaml).\n"
         "Without a display it prints the scenario's simulated summary instead.\n"
@@ -20,6 +20,7 @@ QString usageText()
         "  --size WxH            image size in pixels (default 1600x1000)\n"
         "  --presentation        with --screenshot: View > Presentation mode on\n"
         "  --tour TOUR.yaml      with --screenshot: that guided tour at step N (--tour-step N, default 1)\n"
+        "  --gpu N               with --screenshot: GPU N selected, its experts' card shown\n"
         "  -h, --help            this text\n"
         "  --version             the version\n");
 }
@@ -83,6 +84,13 @@ CommandLine parseCommandLine(const QStringList& args)
         } else if (flag == QLatin1String("--tour")) {
             c.tour = value(i, flag);
             screenshotOnly = true;
+        } else if (flag == QLatin1String("--gpu")) {
+            const QString v = value(i, flag);
+            bool ok = false;
+            c.gpu = v.toInt(&ok);
+            if (c.error.isEmpty() && (!ok || c.gpu < 0))
+                c.error = QStringLiteral("--gpu '%1' must be a GPU index (0, 1, ...)").arg(v);
+            screenshotOnly = true;
         } else if (flag == QLatin1String("--tour-step")) {
             const QString v = value(i, flag);
             bool ok = false;
@@ -99,7 +107,7 @@ CommandLine parseCommandLine(const QStringList& args)
         }
     }
     if (c.error.isEmpty() && c.screenshot.isEmpty() && (viewGiven || sizeGiven || screenshotOnly))
-        c.error = QStringLiteral("--view, --size, --presentation and --tour only apply with --screenshot OUT.png");
+        c.error = QStringLiteral("--view, --size, --presentation, --tour and --gpu only apply with --screenshot OUT.png");
     return c;
 }
 

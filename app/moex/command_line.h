@@ -1,5 +1,5 @@
 // moex [SCENARIO] [--source sim|engine] [--screenshot OUT.png [--view all|topology|heatmaps|compare] [--size WxH]
-//      [--presentation] [--tour TOUR.yaml [--tour-step N]]]
+//      [--presentation] [--tour TOUR.yaml [--tour-step N]] [--gpu N]]
 // Parsed before QApplication exists (the screenshot mode chooses the offscreen platform).
 #pragma once
 
@@ -18,6 +18,7 @@ struct CommandLine {
     bool presentation = false;  // --presentation: View > Presentation mode on
     QString tour;               // --tour: the tour to show (its step's scenario replaces SCENARIO)
     int tourStep = 1;           // --tour-step, 1-based
+    int gpu = -1;               // --gpu N: that GPU selected (its detail card shown)
     bool help = false;
     bool version = false;
     QString error;        // non-empty: bad flags (exit 2)

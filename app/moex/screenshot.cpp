@@ -144,6 +144,14 @@ int runScreenshot(const CommandLine& cmd, const QString& samplesDir, const QStri
             waitFor([&] { return w.compareView()->hasResult() && !w.compareRunner()->busy(); }, 60000);
         }
     }
+    if (cmd.gpu >= 0) {
+        if (cmd.gpu >= w.documentA()->scenario().topology.numGpus()) {
+            std::fprintf(stderr, "moex: --gpu %d: the topology has %d GPUs\n", cmd.gpu,
+                         w.documentA()->scenario().topology.numGpus());
+            return 2;
+        }
+        w.selectGpu(cmd.gpu);
+    }
     settle(300);
     QImage image;
     if (cmd.view == QLatin1String("all")) {

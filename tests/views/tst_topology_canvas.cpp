@@ -1,8 +1,10 @@
 #include "views/topology_canvas.h"
+#include "views/canvas_overlay.h"
 
 #include "views_fixture.h"
 
 #include <QAction>
+#include <QFontInfo>
 #include <QMenu>
 #include <QSignalSpy>
 #include <QTest>
@@ -221,6 +223,34 @@ private slots:
         m.summary.straggler_gpu = 17;
         m_canvas->setMetrics(m);
         QCOMPARE(m_canvas->outlinedStraggler(), 17);
+    }
+
+    // Readable at fit: the 72-GPU rack draws its chips about 10 px wide, so a selected GPU gets a
+    // card with each of its experts and its load at the widget's font size; it follows the
+    // layer and the metrics, and goes with the selection.
+    void selectedGpuDetailIsReadable()
+    {
+        QVERIFY(m_canvas->gpuDetailText().isEmpty());
+        m_canvas->setSelectedGpu(17);
+        const QString text = m_canvas->gpuDetailText();
+        QVERIFY2(text.startsWith(QStringLiteral("GPU 17")), qPrintable(text));
+        QVERIFY(text.contains(QStringLiteral("MoE layer 3")));
+        const auto& cells = m_nvl.placement.layers[3].gpu_slots[17];
+        QCOMPARE(text.count(QLatin1Char('\n')), static_cast<int>(cells.size()));
+        for (auto e : cells) {
+            const auto load = m_nvl.metrics.layers[3].expert_load[static_cast<std::size_t>(e.value)];
+            QVERIFY2(text.contains(QStringLiteral("expert %1").arg(e.value)), qPrintable(text));
+            QVERIFY2(text.contains(QStringLiteral(": %1").arg(moex::views::formatQuantity(static_cast<double>(load)))),
+                     qPrintable(text));
+        }
+        auto* card = m_canvas->findChild<moex::views::CanvasGpuDetail*>();
+        QVERIFY(card && card->isVisible());
+        QVERIFY(QFontInfo(card->font()).pixelSize() >= 11);
+        QVERIFY(m_canvas->viewport()->geometry().contains(card->geometry()));
+        m_canvas->setLayer(5);
+        QVERIFY(m_canvas->gpuDetailText().contains(QStringLiteral("MoE layer 5")));
+        m_canvas->setSelectedGpu(-1);
+        QVERIFY(m_canvas->gpuDetailText().isEmpty());
     }
 
     void tooltipsDescribeGpusAndLinks()
