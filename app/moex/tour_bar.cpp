@@ -3,6 +3,7 @@
 #include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QPointer>
+#include <QThread>
 #include <QLabel>
 #include <QPushButton>
 #include <QToolButton>
@@ -35,6 +36,9 @@ TourBar::TourBar(QWidget* parent)
     m_title->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     m_title->setMinimumWidth(1);
     m_pool.setMaxThreadCount(1);
+    // The figures are a nicety: they take the CPU only when nothing else wants it (SCHED_IDLE on
+    // Linux), so that computing them never slows the window or a placement.
+    m_pool.setThreadPriority(QThread::IdlePriority);
     auto* close = new QToolButton;
     close->setText(QStringLiteral("\u2715"));
     close->setToolTip(tr("End the tour"));
