@@ -83,10 +83,21 @@ private slots:
                                                     QStringLiteral("--view"), QStringLiteral("sideways")},
                                         QStringList{QStringLiteral("--screenshot"), QStringLiteral("x.png"),
                                                     QStringLiteral("--size"), QStringLiteral("big")},
-                                        QStringList{QStringLiteral("--frobnicate")}}) {
+                                        QStringList{QStringLiteral("--frobnicate")},
+                                        QStringList{QStringLiteral("--presentation")},
+                                        QStringList{QStringLiteral("--screenshot"), QStringLiteral("x.png"),
+                                                    QStringLiteral("--gpu"), QStringLiteral("-1")},
+                                        QStringList{QStringLiteral("--screenshot"), QStringLiteral("x.png"),
+                                                    QStringLiteral("--gpu"), QStringLiteral("999")},
+                                        QStringList{QStringLiteral("--screenshot"), QStringLiteral("x.png"),
+                                                    QStringLiteral("--tour"), QStringLiteral("/nonexistent/tour.yaml")},
+                                        QStringList{QStringLiteral("--screenshot"), QStringLiteral("x.png"),
+                                                    QStringLiteral("--tour-step"), QStringLiteral("zero")}}) {
             const Result r = run(args);
             QCOMPARE(r.code, 2);
-            QVERIFY2(r.err.startsWith(QStringLiteral("moex: ")), qPrintable(r.err));
+            // A line says what is wrong (Qt may print its platform notes before it, usage after).
+            QVERIFY2(r.err.startsWith(QStringLiteral("moex: ")) || r.err.contains(QStringLiteral("\nmoex: ")),
+                     qPrintable(r.err));
         }
     }
 
