@@ -31,6 +31,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QMenu>
+#include <QPushButton>
 #include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -410,6 +411,50 @@ private slots:
         w.duplicateAsB();
         QTRY_VERIFY_WITH_TIMEOUT(w.compareView()->hasResult() && !w.compareRunner()->busy(), 30000);
         w.documentA()->setModified(false);
+    }
+
+    // The tour bar never squeezes the panel (its caption does not set the window's minimum
+    // width) and Previous / Next stay where they are from step to step.
+    void tourBarKeepsThePanelAndItsButtons()
+    {
+        MainWindow w(samples());
+        QVERIFY(showForTest(w));
+        QVERIFY(w.openScenario(sample("deepseek-r1-decode-nvl72.yaml"), {}, false));
+        QApplication::processEvents();
+        auto* panelDock = w.findChild<QDockWidget*>(QStringLiteral("scenarioDock"));
+        QVERIFY(panelDock);
+        const int panelWidth = panelDock->width();
+        const auto tours = moex::session::listTours(samples() + QStringLiteral("/tours"));
+        QVERIFY(w.startTour(tours.front().path));
+        QTRY_VERIFY_WITH_TIMEOUT(!w.documentA()->isBusy(), 30000);
+        QList<QPushButton*> buttons = w.tourBar()->findChildren<QPushButton*>();
+        QCOMPARE(buttons.size(), 2);
+        QApplication::processEvents();
+        const QPoint prevAt = buttons[0]->mapTo(&w, QPoint(0, 0));
+        const QPoint nextAt = buttons[1]->mapTo(&w, QPoint(0, 0));
+        for (int step = 1; step < static_cast<int>(w.tourBar()->tour().steps.size()); ++step) {
+            w.tourBar()->next();
+            QTRY_VERIFY_WITH_TIMEOUT(!w.documentA()->isBusy(), 30000);
+            QApplication::processEvents();
+            QCOMPARE(buttons[0]->mapTo(&w, QPoint(0, 0)), prevAt);
+            QCOMPARE(buttons[1]->mapTo(&w, QPoint(0, 0)), nextAt);
+            QCOMPARE(panelDock->width(), panelWidth);
+        }
+        w.tourBar()->stop();
+        QApplication::processEvents();
+        QCOMPARE(panelDock->width(), panelWidth);
+    }
+
+    // Run > Speed speaks English: "1 step/s", "10 steps/s".
+    void speedMenuWords()
+    {
+        MainWindow w(samples());
+        QStringList texts;
+        for (QAction* a : w.findChildren<QAction*>())
+            texts << a->text();
+        QVERIFY2(texts.contains(QStringLiteral("1 step/s")), qPrintable(texts.join(QLatin1Char('|'))));
+        QVERIFY(!texts.contains(QStringLiteral("1 steps/s")));
+        QVERIFY(texts.contains(QStringLiteral("10 steps/s")));
     }
 
     void tourSteps()

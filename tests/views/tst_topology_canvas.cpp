@@ -1,4 +1,5 @@
 #include "views/topology_canvas.h"
+#include "views/canvas_items.h"
 #include "views/canvas_overlay.h"
 
 #include "views_fixture.h"
@@ -251,6 +252,23 @@ private slots:
         QVERIFY(m_canvas->gpuDetailText().contains(QStringLiteral("MoE layer 5")));
         m_canvas->setSelectedGpu(-1);
         QVERIFY(m_canvas->gpuDetailText().isEmpty());
+    }
+
+    // The straggler's mark on a GPU header is a whole word or the legend's flag, never a
+    // clipped word ("strag." on Mixtral's narrow GPUs), and it fits beside the GPU's name.
+    void stragglerMarkIsWholeAndFits()
+    {
+        for (double w = 30; w <= 220; w += 5) {
+            moex::views::GpuItem item(7, QRectF(0, 0, w, 30));
+            item.setLabel(QStringLiteral("GPU 7"));
+            item.setNote(QString(), true);
+            const QString mark = item.right.text();
+            QVERIFY2(mark == QStringLiteral("straggler") || mark == QStringLiteral("\u2691 slowest")
+                         || mark == QStringLiteral("\u2691"),
+                     qPrintable(mark));
+            if (mark != QStringLiteral("\u2691"))
+                QVERIFY(item.right.width() <= w - 6 - item.label.width() - 6);
+        }
     }
 
     void tooltipsDescribeGpusAndLinks()
