@@ -443,6 +443,8 @@ void MainWindow::onScenarioChanged(ScenarioDocument* doc)
     const Scenario& s = doc->scenario();
     showScenarioInPanel(doc);
     m_panel->clearError();
+    m_panel->setBusy(doc->isBusy(), pendingText(doc));  // A and B place on their own
+    setStatusBusy(doc->isBusy());
     m_heatmaps->clearHistory();
     m_stepChart->clear();
     m_lastChartStep = -1;

@@ -1,5 +1,6 @@
 #include "undo_commands.h"
 
+#include <QDateTime>
 #include <QUndoStack>
 
 namespace moex::app {
@@ -108,28 +109,20 @@ GpuSpeedCommand::GpuSpeedCommand(session::ScenarioDocument* doc, int gpu, double
 {
 }
 
-OverrideCommand::OverrideCommand(session::ScenarioDocument* doc, const QString& key, const QString& value)
-    : DocumentEditCommand(doc, QObject::tr("Set %1 = %2").arg(key, value), [=] {
-          return doc->applyOverride(key, value) ? QString() : (doc->lastError().isEmpty() ? QObject::tr("refused")
-                                                                                          : doc->lastError());
-      }),
-      m_key(key)
-{
-}
-
 OverrideCommand::OverrideCommand(session::ScenarioDocument* doc, const QString& key, const QString& value,
                                  session::ScenarioDocument::State before, session::ScenarioDocument::State after)
     : DocumentEditCommand(doc, QObject::tr("Set %1 = %2").arg(key, value), std::move(before), std::move(after)),
-      m_key(key)
+      m_key(key), m_at(QDateTime::currentMSecsSinceEpoch())
 {
 }
 
 bool OverrideCommand::mergeWith(const QUndoCommand* other)
 {
     const auto* o = dynamic_cast<const OverrideCommand*>(other);
-    if (o == nullptr || o->m_doc != m_doc || o->m_key != m_key || !o->m_done || !m_done)
+    if (o == nullptr || o->m_doc != m_doc || o->m_key != m_key || !o->m_done || !m_done || o->m_at - m_at > kMergeMs)
         return false;
     m_after = o->m_after;
+    m_at = o->m_at;
     setText(o->text());
     return true;
 }

@@ -67,17 +67,18 @@ public:
 
 class OverrideCommand : public DocumentEditCommand {
 public:
-    OverrideCommand(session::ScenarioDocument* doc, const QString& key, const QString& value);
-    // Already applied in the background (ScenarioDocument::overrideApplied).
+    // A scenario change the document has made in the background (ScenarioDocument::overrideApplied).
     OverrideCommand(session::ScenarioDocument* doc, const QString& key, const QString& value,
                     session::ScenarioDocument::State before, session::ScenarioDocument::State after);
-    // Consecutive changes of one key (spin-box steps) are one undo step: undo goes back to the
-    // value before the first of them.
+    // Consecutive changes of one key less than kMergeMs apart (spin-box steps, a held arrow) are
+    // one undo step: undo goes back to the value before the first of them.
+    static constexpr qint64 kMergeMs = 2000;
     [[nodiscard]] int id() const override { return 0x6d6f; }
     bool mergeWith(const QUndoCommand* other) override;
 
 private:
     QString m_key;
+    qint64 m_at = 0;  // when the last change merged into this one was made (ms since the epoch)
 };
 
 }  // namespace moex::app
