@@ -3,6 +3,7 @@
 // refused edits show feedback; Duplicate as B fills the compare view; every model passes
 // QAbstractItemModelTester; tours step; presentation mode enlarges fonts.
 #include "compare_runner.h"
+#include "window_fixture.h"
 #include "compare_view.h"
 #include "main_window.h"
 #include "prediction_view.h"
@@ -42,6 +43,7 @@
 #include <memory>
 
 using moex::app::MainWindow;
+using namespace moex::app::test;
 using moex::session::MetricsPtr;
 
 namespace {
@@ -60,17 +62,6 @@ void recordWarnings(QtMsgType type, const QMessageLogContext& ctx, const QString
         g_previous(type, ctx, msg);
 }
 
-QString samples() { return QStringLiteral(MOEX_SAMPLES_DIR); }
-QString sample(const char* name) { return samples() + QStringLiteral("/scenarios/") + QLatin1String(name); }
-
-// The window at the screenshots' size, shown and exposed, asking nothing of a user (no dialogs).
-bool showForTest(MainWindow& w)
-{
-    w.setInteractive(false);
-    w.resize(1600, 1000);
-    w.show();
-    return QTest::qWaitForWindowExposed(&w);
-}
 
 bool holds(const moex::Placement& p, int layer, int gpu, int expert)
 {

@@ -4,6 +4,7 @@
 // back to the scenario's value, companion changes are made and said, messages never move the
 // controls, and what-ifs are never lost without asking.
 #include "compare_view.h"
+#include "window_fixture.h"
 #include "main_window.h"
 #include "scenario_document.h"
 #include "screenshot.h"
@@ -24,30 +25,7 @@
 
 using moex::app::MainWindow;
 
-namespace {
-
-QString samples() { return QStringLiteral(MOEX_SAMPLES_DIR); }
-QString sample(const char* name) { return samples() + QStringLiteral("/scenarios/") + QLatin1String(name); }
-
-bool showForTest(MainWindow& w)
-{
-    w.setInteractive(false);
-    w.resize(1600, 1000);
-    w.show();
-    return QTest::qWaitForWindowExposed(&w);
-}
-
-// The panel's spin box or combo that sits in the form row labelled `label`.
-template <class T>
-T* panelField(moex::views::ScenarioPanel* panel, const QString& label)
-{
-    for (auto* l : panel->findChildren<QLabel*>())
-        if (l->text() == label && l->buddy())
-            return qobject_cast<T*>(l->buddy());
-    return nullptr;
-}
-
-}  // namespace
+using namespace moex::app::test;
 
 class TestWindowEdits : public QObject {
     Q_OBJECT

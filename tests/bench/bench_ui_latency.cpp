@@ -9,6 +9,7 @@
 // --sync makes the same edits through the synchronous paths the window used before issue 17
 // (ScenarioDocument::applyOverride and openScenario on the UI thread) for the before/after table.
 #include "main_window.h"
+#include "window_fixture.h"
 #include "samples_catalog.h"
 #include "scenario_document.h"
 #include "screenshot.h"
@@ -36,19 +37,9 @@
 #include <vector>
 
 using moex::app::MainWindow;
+using namespace moex::app::test;
 
 namespace {
-
-QString sample(const char* name) { return QStringLiteral(MOEX_SOURCE_DIR "/samples/scenarios/") + QLatin1String(name); }
-
-template <class T>
-T* panelField(moex::views::ScenarioPanel* panel, const QString& label)
-{
-    for (auto* l : panel->findChildren<QLabel*>())
-        if (l->text() == label && l->buddy())
-            return qobject_cast<T*>(l->buddy());
-    return nullptr;
-}
 
 // The UI thread's own CPU time: a gap in which it used little CPU was the scheduler (the
 // background threads and other processes on the 2 cores), not work on the UI thread.
