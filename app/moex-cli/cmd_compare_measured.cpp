@@ -3,6 +3,7 @@
 // file and --set overrides, its engine settings) simulated on host-cpu with the calibration, for
 // the expert loads the engine measured (run/host_prediction.h), per phase and per layer.
 #include "cli_args.h"
+#include "common/json_input.h"
 #include "commands.h"
 #include "format.h"
 #include "sim_run.h"
@@ -46,7 +47,7 @@ int compareMeasured(const std::string& runFile, const std::string& calibrationFi
 {
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(readFile(runFile, 64u << 20));
+        j = parseJsonInput(readFile(runFile, 64u << 20), runFile, 0, "the run file");
     } catch (const nlohmann::json::parse_error& e) {
         badRun(runFile, std::string("not valid JSON: ") + e.what());
     }

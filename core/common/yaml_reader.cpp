@@ -8,6 +8,26 @@ namespace moex {
 
 std::optional<YAML::Node> parseYaml(const std::string& text, const std::string& file, Diagnostics& diags)
 {
+    if (text.size() > kMaxYamlBytes) {
+        diags.error(Location{file, 0, 0}, "the file is " + std::to_string(text.size()) + " bytes; scenario, model and "
+                                              "topology files may be at most " + std::to_string(kMaxYamlBytes >> 20)
+                                              + " MiB (the largest real ones are well under 1 MiB)");
+        return std::nullopt;
+    }
+    std::size_t items = 0;
+    int line = 1;
+    for (const char ch : text) {
+        if (ch == '\n' || ch == ',')
+            ++items;
+        if (ch == '\n')
+            ++line;
+        if (items > kMaxYamlItems) {
+            diags.error(Location{file, line, 0}, "more than " + std::to_string(kMaxYamlItems)
+                                                     + " lines and list items; scenario, model and topology files may "
+                                                       "hold at most that many (the largest real ones hold about 20,000)");
+            return std::nullopt;
+        }
+    }
     try {
         return YAML::Load(text);
     } catch (const YAML::Exception& e) {

@@ -1,5 +1,6 @@
 // Opening a checkpoint directory: the index, the shards mapped read-only, one table of tensor names.
 #include "engine/checkpoint.h"
+#include "common/json_input.h"
 
 #include "common/diagnostics.h"
 
@@ -102,7 +103,7 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
         text << in.rdbuf();
         nlohmann::json j;
         try {
-            j = nlohmann::json::parse(text.str());
+            j = parseJsonInput(text.str(), c->m_lookupFile, 0, "the index");
         } catch (const nlohmann::json::parse_error& e) {
             fail(c->m_lookupFile, std::string("not valid JSON: ") + e.what());
         }
@@ -111,7 +112,7 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
             fail(c->m_lookupFile, "needs a \"weight_map\" object of tensor name -> shard file");
         for (const auto& [name, shard] : map->items()) {
             if (!shard.is_string())
-                fail(c->m_lookupFile, "weight_map: tensor '" + name + "' maps to " + shard.dump() + ", not a file name");
+                fail(c->m_lookupFile, "weight_map: tensor '" + name + "' maps to " + jsonSnippet(shard) + ", not a file name");
             const fs::path p(shard.get<std::string>());
             // Shards live in the checkpoint directory: a name that climbs out of it is refused.
             if (p.empty() || p.has_parent_path() || p.filename() == ".." || p.filename() == ".")

@@ -1,4 +1,5 @@
 #include "model/hf_import.h"
+#include "common/json_input.h"
 
 #include "common/atomic_file.h"
 #include "model/hf_json.h"
@@ -236,101 +237,103 @@ std::string modelName(ConfigReader& c, const std::string& file)
 
 ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
 {
-    Json root;
-    try {
-        root = Json::parse(jsonText);
-    } catch (const Json::parse_error& e) {
-        // e.byte is the 1-based index of the last character read: the one that broke the syntax.
-        std::string what = e.what();
-        if (const auto p = what.find("parse error"); p != std::string::npos)
-            if (const auto colon = what.find(": ", p); colon != std::string::npos)
-                what = what.substr(colon + 2);
-        const std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
-        throw InputError(hf::locationOfOffset(jsonText, offset, file), "invalid JSON: " + what);
-    }
-    if (!root.is_object())
-        throw InputError(Location{file, 1, 1}, "a Hugging Face config.json must hold a JSON object");
+    return withJsonErrors(file, 0, [&] {
+        Json root;
+        try {
+            root = parseJsonInput(jsonText, file, 0, "config.json");
+        } catch (const Json::parse_error& e) {
+            // e.byte is the 1-based index of the last character read: the one that broke the syntax.
+            std::string what = e.what();
+            if (const auto p = what.find("parse error"); p != std::string::npos)
+                if (const auto colon = what.find(": ", p); colon != std::string::npos)
+                    what = what.substr(colon + 2);
+            const std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+            throw InputError(hf::locationOfOffset(jsonText, offset, file), "invalid JSON: " + what);
+        }
+        if (!root.is_object())
+            throw InputError(Location{file, 1, 1}, "a Hugging Face config.json must hold a JSON object");
 
-    Diagnostics diags;
-    ConfigReader c(root, jsonText, file, diags);
-    const Family family = familyOf(c);
+        Diagnostics diags;
+        ConfigReader c(root, jsonText, file, diags);
+        const Family family = familyOf(c);
 
-    // Every missing key is named at once, so one edit fixes the file.
-    std::vector<std::string> missing;
-    const bool isMoe = anyOf(c, {"num_local_experts", "num_experts", "n_routed_experts"});
-    if (!isMoe)
-        c.errorAtFile("not an MoE model: missing num_local_experts/num_experts/n_routed_experts");
-    const char* interKey = c.has("moe_intermediate_size") || !family.intermediateIsExpert ? "moe_intermediate_size"
-                                                                                          : "intermediate_size";
-    for (const char* key : {"hidden_size", "num_hidden_layers"})
-        if (!c.has(key))
-            missing.emplace_back(key);
-    if (isMoe && !anyOf(c, {"num_experts_per_tok", "experts_per_token", "moe_topk"}))
-        missing.emplace_back("num_experts_per_tok");
-    if (isMoe && !c.has(interKey))
-        missing.emplace_back(interKey);
-    if (!missing.empty()) {
-        std::string list;
-        for (const auto& k : missing)
-            list += (list.empty() ? "" : ", ") + k;
-        c.errorAtFile("missing keys: " + list);
-    }
+        // Every missing key is named at once, so one edit fixes the file.
+        std::vector<std::string> missing;
+        const bool isMoe = anyOf(c, {"num_local_experts", "num_experts", "n_routed_experts"});
+        if (!isMoe)
+            c.errorAtFile("not an MoE model: missing num_local_experts/num_experts/n_routed_experts");
+        const char* interKey = c.has("moe_intermediate_size") || !family.intermediateIsExpert ? "moe_intermediate_size"
+                                                                                              : "intermediate_size";
+        for (const char* key : {"hidden_size", "num_hidden_layers"})
+            if (!c.has(key))
+                missing.emplace_back(key);
+        if (isMoe && !anyOf(c, {"num_experts_per_tok", "experts_per_token", "moe_topk"}))
+            missing.emplace_back("num_experts_per_tok");
+        if (isMoe && !c.has(interKey))
+            missing.emplace_back(interKey);
+        if (!missing.empty()) {
+            std::string list;
+            for (const auto& k : missing)
+                list += (list.empty() ? "" : ", ") + k;
+            c.errorAtFile("missing keys: " + list);
+        }
 
-    ModelSpec m;
-    m.name = modelName(c, file);
-    m.hidden_size = static_cast<int>(c.integer("hidden_size", 1, kMaxDim).value_or(0));
-    m.num_layers = static_cast<int>(c.integer("num_hidden_layers", 1, kMaxCount).value_or(0));
-    m.routed_experts = static_cast<int>(
-        firstInteger(c, {"n_routed_experts", "num_local_experts", "num_experts"}, 1, kMaxCount).value_or(0));
-    m.experts_per_token = static_cast<int>(
-        firstInteger(c, {"num_experts_per_tok", "experts_per_token", "moe_topk"}, 1, kMaxCount).value_or(0));
-    m.moe_intermediate_size = static_cast<int>(c.integer(interKey, 1, kMaxDim).value_or(0));
-    if (!diags.empty())
-        throw InputError(std::move(diags));
+        ModelSpec m;
+        m.name = modelName(c, file);
+        m.hidden_size = static_cast<int>(c.integer("hidden_size", 1, kMaxDim).value_or(0));
+        m.num_layers = static_cast<int>(c.integer("num_hidden_layers", 1, kMaxCount).value_or(0));
+        m.routed_experts = static_cast<int>(
+            firstInteger(c, {"n_routed_experts", "num_local_experts", "num_experts"}, 1, kMaxCount).value_or(0));
+        m.experts_per_token = static_cast<int>(
+            firstInteger(c, {"num_experts_per_tok", "experts_per_token", "moe_topk"}, 1, kMaxCount).value_or(0));
+        m.moe_intermediate_size = static_cast<int>(c.integer(interKey, 1, kMaxDim).value_or(0));
+        if (!diags.empty())
+            throw InputError(std::move(diags));
 
-    if (c.has("n_shared_experts")) {  // deepseek_v3, kimi_k2, glm4_moe: each shared expert has the expert size
-        m.shared_experts = static_cast<int>(c.integer("n_shared_experts", 0, kMaxCount).value_or(0));
-        m.shared_intermediate_size = m.shared_experts > 0 ? m.moe_intermediate_size : 0;
-    } else if (auto size = c.integer("shared_expert_intermediate_size", 0, kMaxDim); size && *size > 0) {
-        m.shared_experts = 1;  // qwen2_moe, qwen3_next, qwen3_5_moe: one shared expert of its own size
-        m.shared_intermediate_size = static_cast<int>(*size);
-    } else if (family.llama4) {
-        m.shared_experts = 1;
-        m.shared_intermediate_size = m.moe_intermediate_size;
-    }
-    if (family.llama4)
-        m.dense_intermediate_size = static_cast<int>(c.integer("intermediate_size_mlp", 0, kMaxDim).value_or(0));
-    else if (!family.intermediateIsExpert)
-        m.dense_intermediate_size = static_cast<int>(c.integer("intermediate_size", 0, kMaxDim).value_or(0));
+        if (c.has("n_shared_experts")) {  // deepseek_v3, kimi_k2, glm4_moe: each shared expert has the expert size
+            m.shared_experts = static_cast<int>(c.integer("n_shared_experts", 0, kMaxCount).value_or(0));
+            m.shared_intermediate_size = m.shared_experts > 0 ? m.moe_intermediate_size : 0;
+        } else if (auto size = c.integer("shared_expert_intermediate_size", 0, kMaxDim); size && *size > 0) {
+            m.shared_experts = 1;  // qwen2_moe, qwen3_next, qwen3_5_moe: one shared expert of its own size
+            m.shared_intermediate_size = static_cast<int>(*size);
+        } else if (family.llama4) {
+            m.shared_experts = 1;
+            m.shared_intermediate_size = m.moe_intermediate_size;
+        }
+        if (family.llama4)
+            m.dense_intermediate_size = static_cast<int>(c.integer("intermediate_size_mlp", 0, kMaxDim).value_or(0));
+        else if (!family.intermediateIsExpert)
+            m.dense_intermediate_size = static_cast<int>(c.integer("intermediate_size", 0, kMaxDim).value_or(0));
 
-    m.moe_layers = moeLayers(c, family, m.num_layers);
-    m.expert_groups = static_cast<int>(c.integer("n_group", 1, kMaxCount).value_or(1));
-    m.groups_per_token = static_cast<int>(c.integer("topk_group", 1, kMaxCount).value_or(1));
-    m.scoring = family.sigmoidByDefault ? Scoring::sigmoid : Scoring::softmax;
-    if (auto s = c.string("scoring_func")) {
-        if (*s == "sigmoid")
-            m.scoring = Scoring::sigmoid;
-        else if (*s == "softmax")
-            m.scoring = Scoring::softmax;
-        else
-            c.error("scoring_func", "scoring_func '" + *s + "' is not one of: softmax, sigmoid");
-    }
-    m.routed_scaling_factor = c.number("routed_scaling_factor", 1e-6, 1e6).value_or(1.0);
-    readDTypes(c, m);
-    readAttention(c, m);
-    m.vocab_size = static_cast<int>(c.integer("vocab_size", 0, std::int64_t{1} << 24).value_or(0));
-    // DeepSeek-V3/R1 (1), Kimi K2 (0): num_nextn_predict_layers.
-    m.mtp_layers = static_cast<int>(c.integer("num_nextn_predict_layers", 0, 64).value_or(0));
-    if (auto b = c.boolean("norm_topk_prob"))
-        m.norm_topk_prob = *b;
-    m.swiglu_limit = c.number("swiglu_limit", 0, 1e6).value_or(0.0);
-    m.non_expert_params = m.estimateNonExpertParams();
+        m.moe_layers = moeLayers(c, family, m.num_layers);
+        m.expert_groups = static_cast<int>(c.integer("n_group", 1, kMaxCount).value_or(1));
+        m.groups_per_token = static_cast<int>(c.integer("topk_group", 1, kMaxCount).value_or(1));
+        m.scoring = family.sigmoidByDefault ? Scoring::sigmoid : Scoring::softmax;
+        if (auto s = c.string("scoring_func")) {
+            if (*s == "sigmoid")
+                m.scoring = Scoring::sigmoid;
+            else if (*s == "softmax")
+                m.scoring = Scoring::softmax;
+            else
+                c.error("scoring_func", "scoring_func '" + *s + "' is not one of: softmax, sigmoid");
+        }
+        m.routed_scaling_factor = c.number("routed_scaling_factor", 1e-6, 1e6).value_or(1.0);
+        readDTypes(c, m);
+        readAttention(c, m);
+        m.vocab_size = static_cast<int>(c.integer("vocab_size", 0, std::int64_t{1} << 24).value_or(0));
+        // DeepSeek-V3/R1 (1), Kimi K2 (0): num_nextn_predict_layers.
+        m.mtp_layers = static_cast<int>(c.integer("num_nextn_predict_layers", 0, 64).value_or(0));
+        if (auto b = c.boolean("norm_topk_prob"))
+            m.norm_topk_prob = *b;
+        m.swiglu_limit = c.number("swiglu_limit", 0, 1e6).value_or(0.0);
+        m.non_expert_params = m.estimateNonExpertParams();
 
-    YamlReader checks(file, diags);  // semantic checks shared with model YAML, located at the file
-    checkModel(m, YAML::Node(), checks);
-    if (!diags.empty())
-        throw InputError(std::move(diags));
-    return m;
+        YamlReader checks(file, diags);  // semantic checks shared with model YAML, located at the file
+        checkModel(m, YAML::Node(), checks);
+        if (!diags.empty())
+            throw InputError(std::move(diags));
+        return m;
+    });
 }
 
 ModelSpec importHfConfigFile(const std::string& path)

@@ -1,4 +1,5 @@
 #include "model/hf_json.h"
+#include "common/json_input.h"
 
 #include <cmath>
 
@@ -19,9 +20,7 @@ Location locationOfOffset(const std::string& text, std::size_t offset, const std
 
 std::string describe(const Json& value)
 {
-    std::string dump = value.dump();
-    if (dump.size() > 40)
-        dump = dump.substr(0, 37) + "...";
+    const std::string dump = jsonSnippet(value);
     switch (value.type()) {
     case Json::value_t::string: return "string " + dump;
     case Json::value_t::boolean: return "boolean " + dump;
@@ -92,7 +91,7 @@ std::optional<std::int64_t> ConfigReader::integer(const std::string& key, std::i
     std::int64_t value = 0;
     if (v->is_number_integer()) {
         if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
-            error(key, "'" + key + "' = " + v->dump() + " is out of range [" + std::to_string(min) + ", "
+            error(key, "'" + key + "' = " + jsonSnippet(*v) + " is out of range [" + std::to_string(min) + ", "
                            + std::to_string(max) + "]");
             return std::nullopt;
         }
@@ -123,7 +122,7 @@ std::optional<double> ConfigReader::number(const std::string& key, double min, d
     }
     const double value = v->get<double>();
     if (!(value >= min && value <= max)) {
-        error(key, "'" + key + "' = " + v->dump() + " is out of range");
+        error(key, "'" + key + "' = " + jsonSnippet(*v) + " is out of range");
         return std::nullopt;
     }
     return value;

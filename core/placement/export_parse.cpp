@@ -1,6 +1,7 @@
 // Parse-back of the placement exports: each file read as strictly as the system it is meant for
 // reads it (FORMATS.md), so a test that parses an export back proves the system can load it.
 #include "placement/export_parse_yaml.h"
+#include "common/json_input.h"
 #include "placement/exporters.h"
 
 #include "common/diagnostics.h"
@@ -25,7 +26,7 @@ public:
     Json parse(const std::string& text) const
     {
         try {
-            return Json::parse(text);
+            return parseJsonInput(text, m_file, 0, "the placement file");
         } catch (const Json::parse_error& e) {
             fail(std::string("not valid JSON: ") + e.what());
         }
@@ -231,22 +232,24 @@ Placement parseEplb(const std::string& text, const ModelSpec& m, int G, const Js
 Placement parsePlacementExport(const std::string& text, const ModelSpec& model, int numGpus, ExportFormat fmt,
                                const std::string& file)
 {
-    const std::string name = file.empty() ? "<" + std::string(toString(fmt)) + " export>" : file;
-    if (numGpus <= 0)
-        throw std::invalid_argument("parsing a placement export needs a positive GPU count");
-    if (model.numMoeLayers() == 0 || model.routed_experts <= 0)
-        throw InputError(Location{name, 0, 0}, "the model " + model.name + " has no routed experts to place");
-    Placement p;
-    const JsonReader r(name);
-    switch (fmt) {
-    case ExportFormat::sglang: p = parseSglang(text, model, numGpus, r); break;
-    case ExportFormat::vllm_ascend: p = parseVllmAscend(text, model, numGpus, r); break;
-    case ExportFormat::eplb: p = parseEplb(text, model, numGpus, r); break;
-    case ExportFormat::trtllm: p = parseTrtllmExport(text, model, numGpus, name); break;
-    case ExportFormat::native: p = parseNativeExport(text, model, numGpus, name); break;
-    }
-    requireValid(p, numGpus, name);
-    return p;
+    return withJsonErrors(file, 0, [&] {
+        const std::string name = file.empty() ? "<" + std::string(toString(fmt)) + " export>" : file;
+        if (numGpus <= 0)
+            throw std::invalid_argument("parsing a placement export needs a positive GPU count");
+        if (model.numMoeLayers() == 0 || model.routed_experts <= 0)
+            throw InputError(Location{name, 0, 0}, "the model " + model.name + " has no routed experts to place");
+        Placement p;
+        const JsonReader r(name);
+        switch (fmt) {
+        case ExportFormat::sglang: p = parseSglang(text, model, numGpus, r); break;
+        case ExportFormat::vllm_ascend: p = parseVllmAscend(text, model, numGpus, r); break;
+        case ExportFormat::eplb: p = parseEplb(text, model, numGpus, r); break;
+        case ExportFormat::trtllm: p = parseTrtllmExport(text, model, numGpus, name); break;
+        case ExportFormat::native: p = parseNativeExport(text, model, numGpus, name); break;
+        }
+        requireValid(p, numGpus, name);
+        return p;
+    });
 }
 
 }  // namespace moex

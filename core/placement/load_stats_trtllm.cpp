@@ -2,6 +2,7 @@
 // rank{r}.safetensors, keys "{iter}_{layer}" -> int64 [E] tokens routed on that rank. Totals are
 // summed over ranks and iterations; layers (absolute decoder indices) come out ascending.
 #include "placement/load_stats_formats.h"
+#include "common/json_input.h"
 #include "placement/safetensors_reader.h"
 
 #include "common/atomic_file.h"
@@ -33,12 +34,16 @@ bool parseKey(const std::string& key, long long& iter, int& layer)
         && layer < 100000;
 }
 
+// Token counts per expert, iteration and layer: 2^40 (1.1e12) is beyond any serving system's
+// recording interval, and sums of counts stay exact in a double far above it.
+constexpr std::int64_t kMaxTokenCount = std::int64_t{1} << 40;
+
 int readMeta(const std::string& path, int& topK)
 {
     const std::string text = readFile(path, 1u << 20);
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(text);
+        j = parseJsonInput(text, path, 0, "meta_info.json");
     } catch (const nlohmann::json::parse_error& e) {
         throw InputError(Location{path, 1, static_cast<int>(e.byte)}, std::string("not valid JSON: ") + e.what());
     }
@@ -47,13 +52,13 @@ int readMeta(const std::string& path, int& topK)
         fail("expected {\"num_experts\": E, \"num_experts_per_token\": K}");
     const auto& e = j["num_experts"];
     if (!e.is_number_integer() || e.get<long long>() < 1 || e.get<long long>() > kMaxExperts)
-        fail("\"num_experts\" must be an integer in [1, " + std::to_string(kMaxExperts) + "], found " + e.dump());
+        fail("\"num_experts\" must be an integer in [1, " + std::to_string(kMaxExperts) + "], found " + jsonSnippet(e));
     const int experts = e.get<int>();
     topK = 0;
     if (j.contains("num_experts_per_token")) {
         const auto& k = j["num_experts_per_token"];
         if (!k.is_number_integer() || k.get<long long>() < 1 || k.get<long long>() > experts)
-            fail("\"num_experts_per_token\" must be an integer in [1, num_experts], found " + k.dump());
+            fail("\"num_experts_per_token\" must be an integer in [1, num_experts], found " + jsonSnippet(k));
         topK = k.get<int>();
     }
     return experts;
@@ -63,77 +68,82 @@ int readMeta(const std::string& path, int& topK)
 
 LoadStats readTrtllmStats(const std::string& folder)
 {
-    namespace fs = std::filesystem;
-    const std::string metaPath = (fs::path(folder) / "meta_info.json").string();
-    LoadStats out;
-    out.format = "trtllm";
-    out.indexing = LayerIndexing::decoder_ids;
-    out.num_experts = readMeta(metaPath, out.top_k);
+    return withJsonErrors(folder, 0, [&] {
+        namespace fs = std::filesystem;
+        const std::string metaPath = (fs::path(folder) / "meta_info.json").string();
+        LoadStats out;
+        out.format = "trtllm";
+        out.indexing = LayerIndexing::decoder_ids;
+        out.num_experts = readMeta(metaPath, out.top_k);
 
-    std::map<int, std::string> ranks;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(folder, ec)) {
-        const std::string name = entry.path().filename().string();
-        constexpr std::string_view prefix = "rank";
-        constexpr std::string_view suffix = ".safetensors";
-        if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0
-            || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-            continue;
-        const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-        int r = -1;
-        const auto [p, err] = std::from_chars(digits.data(), digits.data() + digits.size(), r);
-        if (err != std::errc() || p != digits.data() + digits.size() || r < 0 || r >= kMaxRanks)
-            throw InputError(Location{entry.path().string(), 0, 0}, "not a rank{r}.safetensors name");
-        ranks[r] = entry.path().string();
-    }
-    if (ec)
-        throw InputError(Location{folder, 0, 0}, "cannot list the folder: " + ec.message());
-    if (ranks.empty())
-        throw InputError(Location{folder, 0, 0}, "no rank{r}.safetensors files beside meta_info.json");
-    // Ranks are numbered 0..N-1; a gap means a file went missing and the totals would be short.
-    for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
-        if (ranks.count(r) == 0)
-            throw InputError(Location{folder, 0, 0}, "rank" + std::to_string(r) + ".safetensors is missing (found "
-                                                         + std::to_string(ranks.size()) + " rank files, up to rank"
-                                                         + std::to_string(ranks.rbegin()->first) + ")");
-    }
-
-    std::map<int, std::vector<double>> totals;
-    std::map<long long, int> iterations;
-    for (const auto& [rank, path] : ranks) {
-        const std::string bytes = readFile(path, std::size_t{1} << 30);
-        for (const SafetensorsTensor& t : parseSafetensors(bytes, path)) {
-            const auto fail = [&](const std::string& message) {
-                throw InputError(Location{path, 0, 0}, "safetensors byte " + std::to_string(t.offset) + ": tensor '"
-                                                           + t.name + "' " + message);
-            };
-            long long iter = 0;
-            int layer = 0;
-            if (!parseKey(t.name, iter, layer))
-                fail("is not named \"{iteration}_{layer}\"");
-            const std::vector<std::int64_t> counts = safetensorsInts(t, path);
-            if (t.shape.size() != 1 || t.shape[0] != out.num_experts)
-                fail("must have shape [" + std::to_string(out.num_experts) + "] (num_experts in meta_info.json)");
-            auto& row = totals[layer];
-            row.resize(static_cast<std::size_t>(out.num_experts), 0.0);
-            for (std::size_t e = 0; e < counts.size(); ++e) {
-                if (counts[e] < 0)
-                    fail("has a negative count " + std::to_string(counts[e]) + " for expert " + std::to_string(e));
-                row[e] += static_cast<double>(counts[e]);
-            }
-            ++iterations[iter];
+        std::map<int, std::string> ranks;
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(folder, ec)) {
+            const std::string name = entry.path().filename().string();
+            constexpr std::string_view prefix = "rank";
+            constexpr std::string_view suffix = ".safetensors";
+            if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0
+                || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+                continue;
+            const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+            int r = -1;
+            const auto [p, err] = std::from_chars(digits.data(), digits.data() + digits.size(), r);
+            if (err != std::errc() || p != digits.data() + digits.size() || r < 0 || r >= kMaxRanks)
+                throw InputError(Location{entry.path().string(), 0, 0}, "not a rank{r}.safetensors name");
+            ranks[r] = entry.path().string();
         }
-    }
-    if (totals.empty())
-        throw InputError(Location{ranks.begin()->second, 0, 0}, "no \"{iteration}_{layer}\" tensors");
-    for (auto& [layer, row] : totals) {
-        out.layer_ids.push_back(layer);
-        out.load.push_back(std::move(row));
-    }
-    out.detail = std::to_string(ranks.size()) + " rank(s), " + std::to_string(iterations.size())
-        + " iteration(s) " + std::to_string(iterations.begin()->first)
-        + (iterations.size() > 1 ? ".." + std::to_string(iterations.rbegin()->first) : std::string()) + " summed";
-    return out;
+        if (ec)
+            throw InputError(Location{folder, 0, 0}, "cannot list the folder: " + ec.message());
+        if (ranks.empty())
+            throw InputError(Location{folder, 0, 0}, "no rank{r}.safetensors files beside meta_info.json");
+        // Ranks are numbered 0..N-1; a gap means a file went missing and the totals would be short.
+        for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
+            if (ranks.count(r) == 0)
+                throw InputError(Location{folder, 0, 0}, "rank" + std::to_string(r) + ".safetensors is missing (found "
+                                                             + std::to_string(ranks.size()) + " rank files, up to rank"
+                                                             + std::to_string(ranks.rbegin()->first) + ")");
+        }
+
+        std::map<int, std::vector<double>> totals;
+        std::map<long long, int> iterations;
+        for (const auto& [rank, path] : ranks) {
+            const std::string bytes = readFile(path, std::size_t{1} << 30);
+            for (const SafetensorsTensor& t : parseSafetensors(bytes, path)) {
+                const auto fail = [&](const std::string& message) {
+                    throw InputError(Location{path, 0, 0}, "safetensors byte " + std::to_string(t.offset) + ": tensor '"
+                                                               + t.name + "' " + message);
+                };
+                long long iter = 0;
+                int layer = 0;
+                if (!parseKey(t.name, iter, layer))
+                    fail("is not named \"{iteration}_{layer}\"");
+                const std::vector<std::int64_t> counts = safetensorsInts(t, path);
+                if (t.shape.size() != 1 || t.shape[0] != out.num_experts)
+                    fail("must have shape [" + std::to_string(out.num_experts) + "] (num_experts in meta_info.json)");
+                auto& row = totals[layer];
+                row.resize(static_cast<std::size_t>(out.num_experts), 0.0);
+                for (std::size_t e = 0; e < counts.size(); ++e) {
+                    if (counts[e] < 0)
+                        fail("has a negative count " + std::to_string(counts[e]) + " for expert " + std::to_string(e));
+                    if (counts[e] > kMaxTokenCount)
+                        fail("has a count of " + std::to_string(counts[e]) + " for expert " + std::to_string(e)
+                             + ", beyond any real recording (at most 2^40 tokens per iteration and layer)");
+                    row[e] += static_cast<double>(counts[e]);
+                }
+                ++iterations[iter];
+            }
+        }
+        if (totals.empty())
+            throw InputError(Location{ranks.begin()->second, 0, 0}, "no \"{iteration}_{layer}\" tensors");
+        for (auto& [layer, row] : totals) {
+            out.layer_ids.push_back(layer);
+            out.load.push_back(std::move(row));
+        }
+        out.detail = std::to_string(ranks.size()) + " rank(s), " + std::to_string(iterations.size())
+            + " iteration(s) " + std::to_string(iterations.begin()->first)
+            + (iterations.size() > 1 ? ".." + std::to_string(iterations.rbegin()->first) : std::string()) + " summed";
+        return out;
+    });
 }
 
 }  // namespace moex::detail

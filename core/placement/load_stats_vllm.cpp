@@ -4,6 +4,7 @@
 // expert_load is per physical slot when p2l_map is given (mapped to logical experts with that
 // record's own map, since EPLB may have moved experts between records), else per logical expert.
 #include "placement/load_stats_formats.h"
+#include "common/json_input.h"
 
 #include "common/diagnostics.h"
 
@@ -70,7 +71,7 @@ private:
                 const double x = v.is_number() ? v.get<double>() : -1;
                 if (!v.is_number() || !(x >= 0) || std::isinf(x) || (ids && (!v.is_number_integer() || x >= kMaxColumns)))
                     fail(std::string("\"") + name + "\" row " + std::to_string(l) + ", entry " + std::to_string(c)
-                         + (ids ? " must be an expert id >= 0" : " must be a count >= 0") + ", found " + v.dump());
+                         + (ids ? " must be an expert id >= 0" : " must be a count >= 0") + ", found " + jsonSnippet(v));
                 r.push_back(x);
             }
             out.push_back(std::move(r));
@@ -78,18 +79,30 @@ private:
         return out;
     }
 
+    // Every record's JSON failures (a wrong type on any line) located at its line.
     void record(std::string_view line)
+    {
+        withJsonErrors(m_file, m_line, [&] { recordUnchecked(line); });
+    }
+
+    void recordUnchecked(std::string_view line)
     {
         nlohmann::json j;
         try {
-            j = nlohmann::json::parse(line);
+            j = parseJsonInput(line, m_file, m_line, "the record");
         } catch (const nlohmann::json::parse_error& e) {
             throw InputError(Location{m_file, m_line, static_cast<int>(e.byte)}, std::string("bad JSON: ") + e.what());
         }
         if (!j.is_object() || j.value("record_type", std::string()) != "eplb_load_stats")
             fail("expected an object with \"record_type\": \"eplb_load_stats\"");
         if (j.contains("version") && j["version"] != 1)
-            fail("unsupported version " + j["version"].dump() + " (version 1 is read)");
+            fail("unsupported version " + jsonSnippet(j["version"]) + " (version 1 is read)");
+        // Not used, but a record that carries them with nonsense is not the recorder's.
+        if (j.contains("step") && (!j["step"].is_number_integer() || j["step"].get<long long>() < 0))
+            fail("\"step\" must be an integer >= 0, found " + jsonSnippet(j["step"]));
+        if (j.contains("num_ranks") && (!j["num_ranks"].is_number_integer() || j["num_ranks"].get<long long>() < 1
+                                        || j["num_ranks"].get<long long>() > (1 << 20)))
+            fail("\"num_ranks\" must be an integer in [1, 2^20], found " + jsonSnippet(j["num_ranks"]));
         if (!j.contains("expert_load"))
             fail("missing \"expert_load\"");
         std::vector<std::vector<double>> load = matrix(j["expert_load"], "expert_load", false);

@@ -1,5 +1,6 @@
 // Per-layer expert counts (JSON): a counts document, a plain matrix or summary statistics.
 #include "workload/trace_routing.h"
+#include "common/json_input.h"
 
 #include "common/atomic_file.h"
 #include "common/diagnostics.h"
@@ -40,7 +41,7 @@ public:
     {
         json j;
         try {
-            j = json::parse(m_text);
+            j = parseJsonInput(m_text, m_source, 0, "the counts file");
         } catch (const json::parse_error& e) {
             throw InputError(locate(std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, m_text.size())),
                              parseMessage(e));
@@ -134,7 +135,7 @@ private:
             for (std::size_t e = 0; e < row.size(); ++e)
                 if (!count(row[e], counts[e])) {
                     error("", "row " + std::to_string(l) + ", expert " + std::to_string(e) +
-                                  ": a count must be a number >= 0, found " + row[e].dump());
+                                  ": a count must be a number >= 0, found " + jsonSnippet(row[e]));
                     return;
                 }
             m_out.layer_ids.push_back(static_cast<int>(l));
@@ -161,7 +162,7 @@ private:
                 return error("\"layers\"", "\"layers\" must be an array of layer ids");
             for (const json& v : *it) {
                 if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxLayerId)
-                    return error("\"layers\"", "\"layers\" must hold layer ids >= 0, found " + v.dump());
+                    return error("\"layers\"", "\"layers\" must hold layer ids >= 0, found " + jsonSnippet(v));
                 layers.push_back(v.get<int>());
             }
         } else {
@@ -194,7 +195,7 @@ private:
                         where += " (num_experts " + std::to_string(m_out.num_experts) + ")";
                     error(quoted(key), where);
                 } else if (!count(v, c)) {
-                    error(quoted(key), where + ": a count must be a number >= 0, found " + v.dump());
+                    error(quoted(key), where + ": a count must be a number >= 0, found " + jsonSnippet(v));
                 } else {
                     layerCounts.emplace_back(expert, c);
                     maxExpert = std::max(maxExpert, expert);
@@ -350,9 +351,11 @@ private:
 
 LayerCounts parseLayerCounts(std::string_view text, const std::string& source, int numExperts)
 {
-    if (text.size() > (std::size_t{1} << 30))
-        throw InputError(Location{source, 0, 0}, sizeMessage(text.size(), std::size_t{1} << 30));
-    return CountsParser(text, source, numExperts).parse();
+    return withJsonErrors(source, 0, [&] {
+        if (text.size() > (std::size_t{1} << 30))
+            throw InputError(Location{source, 0, 0}, sizeMessage(text.size(), std::size_t{1} << 30));
+        return CountsParser(text, source, numExperts).parse();
+    });
 }
 
 LayerCounts readLayerCounts(const std::string& path, int numExperts)

@@ -1,5 +1,6 @@
 // Per-token routing traces (JSONL): TraceBuilder checks each record and builds the TokenTrace.
 #include "workload/trace_routing.h"
+#include "common/json_input.h"
 
 #include "common/atomic_file.h"
 #include "common/diagnostics.h"
@@ -47,6 +48,11 @@ public:
 
     void line(std::string_view text, int lineNo)
     {
+        withJsonErrors(m_source, lineNo, [&] { lineUnchecked(text, lineNo); });
+    }
+
+    void lineUnchecked(std::string_view text, int lineNo)
+    {
         if (lineNo == 1 && text.starts_with("\xEF\xBB\xBF"))
             text.remove_prefix(3);  // UTF-8 byte order mark
         if (!text.empty() && text.back() == '\r')
@@ -55,7 +61,7 @@ public:
             return;
         json j;
         try {
-            j = json::parse(text);
+            j = parseJsonInput(text, m_source, lineNo, "the record");
         } catch (const json::parse_error& e) {
             const auto col = std::clamp<std::size_t>(e.byte, 1, text.size() + 1);
             return error(lineNo, static_cast<int>(col), parseMessage(e));
@@ -71,7 +77,7 @@ public:
         if (!layerIt->is_number_integer() || !inRange(*layerIt, kMaxLayerId))
             return error(lineNo, columnOf(text, "\"layer\""),
                          "\"layer\" must be an integer in [0, " + std::to_string(kMaxLayerId) + "], found " +
-                             layerIt->dump());
+                             jsonSnippet(*layerIt));
         const int layer = layerIt->get<int>();
 
         const auto expertsIt = j.find("experts");
@@ -88,9 +94,9 @@ public:
             if (!e.is_number_integer())
                 return error(lineNo, expertsCol,
                              "\"experts\" must hold integer expert ids, found " + std::string(e.type_name()) + " " +
-                                 e.dump());
+                                 jsonSnippet(e));
             if (e.is_number_unsigned() && e.get<std::uint64_t>() >= static_cast<std::uint64_t>(kMaxExpertId))
-                return error(lineNo, expertsCol, "expert id " + e.dump() + " is too large");
+                return error(lineNo, expertsCol, "expert id " + jsonSnippet(e) + " is too large");
             const auto id = e.get<std::int64_t>();
             if (id < 0)
                 return error(lineNo, expertsCol, "expert id " + std::to_string(id) + " is negative");
@@ -123,7 +129,7 @@ public:
                 continue;
             if (!it->is_number_integer())
                 return error(lineNo, columnOf(text, std::string("\"") + names[i] + "\""),
-                             std::string("\"") + names[i] + "\" must be an integer, found " + it->dump());
+                             std::string("\"") + names[i] + "\" must be an integer, found " + jsonSnippet(*it));
             ids[i] = it->get<std::int64_t>();
             has[i] = true;
         }

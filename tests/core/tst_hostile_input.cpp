@@ -1,0 +1,177 @@
+// Hostile input (issue 18): each reproducer class found by mutation testing, made here at its
+// minimal size, must give a located InputError (exit 2 in the CLI) — never a crash (a JSON value
+// nested 100,000 deep), an internal error (a number that overflows a double, a wrong type on a
+// later JSONL line), a hang (a YAML file yaml-cpp takes seconds for) or unbounded memory (a
+// topology whose route table grows with the square of its GPUs).
+#include "common/diagnostics.h"
+#include "common/json_input.h"
+#include "model/hf_import.h"
+#include "placement/load_stats_formats.h"
+#include "placement/safetensors_reader.h"
+#include "scenario/scenario_yaml.h"
+#include "topology/topology_yaml.h"
+#include "workload/trace_routing.h"
+
+#include <QElapsedTimer>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <string>
+
+using namespace moex;
+
+namespace {
+
+std::string nested(int depth) { return std::string(static_cast<std::size_t>(depth), '[') + std::string(static_cast<std::size_t>(depth), ']'); }
+
+// The message of the InputError `f` throws ("" when it throws none); any other exception fails.
+QString inputError(const std::function<void()>& f)
+{
+    try {
+        f();
+    } catch (const InputError& e) {
+        return QString::fromStdString(e.diagnostics().format());
+    }
+    return {};
+}
+
+// A safetensors file: 8-byte little-endian header length, the JSON header, the data.
+std::string safetensors(const std::string& header, const std::string& data = {})
+{
+    std::string out(8, '\0');
+    std::uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i)
+        out[static_cast<std::size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+    return out + header + data;
+}
+
+void write(const QString& path, const std::string& text)
+{
+    std::ofstream(path.toStdString(), std::ios::binary) << text;
+}
+
+const std::string kVllmRecord =
+    R"({"record_type": "eplb_load_stats", "version": 1, "step": 1, "num_ranks": 2, "expert_load": [[1, 2, 3, 4]]})";
+
+}  // namespace
+
+class TestHostileInput : public QObject {
+    Q_OBJECT
+private slots:
+    // 1. Deeply nested JSON: refused while parsing, in every reader, with the file named.
+    void deepJsonIsRefusedNotACrash()
+    {
+        const std::string deep = nested(100000);
+        const QString hf = inputError([&] { importHfConfig("{\"num_local_experts\": " + deep + "}", "config.json"); });
+        QVERIFY2(hf.contains(QStringLiteral("config.json")) && hf.contains(QStringLiteral("nests deeper")), qPrintable(hf));
+        const QString trace = inputError([&] { parseTokenTrace("{\"layer\": " + deep + ", \"experts\": [1]}\n", "t.jsonl"); });
+        QVERIFY2(trace.contains(QStringLiteral("t.jsonl:1")) && trace.contains(QStringLiteral("nests deeper")), qPrintable(trace));
+        const QString vllm = inputError([&] {
+            detail::parseVllmStats(kVllmRecord + "\n{\"record_type\": \"eplb_load_stats\", \"expert_load\": " + deep + "}\n",
+                                   "s.jsonl");
+        });
+        QVERIFY2(vllm.contains(QStringLiteral("s.jsonl:2")) && vllm.contains(QStringLiteral("nests deeper")), qPrintable(vllm));
+        const QString st = inputError([&] { parseSafetensors(safetensors("{\"t\": {\"dtype\": " + deep + "}}"), "r.safetensors"); });
+        QVERIFY2(st.contains(QStringLiteral("r.safetensors")) && st.contains(QStringLiteral("nests deeper")), qPrintable(st));
+        const QString counts = inputError([&] { parseLayerCounts(deep, "c.json", 8); });
+        QVERIFY2(counts.contains(QStringLiteral("c.json")), qPrintable(counts));
+        // 64 levels are still read (and 30,000 parse as far as the limit allows: the message is short).
+        QVERIFY(jsonSnippet(parseJsonInput(nested(60), "x")).size() <= 40);
+    }
+
+    // 2. A number that overflows a double, and a wrong type on a later JSONL line: InputErrors.
+    void overflowsAndLateTypeErrorsAreInputErrors()
+    {
+        for (const char* number : {"1e309", "-1e309", "1234567890123456789012345678901234567890123456789012345678901234567890"
+                                                        "123456789012345678901234567890e300"}) {
+            const std::string n(number);
+            const QString hf = inputError([&] { importHfConfig("{\"num_local_experts\": " + n + "}", "config.json"); });
+            QVERIFY2(hf.contains(QStringLiteral("config.json")), qPrintable(hf));
+            const QString trace = inputError([&] { parseTokenTrace("{\"layer\": 0, \"experts\": [" + n + "]}\n", "t.jsonl"); });
+            QVERIFY2(trace.contains(QStringLiteral("t.jsonl:1")), qPrintable(trace));
+            const QString st = inputError([&] { parseSafetensors(safetensors("{\"t\": {\"dtype\": \"I64\", \"shape\": [" + n
+                                                                              + "], \"data_offsets\": [0, 8]}}", std::string(8, '\0')),
+                                                              "r.safetensors"); });
+            QVERIFY2(st.contains(QStringLiteral("r.safetensors")), qPrintable(st));
+            const QString vllm = inputError([&] {
+                detail::parseVllmStats(kVllmRecord + "\n{\"record_type\": \"eplb_load_stats\", \"expert_load\": [[" + n + "]]}\n", "s.jsonl");
+            });
+            QVERIFY2(vllm.contains(QStringLiteral("s.jsonl:2")), qPrintable(vllm));
+        }
+        const QString late = inputError([&] { detail::parseVllmStats(kVllmRecord + "\n{\"record_type\": 1}\n", "s.jsonl"); });
+        QVERIFY2(late.contains(QStringLiteral("s.jsonl:2")), qPrintable(late));
+        QVERIFY(!late.contains(QStringLiteral("type_error.302")) || late.contains(QStringLiteral("s.jsonl:2")));
+    }
+
+    // 5. Fields that were accepted with nonsense: vLLM "step" / "num_ranks" that are not counts,
+    // TensorRT-LLM token counts of INT64_MAX.
+    void nonsenseCountsAreRefused()
+    {
+        for (const char* field : {"\"step\": \"x\"", "\"num_ranks\": \"x\"", "\"step\": -1", "\"num_ranks\": 0"}) {
+            const std::string record = std::string("{\"record_type\": \"eplb_load_stats\", ") + field
+                                       + ", \"expert_load\": [[1, 2]]}\n";
+            const QString m = inputError([&] { detail::parseVllmStats(record, "s.jsonl"); });
+            QVERIFY2(m.contains(QStringLiteral("s.jsonl:1")), qPrintable(QString::fromLatin1(field) + QLatin1Char(' ') + m));
+        }
+        QTemporaryDir dir;
+        write(dir.filePath(QStringLiteral("meta_info.json")), R"({"num_experts": 2, "num_experts_per_token": 1})");
+        std::string data(16, '\0');
+        for (int i = 0; i < 7; ++i)
+            data[static_cast<std::size_t>(i)] = static_cast<char>(0xff);
+        data[7] = 0x7f;  // INT64_MAX for expert 0, 0 for expert 1
+        write(dir.filePath(QStringLiteral("rank0.safetensors")),
+              safetensors(R"({"0_3": {"dtype": "I64", "shape": [2], "data_offsets": [0, 16]}})", data));
+        const QString m = inputError([&] { detail::readTrtllmStats(dir.path().toStdString()); });
+        QVERIFY2(m.contains(QStringLiteral("rank0.safetensors")) && m.contains(QStringLiteral("9223372036854775807")),
+                 qPrintable(m));
+    }
+
+    // 3. YAML that yaml-cpp takes seconds and gigabytes for is refused before parsing, and
+    // quickly; what stays under the bounds still parses.
+    void hugeYamlIsRefusedQuickly()
+    {
+        QElapsedTimer t;
+        t.start();
+        const QString scalar = inputError([&] { loadScenarioText("name: " + std::string(3u << 20, 'A') + "\n", "big.yaml"); });
+        QVERIFY2(scalar.contains(QStringLiteral("big.yaml")) && scalar.contains(QStringLiteral("MiB")), qPrintable(scalar));
+        std::string flow = "x: [";
+        for (int i = 0; i < 150000; ++i)
+            flow += "1,";
+        flow += "1]\n";
+        const QString list = inputError([&] { loadScenarioText(flow, "flow.yaml"); });
+        QVERIFY2(list.contains(QStringLiteral("flow.yaml")) && list.contains(QStringLiteral("100000")), qPrintable(list));
+        QVERIFY2(t.elapsed() < 5000, "refusals must not parse");  // generous: they take milliseconds
+        // Within the bounds the usual errors come back (here: not a scenario), not a refusal.
+        const QString small = inputError([&] { loadScenarioText("x: [1, 2, 3]\n", "small.yaml"); });
+        QVERIFY(!small.isEmpty() && !small.contains(QStringLiteral("MiB")) && !small.contains(QStringLiteral("100000")));
+    }
+
+    // 4. A custom topology whose GPU count the all-pairs routes cannot take is refused with the
+    // count, before any route is built; 2,048 GPUs (the bound) still load.
+    void quadraticTopologyIsBounded()
+    {
+        auto flat = [](int gpus) {
+            std::string y = "name: flat\ngpu: h100\nnodes:\n";
+            for (int i = 0; i < gpus; ++i)
+                y += "  - {name: g" + std::to_string(i) + ", kind: gpu, domain: 0}\n";
+            y += "  - {name: sw, kind: nvswitch, domain: 0}\nlinks:\n";
+            for (int i = 0; i < gpus; ++i)
+                y += "  - {from: g" + std::to_string(i) + ", to: sw, kind: nvlink, gbs: 450, latency_us: 0.25}\n";
+            return y;
+        };
+        QTemporaryDir dir;
+        const QString big = dir.filePath(QStringLiteral("flat2049.yaml"));
+        write(big, flat(2049));
+        const QString m = inputError([&] { loadTopologyFile(big.toStdString()); });
+        QVERIFY2(m.contains(QStringLiteral("flat2049.yaml")) && m.contains(QStringLiteral("2049 GPUs")), qPrintable(m));
+        const QString ok = dir.filePath(QStringLiteral("flat64.yaml"));
+        write(ok, flat(64));
+        QCOMPARE(loadTopologyFile(ok.toStdString()).numGpus(), 64);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestHostileInput)
+#include "tst_hostile_input.moc"
