@@ -106,7 +106,8 @@ LoadStats readTrtllmStats(const std::string& folder)
 
         std::map<int, std::vector<double>> totals;
         std::map<long long, int> iterations;
-        for (const auto& [rank, path] : ranks) {
+        for (const auto& rankFile : ranks) {
+            const std::string& path = rankFile.second;  // a named variable: lambdas below capture it
             const std::string bytes = readFile(path, std::size_t{1} << 30);
             for (const SafetensorsTensor& t : parseSafetensors(bytes, path)) {
                 const auto fail = [&](const std::string& message) {
