@@ -78,6 +78,14 @@ private slots:
         QVERIFY2(st.contains(QStringLiteral("r.safetensors")) && st.contains(QStringLiteral("nests deeper")), qPrintable(st));
         const QString counts = inputError([&] { parseLayerCounts(deep, "c.json", 8); });
         QVERIFY2(counts.contains(QStringLiteral("c.json")), qPrintable(counts));
+        // TensorRT-LLM's meta_info.json, deep and with an overflowing number.
+        for (const std::string& value : {deep, std::string("1e309")}) {
+            QTemporaryDir dir;
+            write(dir.filePath(QStringLiteral("meta_info.json")), "{\"num_experts\": " + value + ", \"num_experts_per_token\": 1}");
+            write(dir.filePath(QStringLiteral("rank0.safetensors")), safetensors("{}"));
+            const QString meta = inputError([&] { detail::readTrtllmStats(dir.path().toStdString()); });
+            QVERIFY2(meta.contains(QStringLiteral("meta_info.json")), qPrintable(meta));
+        }
         // 64 levels are still read (and 30,000 parse as far as the limit allows: the message is short).
         QVERIFY(jsonSnippet(parseJsonInput(nested(60), "x")).size() <= 40);
     }
