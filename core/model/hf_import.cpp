@@ -78,6 +78,23 @@ std::vector<int> moeLayers(ConfigReader& c, const Family& f, int layers)
     }
     std::vector<std::int64_t> mlpOnly = c.integerList("mlp_only_layers", 0, kMaxCount).value_or(std::vector<std::int64_t>{});
     auto dense = [&](int i) { return std::find(mlpOnly.begin(), mlpOnly.end(), i) != mlpOnly.end(); };
+    if (const Json* freqList = c.find("moe_layer_freq"); freqList && freqList->is_array()) {
+        // The per-layer form some checkpoints use: [0, 1, 1, ...], 1 = MoE (first_k_dense_replace,
+        // when given, still keeps the first layers dense).
+        const auto flags = c.integerList("moe_layer_freq", 0, 1);
+        if (!flags)
+            return out;
+        if (static_cast<int>(flags->size()) != layers) {
+            c.error("moe_layer_freq", "the per-layer moe_layer_freq lists " + std::to_string(flags->size())
+                                          + " layers, num_hidden_layers is " + std::to_string(layers));
+            return out;
+        }
+        const auto firstK = c.integer("first_k_dense_replace", 0, kMaxCount).value_or(0);
+        for (int i = 0; i < layers; ++i)
+            if ((*flags)[static_cast<std::size_t>(i)] == 1 && i >= firstK && !dense(i))
+                out.push_back(i);
+        return out;
+    }
     if (anyOf(c, {"first_k_dense_replace", "moe_layer_freq"})) {  // deepseek_v3, kimi_k2, glm4_moe
         const auto firstK = c.integer("first_k_dense_replace", 0, kMaxCount).value_or(0);
         const auto freq = c.integer("moe_layer_freq", 1, kMaxCount).value_or(1);
@@ -290,9 +307,16 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
         if (!diags.empty())
             throw InputError(std::move(diags));
 
-        if (c.has("n_shared_experts")) {  // deepseek_v3, kimi_k2, glm4_moe: each shared expert has the expert size
+        // The shared expert's own FFN size, where the family gives one (Nemotron-H and others:
+        // moe_shared_expert_intermediate_size); else each shared expert has the expert size.
+        const auto sharedSize = c.integer("moe_shared_expert_intermediate_size", 0, kMaxDim);
+        if (c.has("n_shared_experts")) {  // deepseek_v3, kimi_k2, glm4_moe, nemotron_h
             m.shared_experts = static_cast<int>(c.integer("n_shared_experts", 0, kMaxCount).value_or(0));
-            m.shared_intermediate_size = m.shared_experts > 0 ? m.moe_intermediate_size : 0;
+            m.shared_intermediate_size =
+                m.shared_experts > 0 ? static_cast<int>(sharedSize.value_or(m.moe_intermediate_size)) : 0;
+        } else if (sharedSize && *sharedSize > 0) {
+            m.shared_experts = 1;
+            m.shared_intermediate_size = static_cast<int>(*sharedSize);
         } else if (auto size = c.integer("shared_expert_intermediate_size", 0, kMaxDim); size && *size > 0) {
             m.shared_experts = 1;  // qwen2_moe, qwen3_next, qwen3_5_moe: one shared expert of its own size
             m.shared_intermediate_size = static_cast<int>(*size);

@@ -246,6 +246,19 @@ void TestHfImport::families_data()
               "weight_block_size": [128, 128]}})")
         << 64 << 6 << 256 << 2 << 256 << 4096 << QStringLiteral("2,4,6") << QStringLiteral("softmax")
         << QStringLiteral("fp8") << QStringLiteral("fp8");
+    QTest::addRow("moe_layer_freq as a per-layer list")
+        << QByteArray(R"({"model_type": "deepseek_v3", "hidden_size": 1024, "num_hidden_layers": 6,
+              "n_routed_experts": 64, "num_experts_per_tok": 6, "n_shared_experts": 1, "moe_intermediate_size": 256,
+              "intermediate_size": 4096, "moe_layer_freq": [0, 1, 1, 0, 1, 1], "n_group": 1, "topk_group": 1})")
+        << 64 << 6 << 256 << 1 << 256 << 4096 << QStringLiteral("1,2,4,5") << QStringLiteral("sigmoid")
+        << QStringLiteral("bf16") << QStringLiteral("bf16");
+    QTest::addRow("moe_shared_expert_intermediate_size: the shared expert's own size")
+        << QByteArray(R"({"model_type": "nemotron_h", "hidden_size": 2688, "num_hidden_layers": 2,
+              "n_routed_experts": 128, "num_experts_per_tok": 6, "n_shared_experts": 1, "moe_intermediate_size": 1856,
+              "moe_shared_expert_intermediate_size": 3712, "num_attention_heads": 32, "num_key_value_heads": 2,
+              "head_dim": 128, "torch_dtype": "bfloat16"})")
+        << 128 << 6 << 1856 << 1 << 3712 << 0 << QStringLiteral("0,1") << QStringLiteral("softmax")
+        << QStringLiteral("bf16") << QStringLiteral("bf16");
     QTest::addRow("kimi_k2 thinking: compressed-tensors int4")
         << QByteArray(R"({"model_type": "kimi_k2", "hidden_size": 7168, "num_hidden_layers": 4,
               "n_routed_experts": 384, "num_experts_per_tok": 8, "n_shared_experts": 1, "moe_intermediate_size": 2048,
@@ -380,6 +393,11 @@ void TestHfImport::errors_data()
             "intermediate_size": 14336, "num_attention_heads": 32})")
         << QStringList{QStringLiteral("not an MoE model: missing num_local_experts/num_experts/n_routed_experts")} << 0
         << 0;
+    QTest::addRow("per-layer moe_layer_freq of the wrong length")
+        << QByteArray(R"({"model_type": "deepseek_v3", "hidden_size": 1024, "num_hidden_layers": 4,
+            "n_routed_experts": 64, "num_experts_per_tok": 6, "moe_intermediate_size": 256,
+            "moe_layer_freq": [0, 1, 1]})")
+        << QStringList{QStringLiteral("moe_layer_freq lists 3 layers, num_hidden_layers is 4")} << 3 << 0;
     QTest::addRow("missing hidden_size and layers")
         << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64})")
         << QStringList{QStringLiteral("missing keys: hidden_size, num_hidden_layers")} << 0 << 0;
