@@ -472,6 +472,8 @@ void MainWindow::onPlacementChanged(ScenarioDocument* doc)
     scheduleCompare();
     if (doc != document())
         return;
+    // An undo may have dropped a change still being placed: the panel shows the scenario again.
+    showScenarioInPanel(doc);
     if (!m_engineSource) {  // the engine lays its experts out for its own ranks
         m_canvas->setPlacement(doc->placement());
         m_runner->setPlacement(doc->placement(), doc->scenario().speeds);  // re-simulated on the worker

@@ -226,7 +226,8 @@ void MainWindow::rebuildRecentMenu()
 
 bool MainWindow::maybeSave()
 {
-    if (!m_docA->isModified() || !m_interactive)
+    // A change still being placed counts as unsaved: closing or opening another file drops it.
+    if ((!m_docA->isModified() && !m_docA->isBusy()) || !m_interactive)
         return true;
     const auto answer = QMessageBox::warning(
         this, tr("Unsaved changes"),
