@@ -5,6 +5,7 @@
 #include "format.h"
 
 #include "model/hf_import.h"
+#include "model/layer_pattern.h"
 #include "model/model_yaml.h"
 #include "scenario/scenario_checks.h"
 #include "scenario/scenario_yaml.h"
@@ -25,14 +26,24 @@ void printModel(const ModelSpec& m, DType weights)
               << "  layers         " << m.num_layers << " (" << m.numMoeLayers() << " MoE";
     if (!m.moe_layers.empty())
         std::cout << ", first MoE layer " << m.moe_layers.front();
-    std::cout << ")\n"
-              << "  experts        " << m.routed_experts << " routed, top-" << m.experts_per_token << ", "
+    std::cout << ")\n";
+    if (!m.layer_kinds.empty()) {
+        std::cout << "  stack          " << formatLayerPattern(m.layer_kinds) << " (";
+        const char* sep = "";
+        for (MixerKind k : {MixerKind::attention, MixerKind::sliding, MixerKind::linear, MixerKind::mamba, MixerKind::none})
+            if (const int n = m.countMixer(k); n > 0) {
+                std::cout << sep << n << ' ' << toString(k);
+                sep = ", ";
+            }
+        std::cout << ")\n";
+    }
+    std::cout << "  experts        " << m.routed_experts << " routed, top-" << m.experts_per_token << ", "
               << m.shared_experts << " shared";
     if (m.expert_groups > 1)
         std::cout << ", " << m.expert_groups << " groups / " << m.groups_per_token << " per token";
     std::cout << ", " << toString(m.scoring) << " scoring\n"
-              << "  one expert     " << humanCount(static_cast<double>(m.expertParams())) << " parameters = 3 × "
-              << m.hidden_size << " × " << m.moe_intermediate_size << ", " << humanBytes(expertBytes) << " in "
+              << "  one expert     " << humanCount(static_cast<double>(m.expertParams())) << " parameters = " << ffnMatrices(m.activation) << " × "
+              << m.hidden_size << " × " << m.moe_intermediate_size << " (" << toString(m.activation) << "), " << humanBytes(expertBytes) << " in "
               << toString(weights) << " (" << static_cast<long long>(expertBytes) << " bytes)\n"
               << "  non-expert     " << humanCount(static_cast<double>(m.non_expert_params)) << " parameters in "
               << toString(m.non_expert_dtype) << ", attention " << toString(m.attention.kind) << '\n';
@@ -56,11 +67,14 @@ void printScenario(const Scenario& s)
     std::cout << ")\n";
     const double weights = weightBytesPerGpu(s, slots);
     const double usable = t.gpu.hbm_usable_gb * 1e9;
-    const double kvPerSeq = static_cast<double>(s.model.attention.kvElementsPerTokenPerLayer()) * s.model.num_layers
-        * s.workload.context_tokens * bytesPerElement(DType::bf16);
+    const double kvPerSeq = s.model.cacheBytesPerSequence(s.workload.context_tokens, bytesPerElement(DType::bf16));
     std::cout << "memory per GPU   weights " << humanBytes(weights) << " of " << humanBytes(usable) << " usable, "
               << humanBytes(usable - weights) << " left; KV cache " << humanBytes(kvPerSeq) << " per sequence at "
-              << s.workload.context_tokens << " tokens (bf16)";
+              << s.workload.context_tokens << " tokens (bf16"
+              << (s.model.countMixer(MixerKind::linear) + s.model.countMixer(MixerKind::mamba) > 0
+                      ? std::string(", recurrent state ") + std::string(toString(s.model.state_dtype))
+                      : std::string())
+              << ")";
     if (kvPerSeq > 0 && usable > weights)
         std::cout << " → room for " << static_cast<long long>((usable - weights) / kvPerSeq) << " sequences";
     std::cout << '\n';

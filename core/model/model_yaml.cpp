@@ -1,6 +1,7 @@
 #include "model/model_yaml.h"
 
 #include "common/atomic_file.h"
+#include "model/layer_pattern.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -27,10 +28,15 @@ const std::vector<std::string> kModelKeys = {
     "name", "hidden_size", "num_layers", "moe_layers", "routed_experts", "experts_per_token", "shared_experts",
     "moe_intermediate_size", "shared_intermediate_size", "expert_groups", "groups_per_token", "scoring",
     "weight_dtype", "routed_scaling_factor", "non_expert_dtype", "dense_intermediate_size", "vocab_size",
-    "non_expert_params", "mtp_layers", "norm_topk_prob", "swiglu_limit", "attention"};
+    "non_expert_params", "mtp_layers", "norm_topk_prob", "swiglu_limit", "attention", "layers", "activation",
+    "state_dtype", "sliding_attention", "linear_attention", "mamba", "tie_embeddings"};
 const std::vector<std::string> kAttentionKeys = {"kind", "heads", "kv_heads", "head_dim", "q_lora_rank",
                                                  "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-                                                 "v_head_dim", "sliding_window"};
+                                                 "v_head_dim", "sliding_window", "output_gate", "k_eq_v"};
+const std::vector<std::string> kLinearKeys = {"key_heads", "value_heads", "key_head_dim", "value_head_dim",
+                                              "conv_kernel"};
+const std::vector<std::string> kMambaKeys = {"heads", "head_dim", "state_size", "groups", "conv_kernel"};
+const std::vector<std::string> kActivationNames = {"swiglu", "geglu", "relu2", "gelu"};
 const std::vector<std::string> kDTypeNames = {"bf16", "fp16", "fp8", "nvfp4", "mxfp4", "int4", "fp32"};
 const std::vector<std::string> kScoringNames = {"softmax", "sigmoid"};
 const std::vector<std::string> kKindNames = {"gqa", "mla"};
@@ -94,14 +100,13 @@ void readMoeLayers(YamlReader& r, const YAML::Node& map, ModelSpec& m, bool numL
         m.moe_layers.push_back(static_cast<int>(i));
 }
 
-void readAttention(YamlReader& r, const YAML::Node& map, ModelSpec& m)
+void readAttention(YamlReader& r, const YAML::Node& map, const std::string& key, int hidden, AttentionShape& a)
 {
-    const YAML::Node node = child(map, "attention");
+    const YAML::Node node = child(map, key);
     if (!node)
         return;
-    if (!r.expectMap(node, "attention", kAttentionKeys))
+    if (!r.expectMap(node, key, kAttentionKeys))
         return;
-    AttentionShape& a = m.attention;
     if (auto kind = r.getChoice(node, "kind", false, kKindNames))
         a.kind = *kind == 1 ? AttentionKind::mla : AttentionKind::gqa;
     else if (!YamlReader::has(node, "kind") && YamlReader::has(node, "kv_lora_rank"))
@@ -120,9 +125,65 @@ void readAttention(YamlReader& r, const YAML::Node& map, ModelSpec& m)
     if (mla)
         a.head_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
     else if (a.num_heads > 0)
-        a.head_dim = m.hidden_size / a.num_heads;
+        a.head_dim = hidden / a.num_heads;
     readInt(r, node, "head_dim", false, 1, kMaxHeadDim, a.head_dim);
     readInt(r, node, "sliding_window", false, 0, kMaxWindow, a.sliding_window);
+    if (auto b = r.getBool(node, "output_gate", false))
+        a.output_gate = *b;
+    if (auto b = r.getBool(node, "k_eq_v", false))
+        a.k_eq_v = *b;
+}
+
+void readLinearAttention(YamlReader& r, const YAML::Node& map, LinearAttentionShape& a)
+{
+    const YAML::Node node = child(map, "linear_attention");
+    if (!node || !r.expectMap(node, "linear_attention", kLinearKeys))
+        return;
+    readInt(r, node, "key_heads", true, 1, kMaxHeads, a.num_key_heads);
+    readInt(r, node, "value_heads", true, 1, kMaxHeads, a.num_value_heads);
+    readInt(r, node, "key_head_dim", true, 1, kMaxHeadDim, a.key_head_dim);
+    readInt(r, node, "value_head_dim", true, 1, kMaxHeadDim, a.value_head_dim);
+    readInt(r, node, "conv_kernel", false, 1, 64, a.conv_kernel);
+}
+
+void readMamba(YamlReader& r, const YAML::Node& map, MambaShape& a)
+{
+    const YAML::Node node = child(map, "mamba");
+    if (!node || !r.expectMap(node, "mamba", kMambaKeys))
+        return;
+    readInt(r, node, "heads", true, 1, kMaxHeads, a.num_heads);
+    readInt(r, node, "head_dim", true, 1, kMaxHeadDim, a.head_dim);
+    readInt(r, node, "state_size", true, 1, kMaxHeadDim, a.state_size);
+    readInt(r, node, "groups", false, 1, kMaxHeads, a.groups);
+    readInt(r, node, "conv_kernel", false, 1, 64, a.conv_kernel);
+}
+
+// layers: "LE*3 AE" (layer_pattern.h). It says which layers are MoE, so moe_layers goes with it
+// only when the two agree.
+void readLayers(YamlReader& r, const YAML::Node& map, ModelSpec& m, bool numLayersOk)
+{
+    const YAML::Node node = child(map, "layers");
+    if (!node)
+        return;
+    auto text = r.getString(map, "layers", false);
+    if (!text || !numLayersOk)
+        return;
+    std::string error;
+    auto kinds = parseLayerPattern(*text, m.num_layers, error);
+    if (!kinds) {
+        r.error(node, "'layers': " + error);
+        return;
+    }
+    std::vector<int> moe;
+    for (int i = 0; i < m.num_layers; ++i)
+        if ((*kinds)[static_cast<std::size_t>(i)].ffn == FfnKind::moe)
+            moe.push_back(i);
+    if (YamlReader::has(map, "moe_layers") && moe != m.moe_layers) {
+        r.error(child(map, "moe_layers"), "'moe_layers' differs from the MoE layers (E) of 'layers': give one of them");
+        return;
+    }
+    m.moe_layers = std::move(moe);
+    m.layer_kinds = std::move(*kinds);
 }
 
 // The most specific node to blame: map[key] (or map[key][sub]) when it is written there, else the map.
@@ -179,6 +240,32 @@ std::optional<std::pair<int, int>> compactMoeLayers(const ModelSpec& m)
     return std::make_pair(l.front(), every);
 }
 
+void writeAttention(std::ostream& out, const char* key, const AttentionShape& a)
+{
+    if (a == AttentionShape{})
+        return;
+    const bool mlaFields = a.kind == AttentionKind::mla;
+    out << key << ":\n";
+    out << "  kind: " << toString(a.kind) << '\n';
+    out << "  heads: " << a.num_heads << '\n';
+    out << "  kv_heads: " << a.num_kv_heads << '\n';
+    out << "  head_dim: " << a.head_dim << '\n';
+    if (mlaFields) {
+        out << "  q_lora_rank: " << a.q_lora_rank << '\n';
+        out << "  kv_lora_rank: " << a.kv_lora_rank << '\n';
+        out << "  qk_rope_head_dim: " << a.qk_rope_head_dim << '\n';
+        out << "  qk_nope_head_dim: " << a.qk_nope_head_dim << '\n';
+        out << "  v_head_dim: " << a.v_head_dim << '\n';
+    } else if (a.v_head_dim > 0) {
+        out << "  v_head_dim: " << a.v_head_dim << '\n';
+    }
+    out << "  sliding_window: " << a.sliding_window << '\n';
+    if (a.output_gate)
+        out << "  output_gate: true\n";
+    if (a.k_eq_v)
+        out << "  k_eq_v: true\n";
+}
+
 }  // namespace
 
 std::optional<ModelSpec> readModel(const YAML::Node& node, YamlReader& r)
@@ -218,8 +305,18 @@ std::optional<ModelSpec> readModel(const YAML::Node& node, YamlReader& r)
         m.norm_topk_prob = *b;
     if (auto f = r.getDouble(node, "swiglu_limit", false, 0, 1e6))
         m.swiglu_limit = *f;
+    if (auto a = r.getChoice(node, "activation", false, kActivationNames))
+        m.activation = static_cast<Activation>(*a);
+    if (auto t = readDType(r, node, "state_dtype"))
+        m.state_dtype = *t;
+    if (auto b = r.getBool(node, "tie_embeddings", false))
+        m.tie_embeddings = *b;
     readMoeLayers(r, node, m, numLayersOk);
-    readAttention(r, node, m);
+    readLayers(r, node, m, numLayersOk);
+    readAttention(r, node, "attention", m.hidden_size, m.attention);
+    readAttention(r, node, "sliding_attention", m.hidden_size, m.sliding_attention);
+    readLinearAttention(r, node, m.linear_attention);
+    readMamba(r, node, m.mamba);
     if (auto p = r.getInt(node, "non_expert_params", false, 0, kMaxNonExpert))
         m.non_expert_params = *p;
     else if (!YamlReader::has(node, "non_expert_params"))
@@ -314,6 +411,31 @@ void checkModel(const ModelSpec& m, const YAML::Node& where, YamlReader& r)
     }
     if (a.num_heads > 0 && a.kind == AttentionKind::mla && a.kv_lora_rank < 1)
         r.error(nodeFor(where, "attention", "kv_lora_rank"), "MLA attention needs kv_lora_rank >= 1");
+
+    // Each mixer kind the stack uses needs its shape.
+    if (!m.layer_kinds.empty() && static_cast<int>(m.layer_kinds.size()) != m.num_layers)
+        r.error(nodeFor(where, "layers"), "'layers' describes " + str(static_cast<std::int64_t>(m.layer_kinds.size()))
+                                              + " layers, num_layers is " + str(m.num_layers));
+    const auto uses = [&](MixerKind k) { return !m.layer_kinds.empty() && m.countMixer(k) > 0; };
+    if (uses(MixerKind::sliding) && m.attention.sliding_window < 1)
+        r.error(nodeFor(where, "layers"), "'layers' has sliding-window layers (S) but attention.sliding_window is not set");
+    if (uses(MixerKind::linear) && m.linear_attention.num_value_heads < 1)
+        r.error(nodeFor(where, "layers"), "'layers' has linear-attention layers (L) but no 'linear_attention' shape");
+    if (uses(MixerKind::mamba) && m.mamba.num_heads < 1)
+        r.error(nodeFor(where, "layers"), "'layers' has Mamba-2 layers (M) but no 'mamba' shape");
+    for (int i = 0; i < static_cast<int>(m.layer_kinds.size()); ++i) {
+        if ((m.layer_kinds[static_cast<std::size_t>(i)].ffn == FfnKind::moe) != m.isMoeLayer(i)) {
+            r.error(nodeFor(where, "layers"), "layer " + str(i) + ": 'layers' and moe_layers disagree on whether it is MoE");
+            break;
+        }
+    }
+    if (m.linear_attention.num_key_heads > 0 && m.linear_attention.num_value_heads % m.linear_attention.num_key_heads != 0)
+        r.error(nodeFor(where, "linear_attention", "value_heads"),
+                "linear_attention value_heads = " + str(m.linear_attention.num_value_heads)
+                    + " must be a multiple of key_heads = " + str(m.linear_attention.num_key_heads));
+    if (m.mamba.num_heads > 0 && m.mamba.num_heads % m.mamba.groups != 0)
+        r.error(nodeFor(where, "mamba", "groups"), "mamba groups = " + str(m.mamba.groups)
+                                                       + " must divide heads = " + str(m.mamba.num_heads));
 }
 
 ModelSpec loadModelFile(const std::string& path)
@@ -342,7 +464,10 @@ std::string modelToYaml(const ModelSpec& m)
     out << "name: " << quoteScalar(m.name) << '\n';
     out << "hidden_size: " << m.hidden_size << '\n';
     out << "num_layers: " << m.num_layers << '\n';
-    if (auto compact = compactMoeLayers(m)) {
+    if (!m.layer_kinds.empty()) {
+        out << "# mixer A full attention, S sliding window, L linear attention, M Mamba-2; FFN E MoE, D dense; - none\n";
+        out << "layers: " << quoteScalar(formatLayerPattern(m.layer_kinds)) << '\n';
+    } else if (auto compact = compactMoeLayers(m)) {
         out << "moe_layers: {first: " << compact->first << ", every: " << compact->second << "}\n";
     } else {
         out << "moe_layers: [";
@@ -363,6 +488,8 @@ std::string modelToYaml(const ModelSpec& m)
     out << "weight_dtype: " << toString(m.weight_dtype) << '\n';
     out << "non_expert_dtype: " << toString(m.non_expert_dtype) << '\n';
     out << "vocab_size: " << m.vocab_size << '\n';
+    if (m.tie_embeddings)
+        out << "tie_embeddings: true\n";
     out << "non_expert_params: " << m.non_expert_params << '\n';
     if (m.mtp_layers > 0)
         out << "mtp_layers: " << m.mtp_layers << '\n';
@@ -370,23 +497,27 @@ std::string modelToYaml(const ModelSpec& m)
         out << "norm_topk_prob: false\n";
     if (m.swiglu_limit > 0)
         out << "swiglu_limit: " << formatDouble(m.swiglu_limit) << '\n';
-    const AttentionShape& a = m.attention;
-    if (!(a == AttentionShape{})) {
-        const bool mlaFields = a.kind == AttentionKind::mla || a.q_lora_rank || a.kv_lora_rank || a.qk_rope_head_dim
-            || a.qk_nope_head_dim || a.v_head_dim;
-        out << "attention:\n";
-        out << "  kind: " << toString(a.kind) << '\n';
-        out << "  heads: " << a.num_heads << '\n';
-        out << "  kv_heads: " << a.num_kv_heads << '\n';
-        out << "  head_dim: " << a.head_dim << '\n';
-        if (mlaFields) {
-            out << "  q_lora_rank: " << a.q_lora_rank << '\n';
-            out << "  kv_lora_rank: " << a.kv_lora_rank << '\n';
-            out << "  qk_rope_head_dim: " << a.qk_rope_head_dim << '\n';
-            out << "  qk_nope_head_dim: " << a.qk_nope_head_dim << '\n';
-            out << "  v_head_dim: " << a.v_head_dim << '\n';
-        }
-        out << "  sliding_window: " << a.sliding_window << '\n';
+    if (m.activation != Activation::swiglu)
+        out << "activation: " << toString(m.activation) << '\n';
+    if (m.state_dtype != DType::fp32)
+        out << "state_dtype: " << toString(m.state_dtype) << '\n';
+    writeAttention(out, "attention", m.attention);
+    writeAttention(out, "sliding_attention", m.sliding_attention);
+    if (const LinearAttentionShape& l = m.linear_attention; !(l == LinearAttentionShape{})) {
+        out << "linear_attention:\n";
+        out << "  key_heads: " << l.num_key_heads << '\n';
+        out << "  value_heads: " << l.num_value_heads << '\n';
+        out << "  key_head_dim: " << l.key_head_dim << '\n';
+        out << "  value_head_dim: " << l.value_head_dim << '\n';
+        out << "  conv_kernel: " << l.conv_kernel << '\n';
+    }
+    if (const MambaShape& b = m.mamba; !(b == MambaShape{})) {
+        out << "mamba:\n";
+        out << "  heads: " << b.num_heads << '\n';
+        out << "  head_dim: " << b.head_dim << '\n';
+        out << "  state_size: " << b.state_size << '\n';
+        out << "  groups: " << b.groups << '\n';
+        out << "  conv_kernel: " << b.conv_kernel << '\n';
     }
     return out.str();
 }

@@ -45,15 +45,17 @@ ComputeModel::ComputeModel(const ModelSpec& m, const GpuSpec& gpu, const Calibra
     m_expertPeak = gemmPeakTflops(gpu, expertWeights);
     m_expertBytes = static_cast<double>(m.expertParams()) * bytesPerElement(expertWeights);
     m_kvBytesPerElement = bytesPerElement(kvCache);
+    m_stateBytesPerElement = bytesPerElement(m.state_dtype);
     m_nonExpertBpe = bytesPerElement(m.non_expert_dtype);
-    // One routed expert slot: 6 h I flops per (padded) token for gate, up and down; the weights
+    // One routed expert slot: 2 m h I flops per (padded) token for its m matrices (SwiGLU: gate, up
+    // and down, 6 h I); the weights
     // read once; activations in and out (bf16) and the intermediate (fp32) per token.
     const double h = m.hidden_size;
     const double inter = m.moe_intermediate_size;
     m_tile = std::max(1, cal.gemm_tile_tokens);
     const double flopsPerUs = m_expertPeak * 1e12 * cal.gemm_efficiency / 1e6;
     const double bytesPerUs = gpu.hbm_bw_gbs * 1e9 * cal.hbm_efficiency / 1e6;
-    m_slotComputeUsPerToken = flopsPerUs > 0 ? 6.0 * h * inter / flopsPerUs : 0.0;
+    m_slotComputeUsPerToken = flopsPerUs > 0 ? 2.0 * ffnMatrices(m.activation) * h * inter / flopsPerUs : 0.0;
     m_slotMemoryUs = bytesPerUs > 0 ? m_expertBytes / bytesPerUs : 0.0;
     m_slotMemoryUsPerToken = bytesPerUs > 0 ? (h * 2.0 + inter * 4.0 + h * 2.0) / bytesPerUs : 0.0;
 }
@@ -174,7 +176,7 @@ double ComputeModel::sharedAndRouterUs(double tokens) const
         const double inter = static_cast<double>(m_model.shared_intermediate_size > 0 ? m_model.shared_intermediate_size
                                                                                        : m_model.moe_intermediate_size)
             * m_model.shared_experts;
-        return 3.0 * m_model.hidden_size * inter / 1e6 * cpuCurveUs(m_cpuCurve, tokens);
+        return ffnMatrices(m_model.activation) * m_model.hidden_size * inter / 1e6 * cpuCurveUs(m_cpuCurve, tokens);
     }
     const double h = m_model.hidden_size;
     double us = 2.0 * m_cal.gemm_launch_us;  // grouped gate/up and down GEMMs of the routed experts
@@ -182,7 +184,8 @@ double ComputeModel::sharedAndRouterUs(double tokens) const
         const double inter = static_cast<double>(m_model.shared_intermediate_size) * m_model.shared_experts;
         const double tile = std::max(1, m_cal.gemm_tile_tokens);
         const double padded = std::ceil(tokens / tile) * tile;
-        us += roofline(6.0 * padded * h * inter, 3.0 * h * inter * m_nonExpertBpe + tokens * h * 4.0,
+        const double mats = ffnMatrices(m_model.activation);
+        us += roofline(2.0 * mats * padded * h * inter, mats * h * inter * m_nonExpertBpe + tokens * h * 4.0,
                        gemmPeakTflops(m_gpu, m_model.non_expert_dtype), m_cal.gemm_efficiency);
     }
     const double e = m_model.routed_experts;
@@ -192,24 +195,14 @@ double ComputeModel::sharedAndRouterUs(double tokens) const
 
 double ComputeModel::kvBytesPerSequence(int context) const
 {
-    const AttentionShape& a = m_model.attention;
-    double perLayerTokens = static_cast<double>(context);
-    if (a.sliding_window > 0)  // alternate layers keep only the window (gpt-oss)
-        perLayerTokens = 0.5 * (context + std::min(context, a.sliding_window));
-    return static_cast<double>(a.kvElementsPerTokenPerLayer()) * m_kvBytesPerElement * perLayerTokens
-        * m_model.num_layers;
+    return m_model.cacheBytesPerSequence(context, m_kvBytesPerElement);
 }
 
-double ComputeModel::attentionUs(double tokens, int context, Phase phase) const
+double ComputeModel::attentionUs(const AttentionShape& a, int window, double tokens, int context, Phase phase) const
 {
-    if (tokens <= 0)
-        return 0.0;
-    const AttentionShape& a = m_model.attention;
     const double h = m_model.hidden_size;
     const double params = static_cast<double>(a.params(m_model.hidden_size));
-    double ctx = context;
-    if (a.sliding_window > 0)
-        ctx = 0.5 * (context + std::min(context, a.sliding_window));
+    const double ctx = window > 0 ? std::min(context, window) : context;
     // Decode: every token is its own sequence reading its whole cache. Prefill: a chunk of
     // `tokens` tokens attends on average to half the context and reads its KV once.
     const double attended = phase == Phase::decode ? ctx : std::max(1.0, ctx / 2.0);
@@ -218,7 +211,7 @@ double ComputeModel::attentionUs(double tokens, int context, Phase phase) const
         // Weight-absorbed MLA: scores against the latent (kv_lora + rope) and values in the latent.
         coreFlops = 2.0 * tokens * attended * a.num_heads * (2.0 * a.kv_lora_rank + a.qk_rope_head_dim);
     } else {
-        coreFlops = 4.0 * tokens * attended * a.num_heads * a.head_dim;
+        coreFlops = 2.0 * tokens * attended * a.num_heads * (a.head_dim + a.valueHeadDim());
     }
     const double kvElems = static_cast<double>(a.kvElementsPerTokenPerLayer());
     const double kvBytes = (phase == Phase::decode ? tokens * ctx : ctx) * kvElems * m_kvBytesPerElement;
@@ -227,13 +220,64 @@ double ComputeModel::attentionUs(double tokens, int context, Phase phase) const
     return roofline(flops, bytes, m_gpu.bf16_tflops, m_cal.attention_efficiency);
 }
 
+double ComputeModel::recurrentUs(double params, double stateElems, double convElems, double tokens, Phase phase) const
+{
+    // A recurrent mixer (Gated DeltaNet, Mamba-2) touches a fixed-size state per sequence whatever
+    // the context: per token about 6 flops per state element (decay, rank-1 update, read-out) plus
+    // the projections. Decode reads and writes every sequence's state once per step; a prefill
+    // chunk (one sequence, chunked scan) does so once per chunk.
+    const double h = m_model.hidden_size;
+    const double stateBytes = stateElems * m_stateBytesPerElement + convElems * m_kvBytesPerElement;
+    const double sequences = phase == Phase::decode ? tokens : 1.0;
+    const double flops = 2.0 * tokens * params + 6.0 * tokens * stateElems;
+    const double bytes = params * m_nonExpertBpe + 2.0 * sequences * stateBytes + tokens * h * 4.0;
+    return roofline(flops, bytes, m_gpu.bf16_tflops, m_cal.attention_efficiency);
+}
+
+double ComputeModel::mixerUs(MixerKind kind, double tokens, int context, Phase phase) const
+{
+    if (tokens <= 0)
+        return 0.0;
+    switch (kind) {
+    case MixerKind::attention:
+        return attentionUs(m_model.attention, 0, tokens, context, phase);
+    case MixerKind::sliding:
+        return attentionUs(m_model.attentionFor(MixerKind::sliding), std::max(1, m_model.attention.sliding_window), tokens,
+                           context, phase);
+    case MixerKind::linear: {
+        const LinearAttentionShape& l = m_model.linear_attention;
+        return recurrentUs(static_cast<double>(l.params(m_model.hidden_size)), static_cast<double>(l.stateElements()),
+                           static_cast<double>(l.convStateElements()), tokens, phase);
+    }
+    case MixerKind::mamba: {
+        const MambaShape& b = m_model.mamba;
+        return recurrentUs(static_cast<double>(b.params(m_model.hidden_size)), static_cast<double>(b.stateElements()),
+                           static_cast<double>(b.convStateElements()), tokens, phase);
+    }
+    case MixerKind::none:
+        return 0.0;
+    }
+    return 0.0;
+}
+
+MixerTimes ComputeModel::mixerTimes(double tokens, int context, Phase phase) const
+{
+    MixerTimes t;
+    for (int k = 0; k < kMixerKinds; ++k) {
+        t.full[k] = mixerUs(static_cast<MixerKind>(k), tokens, context, phase);
+        t.half[k] = mixerUs(static_cast<MixerKind>(k), tokens / 2.0, context, phase);
+    }
+    return t;
+}
+
 double ComputeModel::denseFfnUs(double tokens) const
 {
     if (tokens <= 0 || m_model.dense_intermediate_size <= 0)
         return 0.0;
     const double h = m_model.hidden_size;
     const double inter = m_model.dense_intermediate_size;
-    return roofline(6.0 * tokens * h * inter, 3.0 * h * inter * m_nonExpertBpe + tokens * h * 4.0,
+    const double mats = ffnMatrices(m_model.activation);
+    return roofline(2.0 * mats * tokens * h * inter, mats * h * inter * m_nonExpertBpe + tokens * h * 4.0,
                     gemmPeakTflops(m_gpu, m_model.non_expert_dtype), m_cal.gemm_efficiency);
 }
 

@@ -15,6 +15,16 @@
 
 namespace moex {
 
+inline constexpr int kMixerKinds = 5;  // MixerKind's values
+// One decoder layer's mixer time per MixerKind, for a step's tokens (full) and for one of two
+// micro-batches (half).
+struct MixerTimes {
+    double full[kMixerKinds] = {};
+    double half[kMixerKinds] = {};
+    [[nodiscard]] double of(MixerKind k) const { return full[static_cast<int>(k)]; }
+    [[nodiscard]] double halfOf(MixerKind k) const { return half[static_cast<int>(k)]; }
+};
+
 class ComputeModel {
 public:
     // `ranks`: GPUs of the topology; a CPU rank (GpuArch::cpu) shares the machine's cores with
@@ -46,13 +56,17 @@ public:
     void expertSlotsUs(const double* tokens, std::size_t n, double* full, double* half) const;
     // Shared experts + router gate of one MoE layer for this GPU's own tokens, plus GEMM launches.
     [[nodiscard]] double sharedAndRouterUs(double tokens) const;
-    // Attention of one decoder layer for `tokens` tokens (decode: one per sequence, each reading
-    // `context` cached tokens; prefill: a chunk attending on average to half the context).
-    [[nodiscard]] double attentionUs(double tokens, int context, Phase phase) const;
+    // The mixer of one decoder layer of `kind` for `tokens` tokens. Attention (decode: one token per
+    // sequence, each reading its cached tokens, at most the window on sliding layers; prefill: a
+    // chunk attending on average to half the context); linear attention and Mamba-2: projections
+    // plus their fixed-size state, whatever the context.
+    [[nodiscard]] double mixerUs(MixerKind kind, double tokens, int context, Phase phase) const;
+    [[nodiscard]] MixerTimes mixerTimes(double tokens, int context, Phase phase) const;
     [[nodiscard]] double denseFfnUs(double tokens) const;
     [[nodiscard]] double headUs(double tokens) const;
 
-    // KV-cache bytes of one sequence at `context` tokens, all layers.
+    // KV-cache and recurrent-state bytes of one sequence at `context` tokens, all layers
+    // (ModelSpec::cacheBytesPerSequence at the KV-cache format).
     [[nodiscard]] double kvBytesPerSequence(int context) const;
     // The tensor rate expert GEMMs run at (TFLOP/s), by weight format and GPU generation.
     [[nodiscard]] double expertPeakTflops() const { return m_expertPeak; }
@@ -75,6 +89,8 @@ public:
 
 private:
     [[nodiscard]] double roofline(double flops, double bytes, double peakTflops, double eff) const;
+    [[nodiscard]] double attentionUs(const AttentionShape& a, int window, double tokens, int context, Phase phase) const;
+    [[nodiscard]] double recurrentUs(double params, double stateElems, double convElems, double tokens, Phase phase) const;
 
     ModelSpec m_model;
     GpuSpec m_gpu;
@@ -82,6 +98,7 @@ private:
     double m_expertPeak = 0;
     double m_expertBytes = 0;
     double m_kvBytesPerElement = 2;
+    double m_stateBytesPerElement = 4;
     double m_nonExpertBpe = 2;
     // expertSlotUs's roofline, folded: math per padded token, weights once, activations per token.
     double m_tile = 1;

@@ -56,6 +56,16 @@ Simulator::Simulator(const Scenario& scenario, const Placement& placement, const
             if (p >= 0)
                 seen[static_cast<std::size_t>(p)] = 1;
         }
+    const ModelSpec& model = scenario.model;
+    for (int layer = 0; layer < model.num_layers; ++layer) {
+        const LayerKind k = model.layerKind(layer);
+        if (model.isMoeLayer(layer)) {
+            m_moeMixer.push_back(k.mixer);
+            continue;
+        }
+        ++m_aroundMixers[static_cast<int>(k.mixer)];
+        m_aroundDense += k.ffn == FfnKind::dense ? 1 : 0;
+    }
     setSpeeds(scenario.speeds);
     buildPlans();
 }
@@ -492,7 +502,8 @@ double Simulator::layerTimeUs(const RoutingSample& r, int layer)
     if (!tbo)
         return comm.dispatch.time_us + slowest + comm.combine.time_us;
     const Workload& w = m_scenario.workload;
-    const double attnLayerHalf = m_compute.attentionUs(tokens / 2.0, w.context_tokens, w.phase);
+    const double attnLayerHalf = m_compute.mixerUs(m_moeMixer[static_cast<std::size_t>(layer)], tokens / 2.0,
+                                                   w.context_tokens, w.phase);
     const double commUs = 2.0 * (comm.dispatch.half_time_us + comm.combine.half_time_us);
     const double compute = 2.0 * (slowestHalf + attnLayerHalf / minSpeed);
     return std::max(commUs, compute);

@@ -193,6 +193,11 @@ private:
     // weight bytes per GPU behind it; kept up to date by buildPlans and setLayerPlacement.
     MemoryBudget m_memory;
     std::vector<double> m_weightsPerGpu;
+    // The stack around the experts: each MoE layer's mixer, and the other layers' mixers and dense
+    // FFNs by kind (ModelSpec::layerKind), counted once.
+    std::vector<MixerKind> m_moeMixer;    // [MoE layer]
+    int m_aroundMixers[kMixerKinds] = {};  // non-MoE layers per mixer kind
+    int m_aroundDense = 0;                 // non-MoE layers with a dense FFN
 };
 
 }  // namespace moex

@@ -130,8 +130,8 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         minSpeed = std::min(minSpeed, m_speed[static_cast<std::size_t>(g)]);
     // 5.6 Attention per layer (data-parallel attention: every GPU runs its own tokens); layers
     // are synchronous, so the slowest GPU's attention sets the pace.
-    const double attnLayer = m_compute.attentionUs(tokens, w.context_tokens, w.phase);
-    const double attnLayerHalf = m_compute.attentionUs(tokens / 2.0, w.context_tokens, w.phase);
+    const MixerTimes mixers = m_compute.mixerTimes(tokens, w.context_tokens, w.phase);
+    double moeAttention = 0;  // the MoE layers' mixers, at full speed
     const double sharedLayer = m_compute.sharedAndRouterUs(tokens);
     const double sharedLayerHalf = m_compute.sharedAndRouterUs(tokens / 2.0);
 
@@ -146,6 +146,9 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         const LayerPlan& plan = m_plans[static_cast<std::size_t>(l)];
         LayerMetrics& lm = out.layers[static_cast<std::size_t>(l)];
         lm.layer = model.moe_layers[static_cast<std::size_t>(l)];
+        const double attnLayer = mixers.of(m_moeMixer[static_cast<std::size_t>(l)]);
+        const double attnLayerHalf = mixers.halfOf(m_moeMixer[static_cast<std::size_t>(l)]);
+        moeAttention += attnLayer;
 
         // 5.4 Expert compute per GPU: each slot by roofline with tile quantisation, plus shared
         // experts and router for the GPU's own tokens, divided by the GPU's speed.
@@ -276,14 +279,15 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     }
 
     // 5.6 Around the MoE layers: attention + FFN of the dense layers, and the LM head.
-    const int denseLayers = model.num_layers - L;
     // At full speed; the slowest GPU sets the step, each GPU is busy for its own speed's share.
-    const double aroundFullSpeedUs = denseLayers * (attnLayer + m_compute.denseFfnUs(tokens)) + m_compute.headUs(tokens);
+    double aroundFullSpeedUs = m_aroundDense * m_compute.denseFfnUs(tokens) + m_compute.headUs(tokens);
+    for (int k = 0; k < kMixerKinds; ++k)
+        aroundFullSpeedUs += m_aroundMixers[k] * mixers.full[k];
     const double aroundUs = aroundFullSpeedUs / minSpeed;
     const double stepUs = moeTime + aroundUs;
     sum.moe_time_us = moeTime;
     sum.moe_time_balanced_us = balancedTime;
-    sum.attention_us = (L * attnLayer + aroundFullSpeedUs) / minSpeed;
+    sum.attention_us = (moeAttention + aroundFullSpeedUs) / minSpeed;
     sum.step_time_us = stepUs;
     sum.imbalance = L > 0 ? imbalanceSum / L : 1.0;
     sum.batch_per_gpu = static_cast<std::int64_t>(tokens);

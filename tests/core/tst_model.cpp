@@ -100,6 +100,14 @@ void compareModels(const ModelSpec& a, const ModelSpec& b)
     QCOMPARE(a.attention.qk_nope_head_dim, b.attention.qk_nope_head_dim);
     QCOMPARE(a.attention.v_head_dim, b.attention.v_head_dim);
     QCOMPARE(a.attention.sliding_window, b.attention.sliding_window);
+    QCOMPARE(a.attention.output_gate, b.attention.output_gate);
+    QVERIFY(a.layer_kinds == b.layer_kinds);
+    QVERIFY(a.linear_attention == b.linear_attention);
+    QVERIFY(a.mamba == b.mamba);
+    QVERIFY(a.sliding_attention == b.sliding_attention);
+    QVERIFY(a.activation == b.activation);
+    QVERIFY(a.state_dtype == b.state_dtype);
+    QCOMPARE(a.tie_embeddings, b.tie_embeddings);
     QCOMPARE(a.vocab_size, b.vocab_size);
     QCOMPARE(a.non_expert_params, b.non_expert_params);
     QVERIFY(a == b);  // catches a field added to ModelSpec but not to this list
@@ -292,8 +300,11 @@ void TestModel::sampleRoundTrip()
     QFETCH(QString, file);
     const ModelSpec m = loadModelFile(samplePath(file));
     const std::string text = modelToYaml(m);
-    // Every sample's MoE layers are a run to the last layer: the compact form is exact.
-    QVERIFY2(text.find("moe_layers: {first: ") != std::string::npos, text.c_str());
+    // Every sample's MoE layers are a run to the last layer: the compact form is exact; a hybrid
+    // stack is written as its layer pattern instead.
+    const bool compact = text.find("moe_layers: {first: ") != std::string::npos;
+    const bool pattern = !m.layer_kinds.empty() && text.find("\nlayers: ") != std::string::npos;
+    QVERIFY2(compact != pattern, text.c_str());
     Parsed p = readText(text);
     QVERIFY2(p.model && p.diags.empty(), (p.diags.format() + text).c_str());
     compareModels(*p.model, m);
