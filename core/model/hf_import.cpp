@@ -3,6 +3,7 @@
 
 #include "common/atomic_file.h"
 #include "model/hf_json.h"
+#include "model/hf_layers.h"
 #include "model/model_yaml.h"
 
 #include <algorithm>
@@ -20,6 +21,7 @@ constexpr std::int64_t kMaxCount = 1 << 16;
 
 // The families differ mostly in key names; these flags carry what the keys alone do not say.
 struct Family {
+    std::string type;                   // model_type, text_config's first
     bool intermediateIsExpert = false;  // mixtral, gpt_oss, llama4: intermediate_size is the expert FFN
     bool llama4 = false;                // shared expert of the expert size; dense FFN in intermediate_size_mlp
     bool sigmoidByDefault = false;      // deepseek_v3, kimi_k2, glm4_moe, llama4 score with a sigmoid
@@ -37,11 +39,12 @@ Family familyOf(ConfigReader& c)
     if (const Json* t = c.find("model_type"); t && t->is_string())
         type = t->get<std::string>();
     Family f;
+    f.type = type;
     f.llama4 = contains(type, "llama4") || c.has("interleave_moe_layer_step");
     f.intermediateIsExpert = f.llama4 || contains(type, "mixtral") || contains(type, "gpt_oss")
         || (c.has("num_local_experts") && !c.has("moe_intermediate_size"));
     f.sigmoidByDefault = f.llama4 || contains(type, "deepseek_v3") || contains(type, "kimi_k2")
-        || contains(type, "glm4_moe");
+        || contains(type, "glm4_moe") || contains(type, "nemotron_h");
     return f;
 }
 
@@ -216,6 +219,28 @@ void readAttention(ConfigReader& c, ModelSpec& m)
         a.head_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
     } else {
         a.head_dim = static_cast<int>(c.integer("head_dim", 1, kMaxDim).value_or(m.hidden_size / a.num_heads));
+        a.v_head_dim = static_cast<int>(c.integer("v_head_dim", 0, kMaxDim).value_or(0));  // MiMo-V2-Flash: 128 of 192
+        if (a.v_head_dim == a.head_dim)
+            a.v_head_dim = 0;
+    }
+    // Gemma 4: the full-attention layers have their own head size and KV heads (global_*), K = V;
+    // the sliding layers keep head_dim and num_key_value_heads.
+    if (c.has("global_head_dim") || c.has("num_global_key_value_heads")) {
+        m.sliding_attention = a;
+        a.head_dim = static_cast<int>(c.integer("global_head_dim", 1, kMaxDim).value_or(a.head_dim));
+        a.num_kv_heads = static_cast<int>(c.integer("num_global_key_value_heads", 1, kMaxCount).value_or(a.num_kv_heads));
+        a.k_eq_v = c.boolean("attention_k_eq_v").value_or(false);
+    }
+    // MiMo-V2-Flash: the sliding-window layers' own heads (swa_*).
+    if (c.has("swa_num_attention_heads") || c.has("swa_num_key_value_heads") || c.has("swa_head_dim")) {
+        AttentionShape& s = m.sliding_attention;
+        s = a;
+        s.num_heads = static_cast<int>(c.integer("swa_num_attention_heads", 1, kMaxCount).value_or(a.num_heads));
+        s.num_kv_heads = static_cast<int>(c.integer("swa_num_key_value_heads", 1, kMaxCount).value_or(a.num_kv_heads));
+        s.head_dim = static_cast<int>(c.integer("swa_head_dim", 1, kMaxDim).value_or(a.head_dim));
+        s.v_head_dim = static_cast<int>(c.integer("swa_v_head_dim", 0, kMaxDim).value_or(a.v_head_dim));
+        if (s.v_head_dim == s.head_dim)
+            s.v_head_dim = 0;
     }
     // A window counts only where some layer uses it: Qwen3 ships sliding_window with use_sliding_window false.
     const auto window = c.integer("sliding_window", 0, std::int64_t{1} << 30);
@@ -284,7 +309,7 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
         for (const char* key : {"hidden_size", "num_hidden_layers"})
             if (!c.has(key))
                 missing.emplace_back(key);
-        if (isMoe && !anyOf(c, {"num_experts_per_tok", "experts_per_token", "moe_topk"}))
+        if (isMoe && !anyOf(c, {"num_experts_per_tok", "experts_per_token", "moe_topk", "top_k_experts"}))
             missing.emplace_back("num_experts_per_tok");
         if (isMoe && !c.has(interKey))
             missing.emplace_back(interKey);
@@ -302,7 +327,8 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
         m.routed_experts = static_cast<int>(
             firstInteger(c, {"n_routed_experts", "num_local_experts", "num_experts"}, 1, kMaxCount).value_or(0));
         m.experts_per_token = static_cast<int>(
-            firstInteger(c, {"num_experts_per_tok", "experts_per_token", "moe_topk"}, 1, kMaxCount).value_or(0));
+            firstInteger(c, {"num_experts_per_tok", "experts_per_token", "moe_topk", "top_k_experts"}, 1, kMaxCount)
+                .value_or(0));
         m.moe_intermediate_size = static_cast<int>(c.integer(interKey, 1, kMaxDim).value_or(0));
         if (!diags.empty())
             throw InputError(std::move(diags));
@@ -323,8 +349,16 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
         } else if (family.llama4) {
             m.shared_experts = 1;
             m.shared_intermediate_size = m.moe_intermediate_size;
+        } else if (c.boolean("enable_moe_block").value_or(false)) {
+            // Gemma 4: every layer runs its dense MLP (intermediate_size) beside the MoE block, on
+            // every token: in cost and parameters one shared expert of that size.
+            m.shared_experts = 1;
+            m.shared_intermediate_size = static_cast<int>(c.integer("intermediate_size", 1, kMaxDim).value_or(0));
         }
-        if (family.llama4)
+        const bool gemmaMoe = c.boolean("enable_moe_block").value_or(false);
+        if (gemmaMoe)
+            m.dense_intermediate_size = 0;  // the MLP is the shared expert above
+        else if (family.llama4)
             m.dense_intermediate_size = static_cast<int>(c.integer("intermediate_size_mlp", 0, kMaxDim).value_or(0));
         else if (!family.intermediateIsExpert)
             m.dense_intermediate_size = static_cast<int>(c.integer("intermediate_size", 0, kMaxDim).value_or(0));
@@ -344,7 +378,10 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
         m.routed_scaling_factor = c.number("routed_scaling_factor", 1e-6, 1e6).value_or(1.0);
         readDTypes(c, m);
         readAttention(c, m);
+        hf::readLayerStack(c, family.type, m);
+        hf::readActivation(c, m);
         m.vocab_size = static_cast<int>(c.integer("vocab_size", 0, std::int64_t{1} << 24).value_or(0));
+        m.tie_embeddings = c.boolean("tie_word_embeddings").value_or(false);
         // DeepSeek-V3/R1 (1), Kimi K2 (0): num_nextn_predict_layers.
         m.mtp_layers = static_cast<int>(c.integer("num_nextn_predict_layers", 0, 64).value_or(0));
         if (auto b = c.boolean("norm_topk_prob"))

@@ -13,9 +13,10 @@ using namespace moex;
 
 namespace {
 
+// Real config.json files, kept in tests/data/hf-configs with their sources (SOURCES.md there).
 std::string configPath(const QString& file)
 {
-    return std::string(MOEX_SHARED_DATA_DIR) + "/hf-configs/" + file.toStdString();
+    return std::string(MOEX_SOURCE_DIR) + "/tests/data/hf-configs/" + file.toStdString();
 }
 
 std::string samplePath(const QString& file)
@@ -50,6 +51,8 @@ private slots:
     void realConfigs();
     void realConfigsMatchSamples_data();
     void realConfigsMatchSamples();
+    void publishedFigures_data();
+    void publishedFigures();
     void families_data();
     void families();
     void attentionFromConfig();
@@ -115,8 +118,7 @@ void TestHfImport::realConfigs()
     QFETCH(QString, weights);
     QFETCH(double, scale);
     const std::string path = configPath(file);
-    if (!std::filesystem::exists(path))
-        QSKIP("shared/data/hf-configs is not available here");
+    QVERIFY2(std::filesystem::exists(path), path.c_str());
     ModelSpec m;
     try {
         m = importHfConfigFile(path);
@@ -158,6 +160,106 @@ void TestHfImport::realConfigsMatchSamples_data()
                                   << true;
     QTest::addRow("qwen3-235b") << QStringLiteral("Qwen--Qwen3-235B-A22B.json")
                                 << QStringLiteral("qwen3-235b-a22b.yaml") << true;
+    QTest::addRow("qwen3.5-397b") << QStringLiteral("Qwen--Qwen3.5-397B-A17B.json")
+                                  << QStringLiteral("qwen3.5-397b-a17b.yaml") << true;
+}
+
+void TestHfImport::publishedFigures_data()
+{
+    // Each family's real config.json against its publisher's total and active parameters
+    // (tests/data/hf-configs/SOURCES.md says where each figure is published). Publishers count
+    // embeddings differently in the active figure: `tables` is how many of the model's embedding
+    // tables (input table, output head) their active figure includes: 2 both (Qwen, DeepSeek,
+    // Mistral, Meta, NVIDIA's "3.6B with embeddings"), 1 the output head only (OpenAI, Moonshot,
+    // Z.ai, Xiaomi) or the one tied table (Gemma), 0 none (MiniMax). moex's activeParams counts
+    // every table the model has.
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<double>("total");   // billions
+    QTest::addColumn<double>("active");  // billions
+    QTest::addColumn<int>("tables");
+    QTest::addColumn<QString>("stack");  // mixer counts: "full,sliding,linear,mamba,none"
+    QTest::addColumn<int>("moeLayers");
+    QTest::addColumn<QString>("activation");
+    const auto row = [](const char* name, const char* file, double total, double active, int tables, const char* stack,
+                        int moe, const char* act = "swiglu") {
+        QTest::addRow("%s", name) << QString::fromLatin1(file) << total << active << tables << QString::fromLatin1(stack)
+                                  << moe << QString::fromLatin1(act);
+    };
+    row("DeepSeek-R1", "deepseek-ai--DeepSeek-R1.json", 671, 37, 2, "61,0,0,0,0", 58);
+    row("DeepSeek-V3", "deepseek-ai--DeepSeek-V3.json", 671, 37, 2, "61,0,0,0,0", 58);
+    row("DeepSeek-V3.2", "deepseek-ai--DeepSeek-V3.2.json", 671, 37, 2, "61,0,0,0,0", 58);
+    row("Kimi-K2", "moonshotai--Kimi-K2-Instruct.json", 1040, 32, 1, "61,0,0,0,0", 60);
+    row("GLM-5", "zai-org--GLM-5.json", 744, 40, 1, "78,0,0,0,0", 75);
+    row("Qwen3-30B-A3B", "Qwen--Qwen3-30B-A3B.json", 30.5, 3.3, 2, "48,0,0,0,0", 48);
+    row("Qwen3-235B-A22B", "Qwen--Qwen3-235B-A22B.json", 235, 22, 2, "94,0,0,0,0", 94);
+    row("Qwen3-Coder-480B", "Qwen--Qwen3-Coder-480B-A35B-Instruct.json", 480, 35, 2, "62,0,0,0,0", 62);
+    row("Qwen3-VL-235B", "Qwen--Qwen3-VL-235B-A22B-Instruct.json", 235, 22, 2, "94,0,0,0,0", 94);
+    row("Qwen3-Next-80B", "Qwen--Qwen3-Next-80B-A3B-Thinking.json", 80, 3, 2, "12,0,36,0,0", 48);
+    row("Qwen3.5-397B", "Qwen--Qwen3.5-397B-A17B.json", 397, 17, 2, "15,0,45,0,0", 60);
+    row("Mixtral-8x7B", "mistralai--Mixtral-8x7B-v0.1.json", 46.7, 12.9, 2, "32,0,0,0,0", 32);
+    row("Mixtral-8x22B", "mistralai--Mixtral-8x22B-v0.1.json", 141, 39, 2, "56,0,0,0,0", 56);
+    row("Llama-4-Maverick", "meta-llama--Llama-4-Maverick-17B-128E-Instruct.json", 400, 17, 2, "48,0,0,0,0", 24);
+    row("Llama-4-Scout", "meta-llama--Llama-4-Scout-17B-16E-Instruct.json", 109, 17, 2, "48,0,0,0,0", 48);
+    row("gpt-oss-120b", "openai--gpt-oss-120b.json", 117, 5.1, 1, "18,18,0,0,0", 36);
+    row("gpt-oss-20b", "openai--gpt-oss-20b.json", 21, 3.6, 1, "12,12,0,0,0", 24);
+    row("MiniMax-M2.5", "MiniMaxAI--MiniMax-M2.5.json", 230, 10, 0, "62,0,0,0,0", 62);
+    row("Nemotron-3-Nano", "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json", 31.6, 3.6, 2, "6,0,0,23,23", 23, "relu2");
+    row("Gemma-4-26B-A4B", "google--gemma-4-26B-A4B.json", 25.2, 3.8, 1, "5,25,0,0,0", 30, "geglu");
+    row("MiMo-V2-Flash", "XiaomiMiMo--MiMo-V2-Flash.json", 309, 15, 1, "9,39,0,0,0", 47);
+}
+
+void TestHfImport::publishedFigures()
+{
+    QFETCH(QString, file);
+    QFETCH(double, total);
+    QFETCH(double, active);
+    QFETCH(int, tables);
+    QFETCH(QString, stack);
+    QFETCH(int, moeLayers);
+    QFETCH(QString, activation);
+    const std::string path = configPath(file);
+    QVERIFY2(std::filesystem::exists(path), path.c_str());
+    ModelSpec m;
+    try {
+        m = importHfConfigFile(path);
+    } catch (const InputError& e) {
+        QFAIL(e.what());
+    }
+    QStringList counts;
+    for (MixerKind k : {MixerKind::attention, MixerKind::sliding, MixerKind::linear, MixerKind::mamba, MixerKind::none})
+        counts << QString::number(m.countMixer(k));
+    QCOMPARE(counts.join(QLatin1Char(',')), stack);
+    QCOMPARE(m.numMoeLayers(), moeLayers);
+    QCOMPARE(QString::fromUtf8(toString(m.activation)), activation);
+    // The model YAML moex writes for it reads back the same model, stack and shapes included.
+    {
+        const std::string yaml = modelToYaml(m);
+        Diagnostics d;
+        auto root = parseYaml(yaml, "imported.yaml", d);
+        QVERIFY2(root, d.format().c_str());
+        YamlReader r("imported.yaml", d);
+        auto back = readModel(*root, r);
+        if (back)
+            checkModel(*back, *root, r);
+        QVERIFY2(back && d.empty(), (d.format() + yaml).c_str());
+        QVERIFY2(*back == m, yaml.c_str());
+    }
+
+    const double table = static_cast<double>(m.vocab_size) * m.hidden_size;
+    const int modelTables = m.tie_embeddings ? 1 : 2;
+    const double importedTotal = static_cast<double>(m.totalParams()) / 1e9;
+    const double importedActive = (static_cast<double>(m.activeParams()) - (modelTables - tables) * table) / 1e9;
+    const QString figures = QStringLiteral("total %1B (published %2B), active %3B (published %4B)")
+                                .arg(importedTotal, 0, 'f', 2).arg(total).arg(importedActive, 0, 'f', 2).arg(active);
+    QVERIFY2(std::abs(importedTotal / total - 1) <= 0.02, qPrintable(figures));
+    // Two published active figures are the models' names, rounded to whole billions, and no
+    // embedding convention brings moex's exact count within 2% of them (see the closing note of
+    // issue 19): Qwen3.5 17.35B with both tables (2.1% over "17B"; 16.3B with the head only),
+    // Qwen3-Next 3.87B with both, 3.25B with neither (Qwen3-30B-A3B's card counts both tables and
+    // says 3.3B, which moex matches). An exact count that reaches 2% makes these XPASS, and fail.
+    if (qstrcmp(QTest::currentDataTag(), "Qwen3-Next-80B") == 0 || qstrcmp(QTest::currentDataTag(), "Qwen3.5-397B") == 0)
+        QEXPECT_FAIL("", "the published active figure is the name's rounding", Continue);
+    QVERIFY2(std::abs(importedActive / active - 1) <= 0.02, qPrintable(figures));
 }
 
 void TestHfImport::realConfigsMatchSamples()
@@ -166,8 +268,7 @@ void TestHfImport::realConfigsMatchSamples()
     QFETCH(QString, sample);
     QFETCH(bool, sameDTypes);
     const std::string path = configPath(config);
-    if (!std::filesystem::exists(path))
-        QSKIP("shared/data/hf-configs is not available here");
+    QVERIFY2(std::filesystem::exists(path), path.c_str());
     const ModelSpec imported = importHfConfigFile(path);
     const ModelSpec s = loadModelFile(samplePath(sample));
     QCOMPARE(s.hidden_size, imported.hidden_size);
@@ -185,6 +286,9 @@ void TestHfImport::realConfigsMatchSamples()
     QCOMPARE(s.routed_scaling_factor, imported.routed_scaling_factor);
     QCOMPARE(s.vocab_size, imported.vocab_size);
     QVERIFY(s.attention == imported.attention);
+    QVERIFY(s.layer_kinds == imported.layer_kinds);
+    QVERIFY(s.linear_attention == imported.linear_attention);
+    QVERIFY(s.activation == imported.activation);
     // Shapes agree, so the estimate does too; samples that set non_expert_params say why in their comment.
     QCOMPARE(s.estimateNonExpertParams(), imported.estimateNonExpertParams());
     if (sameDTypes) {
@@ -257,7 +361,7 @@ void TestHfImport::families_data()
               "n_routed_experts": 128, "num_experts_per_tok": 6, "n_shared_experts": 1, "moe_intermediate_size": 1856,
               "moe_shared_expert_intermediate_size": 3712, "num_attention_heads": 32, "num_key_value_heads": 2,
               "head_dim": 128, "torch_dtype": "bfloat16"})")
-        << 128 << 6 << 1856 << 1 << 3712 << 0 << QStringLiteral("0,1") << QStringLiteral("softmax")
+        << 128 << 6 << 1856 << 1 << 3712 << 0 << QStringLiteral("0,1") << QStringLiteral("sigmoid")
         << QStringLiteral("bf16") << QStringLiteral("bf16");
     QTest::addRow("kimi_k2 thinking: compressed-tensors int4")
         << QByteArray(R"({"model_type": "kimi_k2", "hidden_size": 7168, "num_hidden_layers": 4,
