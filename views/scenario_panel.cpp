@@ -106,13 +106,14 @@ struct ScenarioPanel::Impl {
         topoInfo->setEnabled(!busy);
     }
     QString fullMessage;
-    // The message strip holds three lines and each info label two, whatever they say, so that a
-    // message or a longer text never moves the controls.
+    // The message strip holds three lines, the model's info three (a hybrid stack adds its
+    // layer kinds) and the topology's two, whatever they say, so that a message or a longer text
+    // never moves the controls.
     void reserveHeights()
     {
         error->setFixedHeight(3 * error->fontMetrics().lineSpacing() + 10);
-        for (QLabel* l : {modelInfo, topoInfo})
-            l->setFixedHeight(2 * l->fontMetrics().lineSpacing() + 2);
+        modelInfo->setFixedHeight(3 * modelInfo->fontMetrics().lineSpacing() + 2);
+        topoInfo->setFixedHeight(2 * topoInfo->fontMetrics().lineSpacing() + 2);
     }
     // Combo boxes as narrow as eight characters allow (long model names elide): the panel's
     // minimum width stays what a small screen can give it.
@@ -361,11 +362,19 @@ void ScenarioPanel::setScenario(const Scenario& s)
         mi = d->model->count() - 1;
     }
     d->model->setCurrentIndex(mi);
-    d->modelInfo->setText(tr("%1 routed experts, top-%2, %3 MoE layers, %4 weights")
-                              .arg(s.model.routed_experts)
-                              .arg(s.model.experts_per_token)
-                              .arg(s.model.numMoeLayers())
-                              .arg(qs(toString(s.model.weight_dtype))));
+    QString info = tr("%1 routed experts, top-%2, %3 MoE layers, %4 weights")
+                       .arg(s.model.routed_experts)
+                       .arg(s.model.experts_per_token)
+                       .arg(s.model.numMoeLayers())
+                       .arg(qs(toString(s.model.weight_dtype)));
+    if (!s.model.layer_kinds.empty()) {  // a hybrid stack: say what mixes the tokens
+        QStringList kinds;
+        for (MixerKind k : {MixerKind::attention, MixerKind::sliding, MixerKind::linear, MixerKind::mamba})
+            if (const int n = s.model.countMixer(k); n > 0)
+                kinds << tr("%1 %2").arg(n).arg(qs(toString(k)));
+        info += QStringLiteral("; ") + kinds.join(QStringLiteral(", "));
+    }
+    d->modelInfo->setText(info);
 
     const bool builtin = s.topology_source.kind == SourceRef::Kind::builtin;
     const QString key = QString::fromStdString(builtin ? s.topology_params.builtin : s.topology.builtin);
