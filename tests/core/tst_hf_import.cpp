@@ -506,6 +506,35 @@ void TestHfImport::errors_data()
             "n_routed_experts": 64, "num_experts_per_tok": 6, "moe_intermediate_size": 256,
             "moe_layer_freq": [0, 1, 1]})")
         << QStringList{QStringLiteral("moe_layer_freq lists 3 layers, num_hidden_layers is 4")} << 3 << 0;
+    QTest::addRow("unknown layer type")
+        << QByteArray(R"({"model_type": "qwen3_next", "hidden_size": 1024, "num_hidden_layers": 2,
+            "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+            "layer_types": ["linear_attention", "retention"]})")
+        << QStringList{QStringLiteral("layer_types[1] is string \"retention\": known are full_attention")} << 3 << 0;
+    QTest::addRow("layer_types of the wrong length")
+        << QByteArray(R"({"hidden_size": 1024, "num_hidden_layers": 3, "num_experts": 8, "num_experts_per_tok": 2,
+            "moe_intermediate_size": 64, "layer_types": ["full_attention"]})")
+        << QStringList{QStringLiteral("layer_types must list one type per layer (3)")} << 2 << 0;
+    QTest::addRow("linear attention without its shape")
+        << QByteArray(R"({"hidden_size": 1024, "num_hidden_layers": 2, "num_experts": 8, "num_experts_per_tok": 2,
+            "moe_intermediate_size": 64, "full_attention_interval": 2, "linear_num_key_heads": 4})")
+        << QStringList{QStringLiteral("linear-attention layers but no linear_num_value_heads"),
+                       QStringLiteral("no linear_key_head_dim"), QStringLiteral("no linear_value_head_dim")}
+        << 0 << 0;
+    QTest::addRow("Nemotron-H pattern letter")
+        << QByteArray(R"({"model_type": "nemotron_h", "hidden_size": 1024, "num_hidden_layers": 3,
+            "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+            "hybrid_override_pattern": "ME+", "mamba_num_heads": 8, "mamba_head_dim": 64, "ssm_state_size": 16})")
+        << QStringList{QStringLiteral("hybrid_override_pattern letter 3 is '+'")} << 3 << 0;
+    QTest::addRow("Nemotron-H pattern length")
+        << QByteArray(R"({"model_type": "nemotron_h", "hidden_size": 1024, "num_hidden_layers": 4,
+            "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+            "hybrid_override_pattern": "ME*"})")
+        << QStringList{QStringLiteral("hybrid_override_pattern has 3 letters, num_hidden_layers is 4")} << 3 << 0;
+    QTest::addRow("unknown activation")
+        << QByteArray(R"({"hidden_size": 1024, "num_hidden_layers": 2, "num_experts": 8, "num_experts_per_tok": 2,
+            "moe_intermediate_size": 64, "hidden_act": "tanh"})")
+        << QStringList{QStringLiteral("hidden_act 'tanh' is not a known FFN activation")} << 2 << 0;
     QTest::addRow("missing hidden_size and layers")
         << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64})")
         << QStringList{QStringLiteral("missing keys: hidden_size, num_hidden_layers")} << 0 << 0;
