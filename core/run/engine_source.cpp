@@ -163,8 +163,10 @@ public:
                                  + " but " + gb(budget) + " are available (80% of free memory, or engine.memory_gb); "
                                  "run fewer layers (engine.layers) or use engine.weights: shared");
         std::unique_ptr<RoutingSource> routing;
-        if (spec.workload_routing)
+        if (spec.workload_routing) {
             routing = makeRoutingSource(s);
+            startRunWindow(*routing);  // the steps the simulator's run shows
+        }
         auto built = std::make_unique<engine::EpEngine>(s.model, dtype, placement, cfg);
         m_engine = std::move(built);
         m_routing = std::move(routing);
@@ -211,7 +213,7 @@ public:
     {
         m_step = 0;
         if (m_routing)
-            m_routing->reset();
+            startRunWindow(*m_routing);
         m_forced.clear();
     }
 

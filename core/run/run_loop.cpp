@@ -74,7 +74,7 @@ RunResult runScenario(const Scenario& scenario, int steps, const SourceOptions& 
                       const RunProgress& progress)
 {
     if (scenario.engine.backend == Backend::sim && options.seed < 0 && !options.routing) {
-        // The run replays the steps the placement's load was estimated from.
+        // The run goes on from the steps the placement's load was estimated from (startRunWindow).
         PlacementAndRouting placed = resolvePlacementAndRouting(scenario);
         SourceOptions withRouting = options;
         withRouting.routing = placed.routing;

@@ -22,10 +22,9 @@ public:
     {
         const Calibration cal = resolveCalibration(scenario, m_options.calibration_file);
         std::shared_ptr<RoutingSource> routing = m_options.routing;
-        if (routing)
-            routing->reset();
-        else
+        if (!routing)
             routing = makeRoutingSource(scenario, m_options.seed);
+        startRunWindow(*routing);  // the steps after those the placement was fitted to
         auto sim = std::make_unique<Simulator>(scenario, placement, cal);
         m_routing = std::move(routing);
         m_sim = std::move(sim);
@@ -48,7 +47,7 @@ public:
     void reset() override
     {
         if (m_routing)
-            m_routing->reset();
+            startRunWindow(*m_routing);
         m_hasSample = false;
         m_step = 0;
     }

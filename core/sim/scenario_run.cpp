@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
 namespace moex {
@@ -25,11 +26,15 @@ SyntheticRoutingOptions syntheticOptions(const Workload& w)
 }
 
 // The generator, keeping its first kLoadSteps samples: after reset() it replays them (a copy is
-// far cheaper than drawing a step again), then draws on from where it stopped. The sequence is
-// exactly a fresh generator's, so a placement's load estimate and the run after it share steps.
+// far cheaper than drawing a step again), then draws on; when a run went past them before the
+// reset, a fresh generator redraws them first. The sequence is so exactly a fresh generator's,
+// and a placement's load estimate and the run after it (startRunWindow) share one sequence.
 class SyntheticSource final : public RoutingSource {
 public:
-    SyntheticSource(const ModelSpec& m, const Workload& w, int gpus) : m_gen(m, w, gpus, syntheticOptions(w)) {}
+    SyntheticSource(const ModelSpec& m, const Workload& w, int gpus) : m_model(m), m_workload(w), m_gpus(gpus)
+    {
+        m_gen = makeGenerator();
+    }
     void next(RoutingSample& out) override
     {
         const auto kept = static_cast<std::int64_t>(m_kept.size());
@@ -37,17 +42,41 @@ public:
             out = m_kept[static_cast<std::size_t>(m_position++)];
             return;
         }
-        m_gen.next(out);
-        if (m_gen.step() <= kLoadSteps)
+        if (m_drawn != m_position) {  // rewound past the kept steps: a generator that has drawn only them
+            m_gen = makeGenerator();
+            for (std::int64_t i = 0; i < kept; ++i)
+                m_gen->next(out);
+            m_drawn = kept;
+        }
+        m_gen->next(out);
+        ++m_drawn;
+        if (m_drawn <= kLoadSteps)
             m_kept.push_back(out);
         ++m_position;
     }
     void reset() override { m_position = 0; }
+    void skip(int steps) override
+    {
+        // Within the kept steps only the position moves; past them the generator draws on.
+        const auto kept = static_cast<std::int64_t>(m_kept.size());
+        const std::int64_t within = std::clamp<std::int64_t>(kept - m_position, 0, steps);
+        m_position += within;
+        RoutingSource::skip(steps - static_cast<int>(within));
+    }
 
 private:
-    SyntheticRouting m_gen;
+    std::unique_ptr<SyntheticRouting> makeGenerator() const
+    {
+        return std::make_unique<SyntheticRouting>(m_model, m_workload, m_gpus, syntheticOptions(m_workload));
+    }
+
+    ModelSpec m_model;
+    Workload m_workload;
+    int m_gpus;
+    std::unique_ptr<SyntheticRouting> m_gen;
     std::vector<RoutingSample> m_kept;  // the generator's first steps
     std::int64_t m_position = 0;        // the step next() returns
+    std::int64_t m_drawn = 0;           // steps m_gen has drawn
 };
 
 class TraceSource final : public RoutingSource {
@@ -147,6 +176,12 @@ std::vector<std::vector<std::vector<double>>> stepLoadOf(const std::vector<Routi
 }
 
 }  // namespace
+
+void startRunWindow(RoutingSource& source)
+{
+    source.reset();
+    source.skip(kLoadSteps);
+}
 
 std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps, const CancelToken& cancel)
 {

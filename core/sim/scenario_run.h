@@ -21,8 +21,22 @@ class RoutingSource {
 public:
     virtual ~RoutingSource() = default;
     virtual void next(RoutingSample& out) = 0;
-    virtual void reset() = 0;
+    virtual void reset() = 0;  // back to the first step
+    // Passes `steps` steps without returning them.
+    virtual void skip(int steps)
+    {
+        RoutingSample unused;
+        for (int i = 0; i < steps; ++i)
+            next(unused);
+    }
 };
+
+// Rewinds `source` to the first step a run shows: the one after the kLoadSteps steps a placement's
+// load is estimated from (estimateLoad, preparePlacement read the source from its first step). A
+// placement fitted to past routing is so judged on steps it has not seen, as a serving system's
+// rebalancer (EPLB's window of past steps) is; explicit and load-blind placements run the same
+// window.
+void startRunWindow(RoutingSource& source);
 
 // Synthetic generator or trace replay, as the scenario's workload.routing says. `seedOverride`
 // (when >= 0) replaces the scenario's seed. Throws InputError for unreadable or mismatched traces.
@@ -55,10 +69,9 @@ inline constexpr int kObjectiveSamples = 8;
 // Routing steps preparePlacement estimates the load from.
 inline constexpr int kLoadSteps = 8;
 
-// resolvePlacement(s), with the routing source the load was estimated from, rewound: a run that
-// steps it replays those steps instead of drawing them again (the synthetic source keeps its first
-// kLoadSteps samples), so `simulate` pays for them once. The same placement and steps as
-// resolvePlacement and a fresh makeRoutingSource(s).
+// resolvePlacement(s), with the routing source the load was estimated from: a run starts it at
+// startRunWindow, right after those steps (the synthetic source keeps them, so they are not drawn
+// again). The same placement and steps as resolvePlacement and a fresh makeRoutingSource(s).
 struct PlacementAndRouting {
     Placement placement;
     std::shared_ptr<RoutingSource> routing;

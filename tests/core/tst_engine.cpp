@@ -567,6 +567,7 @@ void TestEngine::workloadRoutingGivesTheScenarioLoads()
 {
     Scenario s = loadScenarioFile(MOEX_SOURCE_DIR "/samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml");
     auto routing = makeRoutingSource(s);
+    startRunWindow(*routing);  // the step a run shows first
     RoutingSample sample;
     routing->next(sample);
     const int E = s.model.routed_experts, K = s.model.experts_per_token;
