@@ -166,11 +166,9 @@ Result runCase(Case& c, int runs, int steps, double budgetMs, std::uint64_t seed
     RoutingSource& routing = c.routing ? *c.routing : *own;
     if (c.load.empty())
         c.load = estimateLoad(routing, kLoadSteps);
-    // Held out: the steps after the ones the strategies saw.
+    // Held out: the steps after the ones the strategies saw, as every run shows them.
     std::vector<RoutingSample> held(static_cast<std::size_t>(steps));
-    RoutingSample skip;
-    for (int i = 0; i < kLoadSteps; ++i)
-        routing.next(skip);
+    startRunWindow(routing);
     for (auto& r : held)
         routing.next(r);
     routing.reset();
