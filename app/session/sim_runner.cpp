@@ -70,20 +70,35 @@ struct SimShared {
                 nextScenario = current;
         }
         int changed = 0;
-        if (nextSource)
-            source = std::move(nextSource);
         if (nextScenario) {
-            source->configure(nextScenario->first, nextScenario->second);
-            if (source->measured()) {
-                // A measured source's first step pays for cold caches and first-touch buffers:
-                // one warm-up step, not shown, as moex-cli run does.
-                source->next(scratch);
-                source->reset();
+            // A new source is configured before it replaces the old one: when that fails, the old
+            // source runs on with its configuration, and the request counts as answered (failed),
+            // so that the old configuration's steps are shown again rather than dropped.
+            MetricsSource& target = nextSource ? *nextSource : *source;
+            try {
+                target.configure(nextScenario->first, nextScenario->second);
+                if (target.measured()) {
+                    // A measured source's first step pays for cold caches and first-touch buffers:
+                    // one warm-up step, not shown, as moex-cli run does.
+                    target.next(scratch);
+                    target.reset();
+                }
+            } catch (...) {
+                appliedConfig = config;
+                QMutexLocker lock(&mutex);
+                if (source)
+                    sourceName = QString::fromStdString(source->name());
+                throw;
             }
+            if (nextSource)
+                source = std::move(nextSource);
             appliedConfig = config;
             QMutexLocker lock(&mutex);
             current = std::move(nextScenario);
             changed = 2;
+        } else if (nextSource) {
+            source = std::move(nextSource);
+            appliedConfig = config;
         }
         if (nextPlacement && source->configured()) {
             source->setPlacement(nextPlacement->first, nextPlacement->second);

@@ -152,6 +152,27 @@ private slots:
         QCOMPARE(runner.latest()->summary.step_time_us, zero->summary.step_time_us);
     }
 
+    // A reconfiguration that fails (here a placement for other GPUs) is reported, and the runner
+    // goes on with the configuration it had: its steps are shown, not dropped as superseded.
+    void failedReconfigureKeepsTheOldConfiguration()
+    {
+        SimRunner runner;
+        QSignalSpy spy(&runner, &SimRunner::metricsReady);
+        QSignalSpy failures(&runner, &SimRunner::errorOccurred);
+        runner.setScenario(m_doc.scenario(), m_doc.placement());
+        QTRY_VERIFY(spy.count() >= 1);
+        const MetricsPtr before = lastOf(spy);
+        moex::Placement wrong = m_doc.placement();
+        wrong.layers.pop_back();  // one MoE layer short: the simulator refuses it
+        runner.setScenario(m_doc.scenario(), wrong);
+        QTRY_COMPARE(failures.count(), 1);
+        runner.step();
+        QTRY_VERIFY(lastOf(spy) != before);
+        QCOMPARE(lastOf(spy)->step, before->step + 1);
+        QCOMPARE(lastOf(spy)->layers.size(), before->layers.size());
+        QCOMPARE(runner.sourceName(), QStringLiteral("sim"));
+    }
+
     void simulateOnceIsImmediateAndExact()
     {
         ScenarioDocument doc;
