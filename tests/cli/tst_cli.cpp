@@ -13,9 +13,9 @@ QString src(const QString& rel)
     return QStringLiteral(MOEX_SOURCE_DIR) + QLatin1Char('/') + rel;
 }
 
-QString shared(const QString& rel)
+QString testData(const QString& rel)
 {
-    return QStringLiteral(MOEX_SHARED_DATA_DIR) + QLatin1Char('/') + rel;
+    return QStringLiteral(MOEX_TEST_DATA_DIR) + QLatin1Char('/') + rel;
 }
 
 QStringList samples(const QString& folder)
@@ -132,9 +132,8 @@ void TestCli::importHfRealConfigs()
     QFETCH(QString, file);
     QFETCH(int, experts);
     QFETCH(int, topk);
-    const QString config = shared(QStringLiteral("hf-configs/") + file);
-    if (!QFile::exists(config))
-        QSKIP("../shared/data is not present");
+    const QString config = testData(QStringLiteral("hf-configs/") + file);
+    QVERIFY2(QFile::exists(config), qPrintable(config));
     QTemporaryDir dir;
     const QString out = dir.filePath(QStringLiteral("model.yaml"));
     Result r = runCli({QStringLiteral("import-hf"), config, QStringLiteral("-o"), out});

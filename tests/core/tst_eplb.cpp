@@ -221,9 +221,8 @@ void TestEplb::readmeBalance()
 
 void TestEplb::referenceCases()
 {
-    std::ifstream in(MOEX_SHARED_DATA_DIR "/eplb/readme_example.json");
-    if (!in)
-        QSKIP("../shared/data/eplb/readme_example.json is absent");
+    std::ifstream in(MOEX_TEST_DATA_DIR "/eplb/readme_example.json");
+    QVERIFY2(in, "tests/data/eplb/readme_example.json");
     const auto j = nlohmann::json::parse(in);
     const auto weight = j.at("weight").get<Matrix>();
     QVERIFY(j.at("cases").size() >= 2);

@@ -380,9 +380,8 @@ void TestExports::readmeEplbJson()
     const EplbResult r = rebalanceExperts(w, 16, 4, 2, 8);
     const Json mine = Json::parse(eplbResultToJson(r));
     QCOMPARE(mine["phy2log"], Json::parse("[[5,6,5,7,8,4,3,4,10,9,10,2,0,1,11,1],[7,10,6,8,6,11,8,9,2,4,5,1,5,0,3,1]]"));
-    std::ifstream in(MOEX_SHARED_DATA_DIR "/eplb/readme_example.json");
-    if (!in)
-        QSKIP("../shared/data/eplb/readme_example.json is absent");
+    std::ifstream in(MOEX_TEST_DATA_DIR "/eplb/readme_example.json");
+    QVERIFY2(in, "tests/data/eplb/readme_example.json");
     const Json ref = Json::parse(in)["cases"][0];
     for (const char* key : {"phy2log", "log2phy", "logcnt"})
         QCOMPARE(mine[key], ref[key]);

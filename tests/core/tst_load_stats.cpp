@@ -140,7 +140,7 @@ std::string i64s(const std::vector<std::int64_t>& v)
 
 std::string dataDir()
 {
-    return MOEX_SHARED_DATA_DIR;
+    return MOEX_TEST_DATA_DIR;
 }
 
 std::string readBytes(const std::string& path)
@@ -195,8 +195,7 @@ private slots:
 void TestLoadStats::sglangRealFile()
 {
     const std::string pt = dataDir() + "/loadstats/sglang_expert_distribution_recorder_mixtral.pt";
-    if (!std::filesystem::exists(pt))
-        QSKIP("../shared/data is absent");
+    QVERIFY2(std::filesystem::exists(pt), pt.c_str());
     const LoadStats s = readLoadStats(pt);
     QCOMPARE(s.format, std::string("sglang"));
     QCOMPARE(s.numLayers(), 32);
@@ -210,8 +209,7 @@ void TestLoadStats::sglangRealFile()
 void TestLoadStats::trtllmRealFolder()
 {
     const std::string folder = dataDir() + "/loadstats/trtllm_mixtral";
-    if (!std::filesystem::exists(folder))
-        QSKIP("../shared/data is absent");
+    QVERIFY2(std::filesystem::exists(folder), folder.c_str());
     const auto expected = matrixOf(nlohmann::json::parse(readBytes(dataDir() + "/loadstats/trtllm_expected.json"))["expected_total"]);
     for (const std::string& path : {folder, folder + "/meta_info.json"}) {
         const LoadStats s = readLoadStats(path);
@@ -228,8 +226,7 @@ void TestLoadStats::trtllmRealFolder()
 void TestLoadStats::realTraceAndCounts()
 {
     const std::string trace = dataDir() + "/traces/mixtral8x7b_gsm8k_2_routing.jsonl";
-    if (!std::filesystem::exists(trace))
-        QSKIP("../shared/data is absent");
+    QVERIFY2(std::filesystem::exists(trace), trace.c_str());
     const LoadStats t = readLoadStats(trace);
     QCOMPARE(t.format, std::string("trace"));
     QCOMPARE(t.numLayers(), 32);
@@ -476,8 +473,7 @@ void TestLoadStats::mutatedRealFile_data()
 void TestLoadStats::mutatedRealFile()
 {
     const std::string real = dataDir() + "/loadstats/sglang_expert_distribution_recorder_mixtral.pt";
-    if (!std::filesystem::exists(real))
-        QSKIP("../shared/data is absent");
+    QVERIFY2(std::filesystem::exists(real), real.c_str());
     QFETCH(int, offset);
     QFETCH(QByteArray, patch);
     QFETCH(int, truncate);

@@ -164,7 +164,7 @@ double correlation(const std::vector<double>& x, const std::vector<double>& y)
 
 std::string sharedData(const char* file)
 {
-    return std::string(MOEX_SHARED_DATA_DIR) + "/traces/" + file;
+    return std::string(MOEX_TEST_DATA_DIR) + "/traces/" + file;
 }
 
 const char* kMixtral = "mixtral8x7b_gsm8k_2_routing.jsonl";
@@ -647,8 +647,7 @@ void TestWorkload::syntheticRejectsBadInput()
 void TestWorkload::mixtralTrace()
 {
     const std::string path = sharedData(kMixtral);
-    if (!std::filesystem::exists(path))
-        QSKIP("shared/data/traces is not available here");
+    QVERIFY2(std::filesystem::exists(path), path.c_str());
     const TokenTrace t = readTokenTrace(path);
     QCOMPARE(t.num_layers, 32);
     QCOMPARE(t.num_experts, 8);
@@ -688,8 +687,7 @@ void TestWorkload::mixtralTrace()
 void TestWorkload::mixtralCoactivation()
 {
     const std::string path = sharedData(kMixtral);
-    if (!std::filesystem::exists(path))
-        QSKIP("shared/data/traces is not available here");
+    QVERIFY2(std::filesystem::exists(path), path.c_str());
     const TokenTrace t = readTokenTrace(path);
     const auto coact = coactivationMatrices(t);
     QCOMPARE(coact.size(), std::size_t(32));
@@ -733,8 +731,7 @@ void TestWorkload::mixtralCoactivation()
 void TestWorkload::mixtralReplay()
 {
     const std::string path = sharedData(kMixtral);
-    if (!std::filesystem::exists(path))
-        QSKIP("shared/data/traces is not available here");
+    QVERIFY2(std::filesystem::exists(path), path.c_str());
     TokenTrace t = readTokenTrace(path);
     const TokenTrace copy = t;
     // 13 sources x 19 tokens = 247: one step replays every token once.
@@ -838,8 +835,7 @@ void TestWorkload::aggregatedRounding()
 void TestWorkload::switchStatistics()
 {
     const std::string path = sharedData(kSwitch);
-    if (!std::filesystem::exists(path))
-        QSKIP("shared/data/traces is not available here");
+    QVERIFY2(std::filesystem::exists(path), path.c_str());
     const LayerCounts c = readLayerCounts(path);
     QCOMPARE(c.num_experts, 128);
     QVERIFY(c.from_summary);
