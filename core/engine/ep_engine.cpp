@@ -78,8 +78,9 @@ std::size_t seededFfnBytes(const LayerShape& s, int inter)
 {
     const auto I = static_cast<std::size_t>(inter), H = static_cast<std::size_t>(s.hidden);
     const std::size_t biases = s.swiglu_limit > 0 ? (2 * I + H) * sizeof(float) : 0;
-    return 2 * QuantMatrix::storageBytes(s.format, inter, s.hidden) + QuantMatrix::storageBytes(s.format, s.hidden, inter)
-        + biases;
+    const std::size_t inMatrices = isGated(s.activation) ? 2 : 1;  // gate (gated only) and up
+    return inMatrices * QuantMatrix::storageBytes(s.format, inter, s.hidden)
+        + QuantMatrix::storageBytes(s.format, s.hidden, inter) + biases;
 }
 
 std::size_t seededRouterBytes(const LayerShape& s)

@@ -31,7 +31,8 @@ FfnWeights makeFfn(const LayerShape& s, int inter, std::uint64_t seed, int layer
     FfnWeights w;
     const float inScale = 1.0f / std::sqrt(static_cast<float>(s.hidden));
     const float outScale = 1.0f / std::sqrt(static_cast<float>(inter));
-    w.gate = QuantMatrix::seeded(s.format, inter, s.hidden, tensorSeed(seed, layer, tagBase, expert), inScale);
+    if (isGated(s.activation))
+        w.gate = QuantMatrix::seeded(s.format, inter, s.hidden, tensorSeed(seed, layer, tagBase, expert), inScale);
     w.up = QuantMatrix::seeded(s.format, inter, s.hidden, tensorSeed(seed, layer, tagBase + 1, expert), inScale);
     w.down = QuantMatrix::seeded(s.format, s.hidden, inter, tensorSeed(seed, layer, tagBase + 2, expert), outScale);
     if (s.swiglu_limit > 0) {
@@ -50,6 +51,13 @@ float silu(float v)
 float sigmoid(float v)
 {
     return 1.0f / (1.0f + std::exp(-v));
+}
+
+// transformers' gelu_pytorch_tanh (Gemma's hidden_activation).
+float geluTanh(float v)
+{
+    constexpr float kC = 0.7978845608028654f;  // sqrt(2 / pi)
+    return 0.5f * v * (1.0f + std::tanh(kC * (v + 0.044715f * v * v * v)));
 }
 
 // Indices of the k largest of v[0..n), largest first; ties to the lower index.
@@ -78,6 +86,7 @@ LayerShape layerShape(const ModelSpec& m, DType weights)
     s.norm_topk_prob = m.norm_topk_prob;
     s.scaling = static_cast<float>(m.routed_scaling_factor);
     s.swiglu_limit = static_cast<float>(m.swiglu_limit);
+    s.activation = m.activation;
     if (m.scoring == Scoring::sigmoid)
         s.router = RouterKind::sigmoid_grouped;
     else if (m.swiglu_limit > 0)
@@ -267,25 +276,37 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
     float* dg = u + N * I;  // [row][token] results of kRows rows
     float* du = dg + kRows * N;
     thread_local std::vector<float> rowBuffer;
+    const bool gated = isGated(s.activation);
     for (int r0 = 0; r0 < inter; r0 += kRows) {
         const int nr = std::min(kRows, inter - r0);
-        rowsDots(w.gate, r0, nr, x, n, Hs, dg, N, rowBuffer);
+        if (gated)
+            rowsDots(w.gate, r0, nr, x, n, Hs, dg, N, rowBuffer);
         rowsDots(w.up, r0, nr, x, n, Hs, du, N, rowBuffer);
         for (int i = 0; i < nr; ++i)
             for (std::size_t t = 0; t < N; ++t) {
-                g[t * I + static_cast<std::size_t>(r0 + i)] = dg[static_cast<std::size_t>(i) * N + t];
+                if (gated)
+                    g[t * I + static_cast<std::size_t>(r0 + i)] = dg[static_cast<std::size_t>(i) * N + t];
                 u[t * I + static_cast<std::size_t>(r0 + i)] = du[static_cast<std::size_t>(i) * N + t];
             }
     }
     for (std::size_t t = 0; t < N; ++t)
         for (std::size_t r = 0; r < I; ++r) {
-            float gv = g[t * I + r], uv = u[t * I + r];
+            float gv = gated ? g[t * I + r] : 0.0f, uv = u[t * I + r];
             if (s.swiglu_limit > 0) {
                 gv = std::min(gv + w.gate_bias[r], s.swiglu_limit);
                 uv = std::clamp(uv + w.up_bias[r], -s.swiglu_limit, s.swiglu_limit);
                 g[t * I + r] = (uv + 1.0f) * (gv * sigmoid(s.swiglu_alpha * gv));
-            } else {
-                g[t * I + r] = silu(gv) * uv;
+                continue;
+            }
+            switch (s.activation) {
+            case Activation::swiglu: g[t * I + r] = silu(gv) * uv; break;
+            case Activation::geglu: g[t * I + r] = geluTanh(gv) * uv; break;
+            case Activation::relu2: {
+                const float v = std::max(uv, 0.0f);
+                g[t * I + r] = v * v;
+                break;
+            }
+            case Activation::gelu: g[t * I + r] = geluTanh(uv); break;
             }
         }
     for (int r0 = 0; r0 < H; r0 += kRows) {

@@ -7,8 +7,10 @@
 //                renormalised when norm_topk_prob, times routed_scaling_factor
 //   gpt-oss      logits with a router bias, top-k on logits, softmax over the k
 // Experts are SwiGLU FFNs: down(silu(gate x) * up x); gpt-oss's with biases and its clamped form
-// (gate <= limit, |up| <= limit, glu = gate * sigmoid(alpha gate), (up + 1) * glu). Shared experts
-// are one SwiGLU of intermediate shared_experts x shared_intermediate_size on every token.
+// (gate <= limit, |up| <= limit, glu = gate * sigmoid(alpha gate), (up + 1) * glu); GEGLU
+// (Gemma) down(gelu_tanh(gate x) * up x); non-gated ReLU^2 (Nemotron-H, transformers' NemotronHMLP)
+// down(relu(up x)^2) and GELU down(gelu_tanh(up x)), with no gate matrix. Shared experts are one
+// FFN of intermediate shared_experts x shared_intermediate_size on every token.
 // Combine: out[t] = sum over the token's k experts, in top-k order, of weight x expert output, plus
 // the shared experts' output.
 //
@@ -40,6 +42,7 @@ struct LayerShape {
     float scaling = 1.0f;
     float swiglu_limit = 0;  // > 0: gpt-oss's clamped SwiGLU with biases
     float swiglu_alpha = 1.702f;
+    Activation activation = Activation::swiglu;
     WeightFormat format = WeightFormat::f32;
 };
 
@@ -47,7 +50,7 @@ struct LayerShape {
 LayerShape layerShape(const ModelSpec& m, DType weights);
 
 struct FfnWeights {
-    QuantMatrix gate;  // [inter][hidden]
+    QuantMatrix gate;  // [inter][hidden]; empty for non-gated activations
     QuantMatrix up;    // [inter][hidden]
     QuantMatrix down;  // [hidden][inter]
     std::vector<float> gate_bias, up_bias, down_bias;  // gpt-oss only

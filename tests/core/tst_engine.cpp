@@ -50,6 +50,16 @@ ModelSpec smallModel(const std::string& family)
         m.norm_topk_prob = false;
     } else if (family == "gpt-oss") {
         m.swiglu_limit = 7.0;
+    } else if (family == "nemotron") {  // Nemotron-H: ReLU^2 experts (no gate matrix), sigmoid router
+        m.activation = Activation::relu2;
+        m.scoring = Scoring::sigmoid;
+        m.routed_scaling_factor = 2.5;
+        m.shared_experts = 1;
+        m.shared_intermediate_size = 64;
+    } else if (family == "gemma") {  // Gemma 4: GEGLU experts, its dense MLP as a shared expert
+        m.activation = Activation::geglu;
+        m.shared_experts = 1;
+        m.shared_intermediate_size = 96;
     }
     return m;
 }
@@ -320,7 +330,7 @@ void TestEngine::ranksGiveTheOneRankOutput_data()
     QTest::addColumn<int>("dtype");
     QTest::addColumn<QString>("strategy");
     QTest::addColumn<int>("redundant");
-    for (const char* fam : {"mixtral", "qwen-no-renorm", "deepseek", "gpt-oss"})
+    for (const char* fam : {"mixtral", "qwen-no-renorm", "deepseek", "gpt-oss", "nemotron", "gemma"})
         for (DType t : {DType::fp32, DType::bf16, DType::fp8, DType::mxfp4})
             QTest::addRow("%s %s", fam, std::string(toString(t)).c_str())
                 << QString::fromLatin1(fam) << static_cast<int>(t) << QStringLiteral("contiguous") << 0;
@@ -428,7 +438,7 @@ void TestEngine::matchesNumpyReference_data()
     // sums of 64 and 32 products. 1e-5 normwise leaves margin and still catches any semantic error
     // (a wrong weight, a missing bias or renormalisation moves the output by 1e-2 or more).
     // Quantised weights change nothing here: both sides see the same dequantised values.
-    for (const char* fam : {"mixtral", "qwen-no-renorm", "deepseek", "gpt-oss"}) {
+    for (const char* fam : {"mixtral", "qwen-no-renorm", "deepseek", "gpt-oss", "nemotron", "gemma"}) {
         QTest::addRow("%s fp32", fam) << QString::fromLatin1(fam) << static_cast<int>(DType::fp32) << 1e-5;
         QTest::addRow("%s fp8", fam) << QString::fromLatin1(fam) << static_cast<int>(DType::fp8) << 1e-5;
     }
@@ -471,7 +481,10 @@ void TestEngine::matchesNumpyReference()
     for (int e = 0; e < s.experts; ++e) {
         const FfnWeights w = makeExpertWeights(s, cfg.seed, decoder, e);
         const std::string p = "e" + std::to_string(e) + "_";
-        writeF32(d, p + "gate", w.gate.dequantAll());
+        if (isGated(s.activation))
+            writeF32(d, p + "gate", w.gate.dequantAll());
+        else
+            QVERIFY(w.gate.bytes() == 0);  // a non-gated expert holds no gate matrix
         writeF32(d, p + "up", w.up.dequantAll());
         writeF32(d, p + "down", w.down.dequantAll());
         if (!w.gate_bias.empty()) {
@@ -482,7 +495,8 @@ void TestEngine::matchesNumpyReference()
     }
     if (s.shared_inter > 0) {
         const FfnWeights w = makeSharedWeights(s, cfg.seed, decoder);
-        writeF32(d, "shared_gate", w.gate.dequantAll());
+        if (isGated(s.activation))
+            writeF32(d, "shared_gate", w.gate.dequantAll());
         writeF32(d, "shared_up", w.up.dequantAll());
         writeF32(d, "shared_down", w.down.dequantAll());
     }
@@ -491,7 +505,8 @@ void TestEngine::matchesNumpyReference()
                                  {"experts", s.experts}, {"tokens", cfg.tokens}, {"topk", s.topk}, {"router", router},
                                  {"norm_topk_prob", s.norm_topk_prob}, {"scaling", s.scaling}, {"groups", s.groups},
                                  {"topk_groups", s.topk_groups}, {"shared_inter", s.shared_inter},
-                                 {"swiglu_limit", s.swiglu_limit}, {"swiglu_alpha", s.swiglu_alpha}, {"tolerance", tolerance}};
+                                 {"swiglu_limit", s.swiglu_limit}, {"swiglu_alpha", s.swiglu_alpha}, {"tolerance", tolerance},
+                                 {"activation", std::string(toString(s.activation))}};
     std::ofstream(d.toStdString() + "/meta.json") << meta.dump();
 
     QProcess py;

@@ -12,7 +12,9 @@ Hugging Face modeling code (not from moex's C++):
   gpt_oss   GptOssTopKRouter + GptOssExperts: logits = x W^T + b, top-k on logits, softmax over the
             k; expert: gate = min(xWg + bg, limit), up = clip(xWu + bu, -limit, limit),
             glu = gate * sigmoid(alpha * gate), out = ((up + 1) * glu) Wd + bd.
-  Experts otherwise: down(silu(gate x) * up x).
+  Experts otherwise by meta["activation"]: swiglu down(silu(gate x) * up x), geglu
+  down(gelu_tanh(gate x) * up x), relu2 down(relu(up x)^2), gelu down(gelu_tanh(up x)) (the last
+  two have no gate matrix).
 
 Usage: moe_reference.py DIR. DIR holds meta.json and raw little-endian float32 arrays written by
 tst_engine: the weights exactly as the engine used them (dequantised), the hidden states, and the
@@ -33,6 +35,10 @@ def load(d, name, shape):
 
 def silu(v):
     return v / (1.0 + np.exp(-v))
+
+
+def gelu_tanh(v):
+    return 0.5 * v * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (v + 0.044715 * v ** 3)))
 
 
 def sigmoid(v):
@@ -78,8 +84,15 @@ def route(meta, logits):
 
 
 def ffn(meta, x, wg, wu, wd, bg=None, bu=None, bd=None):
-    g = wg @ x
     u = wu @ x
+    act = meta.get("activation", "swiglu")
+    if act == "relu2":
+        return wd @ (np.maximum(u, 0.0) ** 2)
+    if act == "gelu":
+        return wd @ gelu_tanh(u)
+    g = wg @ x
+    if act == "geglu":
+        return wd @ (gelu_tanh(g) * u)
     limit = meta["swiglu_limit"]
     if limit > 0:
         g = np.minimum(g + bg, limit)
@@ -100,14 +113,17 @@ def main(d):
         meta["correction"] = load(d, "correction", (E,))
     experts = []
     for e in range(E):
-        w = [load(d, f"e{e}_gate", (I, H)), load(d, f"e{e}_up", (I, H)), load(d, f"e{e}_down", (H, I))]
+        gated = meta.get("activation", "swiglu") in ("swiglu", "geglu")
+        w = [load(d, f"e{e}_gate", (I, H)) if gated else None, load(d, f"e{e}_up", (I, H)), load(d, f"e{e}_down", (H, I))]
         if meta["swiglu_limit"] > 0:
             w += [load(d, f"e{e}_gate_bias", (I,)), load(d, f"e{e}_up_bias", (I,)), load(d, f"e{e}_down_bias", (H,))]
         experts.append(w)
     S = meta["shared_inter"]
     shared = None
     if S > 0:
-        shared = [load(d, "shared_gate", (S, H)), load(d, "shared_up", (S, H)), load(d, "shared_down", (H, S))]
+        gated = meta.get("activation", "swiglu") in ("swiglu", "geglu")
+        shared = [load(d, "shared_gate", (S, H)) if gated else None, load(d, "shared_up", (S, H)),
+                  load(d, "shared_down", (H, S))]
     out = np.zeros((T, H))
     for t in range(T):
         ids, w = route(meta, router @ x[t] + rbias)
