@@ -440,12 +440,16 @@ void checkModel(const ModelSpec& m, const YAML::Node& where, YamlReader& r)
 
 ModelSpec loadModelFile(const std::string& path)
 {
-    const std::string text = readFile(path);
+    return loadModelText(readFile(path), path);
+}
+
+ModelSpec loadModelText(const std::string& text, const std::string& file)
+{
     Diagnostics diags;
-    auto root = parseYaml(text, path, diags);
+    auto root = parseYaml(text, file, diags);
     if (!root)
         throw InputError(std::move(diags));
-    YamlReader r(path, diags);
+    YamlReader r(file, diags);
     auto m = readModel(*root, r);
     if (m)
         checkModel(*m, *root, r);

@@ -19,6 +19,8 @@ void checkModel(const ModelSpec& m, const YAML::Node& where, YamlReader& reader)
 
 // Loads a model file; throws InputError with every diagnostic.
 ModelSpec loadModelFile(const std::string& path);
+// The same for model YAML in memory, its errors located in `file`.
+ModelSpec loadModelText(const std::string& text, const std::string& file);
 
 // Model YAML text, the same keys readModel accepts (round-trips).
 std::string modelToYaml(const ModelSpec& m);

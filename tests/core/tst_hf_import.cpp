@@ -32,6 +32,21 @@ QString layerList(const std::vector<int>& layers)
     return out.join(QLatin1Char(','));
 }
 
+// The real config `file` of tests/data/hf-configs, or an empty spec with the error printed (the
+// test's next comparison then fails).
+ModelSpec importConfig(const QString& file)
+{
+    const std::string path = configPath(file);
+    if (!std::filesystem::exists(path))
+        qWarning("%s is missing", path.c_str());
+    try {
+        return importHfConfigFile(path);
+    } catch (const InputError& e) {
+        qWarning("%s", e.what());
+    }
+    return {};
+}
+
 ModelSpec importOrFail(const QByteArray& json, const std::string& file = "config.json")
 {
     try {
@@ -117,14 +132,8 @@ void TestHfImport::realConfigs()
     QFETCH(QString, scoring);
     QFETCH(QString, weights);
     QFETCH(double, scale);
-    const std::string path = configPath(file);
-    QVERIFY2(std::filesystem::exists(path), path.c_str());
-    ModelSpec m;
-    try {
-        m = importHfConfigFile(path);
-    } catch (const InputError& e) {
-        QFAIL(e.what());
-    }
+    const ModelSpec m = importConfig(file);
+    QVERIFY(m.num_layers > 0);
     QCOMPARE(QString::fromStdString(m.name), name);
     QCOMPARE(m.hidden_size, hidden);
     QCOMPARE(m.moe_intermediate_size, inter);
@@ -217,14 +226,8 @@ void TestHfImport::publishedFigures()
     QFETCH(QString, stack);
     QFETCH(int, moeLayers);
     QFETCH(QString, activation);
-    const std::string path = configPath(file);
-    QVERIFY2(std::filesystem::exists(path), path.c_str());
-    ModelSpec m;
-    try {
-        m = importHfConfigFile(path);
-    } catch (const InputError& e) {
-        QFAIL(e.what());
-    }
+    const ModelSpec m = importConfig(file);
+    QVERIFY(m.num_layers > 0);
     QStringList counts;
     for (MixerKind k : {MixerKind::attention, MixerKind::sliding, MixerKind::linear, MixerKind::mamba, MixerKind::none})
         counts << QString::number(m.countMixer(k));
@@ -234,15 +237,11 @@ void TestHfImport::publishedFigures()
     // The model YAML moex writes for it reads back the same model, stack and shapes included.
     {
         const std::string yaml = modelToYaml(m);
-        Diagnostics d;
-        auto root = parseYaml(yaml, "imported.yaml", d);
-        QVERIFY2(root, d.format().c_str());
-        YamlReader r("imported.yaml", d);
-        auto back = readModel(*root, r);
-        if (back)
-            checkModel(*back, *root, r);
-        QVERIFY2(back && d.empty(), (d.format() + yaml).c_str());
-        QVERIFY2(*back == m, yaml.c_str());
+        try {
+            QVERIFY2(loadModelText(yaml, "imported.yaml") == m, yaml.c_str());
+        } catch (const InputError& e) {
+            QFAIL((std::string(e.what()) + yaml).c_str());
+        }
     }
 
     const double table = static_cast<double>(m.vocab_size) * m.hidden_size;

@@ -23,17 +23,7 @@ namespace {
 
 ModelSpec readModelText(const std::string& text)
 {
-    Diagnostics diags;
-    auto root = parseYaml(text, "model.yaml", diags);
-    if (!root)
-        throw InputError(std::move(diags));
-    YamlReader r("model.yaml", diags);
-    auto m = readModel(*root, r);
-    if (m)
-        checkModel(*m, *root, r);
-    if (!m || !diags.empty())
-        throw InputError(std::move(diags));
-    return *m;
+    return loadModelText(text, "model.yaml");
 }
 
 // A small hybrid: 8 layers, three linear-attention layers then one full-attention layer, twice.
