@@ -63,6 +63,11 @@ void MainWindow::connectDocument(ScenarioDocument* doc, QUndoStack* stack)
         m_panel->setBusy(busy, busy ? pendingText(doc) : QString());
         setStatusBusy(busy);
     });
+    // A change queued or merged while another is placed: the message says what is pending now.
+    connect(doc, &ScenarioDocument::pendingChanged, this, [this, doc] {
+        if (doc == document() && doc->isBusy())
+            m_panel->setBusy(true, pendingText(doc));
+    });
     connect(doc, &ScenarioDocument::loaded, this, [this, doc](const QString& path) {
         (doc == m_docA ? m_stackA : m_stackB)->clear();
         if (doc == m_docA)

@@ -109,6 +109,7 @@ signals:
     void errorOccurred(const QString& message);
     void editRefused(const QString& message);
     void busyChanged(bool busy);
+    void pendingChanged();  // pendingChanges() may say something else (a change queued, merged or done)
     // A background override was adopted: `before` and `after` are the states for its undo step.
     void overrideApplied(const QString& key, const QString& value, const moex::session::DocumentState& before,
                          const moex::session::DocumentState& after);
@@ -130,7 +131,7 @@ private:
     // Adopts a prepared change as the new state (a new scenario revision).
     void adoptPrepared(PreparedChange&& change);
     void touched() { ++m_serial; }
-    void updateBusy();  // busyChanged when isBusy() differs from what was last said
+    void updateBusy();  // pendingChanged, and busyChanged when isBusy() differs from what was last said
 
     bool adopt(Scenario s, const QString& path, bool keepPath);
     bool fail(const QString& message);

@@ -38,6 +38,7 @@ void ScenarioDocument::requestOverride(const QString& key, const QString& value)
     for (PendingChange& queued : m_queue)
         if (!queued.isLoad() && queued.key == k) {
             queued.value = value;
+            updateBusy();
             return;
         }
     m_queue.push_back(std::move(change));
@@ -52,6 +53,7 @@ void ScenarioDocument::updateBusy()
         m_busySignalled = busy;
         emit busyChanged(busy);
     }
+    emit pendingChanged();
 }
 
 void ScenarioDocument::requestLoad(const QString& path, const Overrides& overrides)

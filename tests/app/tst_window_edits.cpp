@@ -74,6 +74,39 @@ private slots:
         doc->setModified(false);
     }
 
+    // Changes made while another is placed: the message says what is pending as it changes (a
+    // change queued, a newer value of the key being placed), not what was pending when it began.
+    void placingMessageFollowsTheQueue()
+    {
+        MainWindow w(samples());
+        QVERIFY(showForTest(w));
+        QVERIFY(w.openScenario(sample("deepseek-r1-decode-nvl72.yaml"), {}, false));
+        auto* doc = w.documentA();
+        auto* strategy = panelField<QComboBox>(w.scenarioPanel(), QStringLiteral("Strategy"));
+        auto* seed = panelField<QSpinBox>(w.scenarioPanel(), QStringLiteral("Seed"));
+        QVERIFY(strategy && seed);
+        strategy->setCurrentIndex(strategy->findData(QStringLiteral("gem")));
+        QVERIFY(doc->isBusy());
+        strategy->setCurrentIndex(strategy->findData(QStringLiteral("search")));  // supersedes gem
+        const QString first = w.scenarioPanel()->messageText();
+        QVERIFY2(first.contains(QStringLiteral("placement.strategy = search")) && !first.contains(QStringLiteral("queued")),
+                 qPrintable(first));
+        seed->setValue(seed->value() + 1);
+        QVERIFY2(w.scenarioPanel()->messageText().contains(QStringLiteral("(+1 queued)")),
+                 qPrintable(w.scenarioPanel()->messageText()));
+        seed->setValue(seed->value() + 1);  // merges into the queued seed: still one queued
+        QVERIFY2(w.scenarioPanel()->messageText().contains(QStringLiteral("(+1 queued)")),
+                 qPrintable(w.scenarioPanel()->messageText()));
+        // Another strategy now waits behind the seed (each change is placed on top of the one before).
+        strategy->setCurrentIndex(strategy->findData(QStringLiteral("gem")));
+        QVERIFY2(w.scenarioPanel()->messageText().contains(QStringLiteral("(+2 queued)")),
+                 qPrintable(w.scenarioPanel()->messageText()));
+        QTRY_VERIFY_WITH_TIMEOUT(!doc->isBusy(), 60000);
+        QVERIFY(!w.scenarioPanel()->isBusy());
+        QCOMPARE(QString::fromStdString(doc->scenario().placement.strategy), QStringLiteral("gem"));
+        doc->setModified(false);
+    }
+
     // Three spin-box steps while the first is still being placed: the newer supersede the older,
     // the document ends at the last value, and undo goes back past all three in one step.
     void spinStepsSupersedeAndMergeIntoOneUndo()
