@@ -128,7 +128,8 @@ private:
     [[nodiscard]] QString pendingText(const session::ScenarioDocument* doc) const;
     void setStatusBusy(bool busy);
     void updateDockMinimums();  // at start and for presentation mode
-    bool confirmDiscardB();             // true: B is unmodified or the user agreed to lose it
+    // true: B is unmodified (or `evenUnmodified`: B has edits still being placed) or the user agreed to lose it
+    bool confirmDiscardB(bool evenUnmodified = false);
     void closeB(const QString& why);    // B closed (a new A); the status bar says why  // the status bar's numbers greyed while a change is placed
     void onMetrics(const session::MetricsPtr& m);
     void updateCharts();
@@ -207,6 +208,9 @@ private:
     double m_uiScale = 1.0;
     bool m_syncSimulation = false;    // openScenario: the first step on this thread
     bool m_addLoadedToRecent = false;  // openScenarioInBackground's
+    // B's undo index when a new A was asked for (and B's loss agreed to): an edit of B made while A
+    // loads in the background is asked about again when A arrives, never dropped silently.
+    int m_bIndexAtNewA = -1;
     QString m_loadMessage;
     std::function<bool(const QString&)> m_confirm;
     Scenario m_engineView;  // host-cpu, the engine's ranks and layers (engine source only)

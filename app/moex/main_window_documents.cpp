@@ -70,8 +70,15 @@ void MainWindow::connectDocument(ScenarioDocument* doc, QUndoStack* stack)
     });
     connect(doc, &ScenarioDocument::loaded, this, [this, doc](const QString& path) {
         (doc == m_docA ? m_stackA : m_stackB)->clear();
-        if (doc == m_docA)
-            closeB(tr("What-if B closed: it was a copy of the previous scenario."));
+        if (doc == m_docA) {
+            // B edited since the user agreed to lose it (A loaded in the background meanwhile): ask again.
+            const bool editedSince = m_docB->hasScenario() && (m_stackB->index() != m_bIndexAtNewA || m_docB->isBusy());
+            if (editedSince && !confirmDiscardB(true))
+                statusBar()->showMessage(tr("What-if B kept with your changes: it is a copy of the previous scenario."),
+                                         8000);
+            else
+                closeB(tr("What-if B closed: it was a copy of the previous scenario."));
+        }
         if (m_addLoadedToRecent)
             addRecent(path);
         if (!m_loadMessage.isEmpty())
@@ -111,6 +118,7 @@ void MainWindow::openScenarioInBackground(const QString& path, const Overrides& 
         m_activeCombo->setCurrentIndex(0);
     if (!confirmDiscardB())
         return;
+    m_bIndexAtNewA = m_stackB->index();
     m_addLoadedToRecent = addToRecent;
     m_loadMessage = message;
     m_docA->requestLoad(path, overrides);
@@ -126,9 +134,9 @@ QUndoStack* MainWindow::undoStack() const
     return document() == m_docB ? m_stackB : m_stackA;
 }
 
-bool MainWindow::confirmDiscardB()
+bool MainWindow::confirmDiscardB(bool evenUnmodified)
 {
-    if (!m_docB->hasScenario() || !m_docB->isModified())
+    if (!m_docB->hasScenario() || (!m_docB->isModified() && !evenUnmodified))
         return true;
     const QString question = tr("The what-if copy B has changes that are not in A. Discard them?");
     if (m_confirm)
@@ -160,6 +168,7 @@ bool MainWindow::openScenario(const QString& path, const Overrides& overrides, b
 {
     if (!confirmDiscardB())
         return false;
+    m_bIndexAtNewA = m_stackB->index();
     if (m_active != 0)
         m_activeCombo->setCurrentIndex(0);
     statusBar()->showMessage(tr("Loading %1\u2026").arg(QFileInfo(path).fileName()));

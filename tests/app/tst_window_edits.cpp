@@ -256,6 +256,38 @@ private slots:
         QVERIFY(w.compareDock()->isHidden());
     }
 
+    // An edit of B made while a new A loads in the background (after B's loss was agreed to, or
+    // when B was unmodified) is asked about when A arrives; declined, B keeps it.
+    void editsOfBDuringABackgroundLoadAreAskedAbout()
+    {
+        MainWindow w(samples());
+        QVERIFY(showForTest(w));
+        QStringList asked;
+        bool answer = false;
+        w.setConfirmHandler([&](const QString& q) {
+            asked << q;
+            return answer;
+        });
+        QVERIFY(w.openScenario(sample("mixtral-8x7b-decode-hgx-h100.yaml"), {}, false));
+        w.duplicateAsB();
+        w.openScenarioInBackground(sample("gpt-oss-120b-decode-hgx-h200.yaml"), {}, false);
+        QVERIFY(asked.isEmpty());  // B unmodified: nothing to ask yet
+        w.documentB()->requestOverride(QStringLiteral("workload.tokens_per_gpu"), QStringLiteral("32"));
+        QTRY_VERIFY(!w.documentA()->isBusy() && !w.documentB()->isBusy());
+        QCOMPARE(asked.size(), 1);
+        QVERIFY(w.documentA()->scenario().model.name.find("gpt-oss") != std::string::npos);
+        QVERIFY(w.documentB()->hasScenario());
+        QCOMPARE(w.documentB()->scenario().workload.tokens_per_gpu, 32);
+
+        // Agreed this time: B closes when A arrives.
+        answer = true;
+        w.openScenarioInBackground(sample("mixtral-8x7b-decode-hgx-h100.yaml"), {}, false);
+        QCOMPARE(asked.size(), 2);  // B is modified: asked before the load
+        QTRY_VERIFY(!w.documentA()->isBusy());
+        QCOMPARE(asked.size(), 2);  // not again: B did not change since
+        QVERIFY(!w.documentB()->hasScenario());
+    }
+
 private:
     QTemporaryDir m_config;
 };
