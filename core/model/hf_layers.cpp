@@ -126,7 +126,7 @@ void readLayerStack(ConfigReader& c, const std::string& modelType, ModelSpec& m)
         kinds = fromTypeList(c, "layers_block_type", *blocks, m);
     } else if (const Json* types = c.find("layer_types")) {
         kinds = fromTypeList(c, "layer_types", *types, m);
-    } else if (const Json* hybrid = c.find("hybrid_layer_pattern")) {  // MiMo-V2-Flash: 1 = sliding window, 0 = full
+    } else if (c.has("hybrid_layer_pattern")) {  // MiMo-V2-Flash: 1 = sliding window, 0 = full
         const auto flags = c.integerList("hybrid_layer_pattern", 0, 1);
         if (!flags)
             return;
@@ -135,7 +135,6 @@ void readLayerStack(ConfigReader& c, const std::string& modelType, ModelSpec& m)
                                                 + " layers, num_hidden_layers is " + std::to_string(m.num_layers));
             return;
         }
-        (void)hybrid;
         kinds.emplace();
         for (int i = 0; i < m.num_layers; ++i)
             kinds->push_back({(*flags)[static_cast<std::size_t>(i)] == 1 ? MixerKind::sliding : MixerKind::attention,
