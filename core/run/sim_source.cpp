@@ -4,6 +4,7 @@
 #include "sim/scenario_run.h"
 #include "sim/simulator.h"
 
+#include <optional>
 #include <stdexcept>
 
 namespace moex {
@@ -22,10 +23,19 @@ public:
     {
         const Calibration cal = resolveCalibration(scenario, m_options.calibration_file);
         std::shared_ptr<RoutingSource> routing = m_options.routing;
-        if (!routing)
+        const bool own = !routing;
+        if (own && m_routing && m_routingScenario && sameRouting(*m_routingScenario, scenario))
+            routing = m_routing;  // an edit that keeps the routing (placement, precision...): its steps are kept too
+        else if (own)
             routing = makeRoutingSource(scenario, m_options.seed);
-        startRunWindow(*routing);  // the steps after those the placement was fitted to
         auto sim = std::make_unique<Simulator>(scenario, placement, cal);
+        // The routing is rewound only once the simulator took the configuration: a refused one
+        // leaves the source as it was.
+        startRunWindow(*routing);  // the steps after those the placement was fitted to
+        if (!own)
+            m_routingScenario.reset();
+        else if (routing != m_routing)
+            m_routingScenario = scenario;
         m_routing = std::move(routing);
         m_sim = std::move(sim);
         m_calibration = cal.name;
@@ -75,6 +85,7 @@ public:
 private:
     SourceOptions m_options;
     std::shared_ptr<RoutingSource> m_routing;
+    std::optional<Scenario> m_routingScenario;  // what m_routing was made for (options.routing aside)
     std::unique_ptr<Simulator> m_sim;
     std::string m_calibration;
     RoutingSample m_sample;

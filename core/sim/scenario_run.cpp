@@ -177,6 +177,12 @@ std::vector<std::vector<std::vector<double>>> stepLoadOf(const std::vector<Routi
 
 }  // namespace
 
+bool sameRouting(const Scenario& a, const Scenario& b)
+{
+    return a.model == b.model && a.topology.numGpus() == b.topology.numGpus() && a.workload.phase == b.workload.phase
+        && a.workload.tokens_per_gpu == b.workload.tokens_per_gpu && a.workload.routing == b.workload.routing;
+}
+
 void startRunWindow(RoutingSource& source)
 {
     source.reset();

@@ -38,6 +38,10 @@ public:
 // window.
 void startRunWindow(RoutingSource& source);
 
+// True when makeRoutingSource(a) and makeRoutingSource(b) draw the same steps: the same model,
+// GPU count, phase, tokens per GPU and routing (a placement, precision or context edit keeps them).
+bool sameRouting(const Scenario& a, const Scenario& b);
+
 // Synthetic generator or trace replay, as the scenario's workload.routing says. `seedOverride`
 // (when >= 0) replaces the scenario's seed. Throws InputError for unreadable or mismatched traces.
 std::unique_ptr<RoutingSource> makeRoutingSource(const Scenario& s, long long seedOverride = -1);

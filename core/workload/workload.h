@@ -17,6 +17,7 @@ struct RoutingSpec {
     double drift = 0.0;              // per-step drift of popularity (0 = stationary)
     std::uint64_t seed = 1;
     std::string file;                // trace/counts file, resolved against the scenario's folder
+    friend bool operator==(const RoutingSpec&, const RoutingSpec&) = default;
 };
 
 // The most tokens one attention-DP rank routes in one step. Serving systems chunk prefill well

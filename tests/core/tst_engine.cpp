@@ -116,6 +116,7 @@ private slots:
     void matchesNumpyReference_data();
     void matchesNumpyReference();
     void runApiSelectsTheBackend();
+    void simSourceKeepsItsRoutingAcrossEdits();
     void workloadRoutingGivesTheScenarioLoads();
     void badEngineInputIsLocated();
 };
@@ -523,6 +524,39 @@ void TestEngine::matchesNumpyReference()
     py.start(python, {QStringLiteral(MOEX_SOURCE_DIR "/tests/reference/moe_reference.py"), d});
     QVERIFY(py.waitForFinished(120000));
     QCOMPARE(py.exitCode(), 1);
+}
+
+// An edit that keeps the routing (overlap, precision, placement) keeps the steps: the source is not redrawn;
+// one that changes it (the seed) draws new ones.
+void TestEngine::simSourceKeepsItsRoutingAcrossEdits()
+{
+    Scenario s = loadScenarioFile(MOEX_SOURCE_DIR "/samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml");
+    auto source = makeSource(s);
+    const Placement p = resolvePlacement(s);
+    StepMetrics first, again, reseeded;
+    source->configure(s, p);
+    source->next(first);
+    source->next(first);  // the second step of the window
+    Scenario edited = s;
+    edited.overlap = s.overlap == Overlap::none ? Overlap::two_batch : Overlap::none;
+    source->configure(edited, p);
+    source->next(again);
+    source->next(again);
+    QCOMPARE(again.layers[0].expert_load, first.layers[0].expert_load);
+    QVERIFY(again.summary.step_time_us != first.summary.step_time_us);  // the edit itself took effect
+    Scenario seeded = edited;
+    seeded.workload.routing.seed += 1;
+    source->configure(seeded, p);
+    source->next(reseeded);
+    source->next(reseeded);
+    QVERIFY(reseeded.layers[0].expert_load != first.layers[0].expert_load);
+    // A refused configuration leaves the running one and its place in the steps alone.
+    Placement wrong = p;
+    wrong.layers.pop_back();
+    QVERIFY_THROWS_EXCEPTION(std::exception, source->configure(s, wrong));
+    StepMetrics third;
+    source->next(third);
+    QCOMPARE(third.step, 2);
 }
 
 void TestEngine::runApiSelectsTheBackend()
