@@ -27,6 +27,23 @@ using moex::app::MainWindow;
 
 using namespace moex::app::test;
 
+namespace {
+
+// Mixtral as A, duplicated as B; every question the window asks lands in `asked`, answered `answer`.
+bool openMixtralWithB(MainWindow& w, QStringList& asked, bool& answer)
+{
+    w.setConfirmHandler([&asked, &answer](const QString& q) {
+        asked << q;
+        return answer;
+    });
+    if (!w.openScenario(sample("mixtral-8x7b-decode-hgx-h100.yaml"), {}, false))
+        return false;
+    w.duplicateAsB();
+    return w.documentB()->hasScenario();
+}
+
+}  // namespace
+
 class TestWindowEdits : public QObject {
     Q_OBJECT
 private slots:
@@ -223,12 +240,7 @@ private slots:
         QVERIFY(showForTest(w));
         QStringList asked;
         bool answer = false;
-        w.setConfirmHandler([&](const QString& q) {
-            asked << q;
-            return answer;
-        });
-        QVERIFY(w.openScenario(sample("mixtral-8x7b-decode-hgx-h100.yaml"), {}, false));
-        w.duplicateAsB();
+        QVERIFY(openMixtralWithB(w, asked, answer));
         QVERIFY(w.documentB()->hasScenario());
         QVERIFY(!w.documentB()->isModified());
         w.duplicateAsB();  // unmodified: no question
@@ -264,12 +276,7 @@ private slots:
         QVERIFY(showForTest(w));
         QStringList asked;
         bool answer = false;
-        w.setConfirmHandler([&](const QString& q) {
-            asked << q;
-            return answer;
-        });
-        QVERIFY(w.openScenario(sample("mixtral-8x7b-decode-hgx-h100.yaml"), {}, false));
-        w.duplicateAsB();
+        QVERIFY(openMixtralWithB(w, asked, answer));
         w.openScenarioInBackground(sample("gpt-oss-120b-decode-hgx-h200.yaml"), {}, false);
         QVERIFY(asked.isEmpty());  // B unmodified: nothing to ask yet
         w.documentB()->requestOverride(QStringLiteral("workload.tokens_per_gpu"), QStringLiteral("32"));
