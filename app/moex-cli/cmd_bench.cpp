@@ -317,11 +317,12 @@ int benchEngine(const Args& args);  // cmd_bench_engine.cpp
 int cmdBench(const Argv& argv)
 {
     Args args("bench", argv,
-              {{"scenario"}, {"steps"}, {"routed-steps"}, {"end-to-end-steps"}, {"config-runs"}, {"json"}, {"set", true, true}, {"budget-ms"}, {"seed"}, {"runs"}, {"counts"}});
+              {{"scenario"}, {"steps"}, {"routed-steps"}, {"end-to-end-steps"}, {"config-runs"}, {"json"}, {"set", true, true}, {"budget-ms"}, {"seed"}, {"runs"}, {"counts"}, {"kernel"}});
     args.requirePositionals(1, 1,
                             "moex-cli bench sim|fidelity|place|engine [--scenario S] [--steps N] [--json OUT|-] "
                             "(sim: [--routed-steps N] [--end-to-end-steps N] [--config-runs N]) "
-                            "(place: [--budget-ms N] [--seed S] [--runs N] [--counts FILE])");
+                            "(place: [--budget-ms N] [--seed S] [--runs N] [--counts FILE]) "
+                            "(engine: [--runs N] [--kernel portable|avx2|avx512|avx512-bf16])");
     const std::string what = args.positionals().front();
     if (what == "sim")
         return benchSim(args);

@@ -1,31 +1,68 @@
 // The engine's inner kernel: dot products of one weight row with n token vectors, the row
-// dequantised in registers as it streams (never written out as a tensor). Three implementations,
-// chosen once at run time by what the CPU has:
-//   avx512    16 floats per step (AVX-512F/BW): bf16 widened by a shift, fp8-e4m3 moved into fp16
-//             bits and converted by the hardware (exact, subnormals included), MXFP4 nibbles
-//             through a 16-entry permute; 4 rows x 4 tokens per pass from 4 tokens on
-//   avx2      8 floats per step (AVX2 + FMA + F16C), the same conversions (MXFP4 via an 8-entry
-//             permute and a sign flip)
-//   portable  the row dequantised into a buffer, then moe_layer's fixed-order dot
+// dequantised in registers as it streams (never written out as a tensor). Four implementations,
+// chosen once at run time by what the CPU has (or by MOEX_KERNEL=portable|avx2|avx512|avx512-bf16):
+//   avx512-bf16  bf16, fp8 and MXFP4 weights against the tokens rounded to bf16, with VDPBF16PS
+//                (twice the multiply-adds of float32 FMAs; row_kernels_bf16.cpp); float32 weights
+//                as avx512
+//   avx512       16 floats per step (AVX-512F/BW): bf16 widened by a shift, fp8-e4m3 moved into
+//                fp16 bits and converted by the hardware (exact, subnormals included), MXFP4
+//                nibbles through a 16-entry permute; tiles of rows x tokens from 4 tokens on
+//   avx2         8 floats per step (AVX2 + FMA + F16C), the same conversions (MXFP4 via an 8-entry
+//                permute and a sign flip)
+//   portable     the row dequantised into a buffer, then moe_layer's fixed-order dot
 // Each implementation sums in a fixed order, so a token's result does not depend on the other
-// tokens of the call: ranks agree bit for bit on one machine. Implementations differ from each
-// other only in rounding (tests compare them within float32 tolerance).
+// tokens of the call: ranks agree bit for bit on one machine. The float32 implementations differ
+// from each other only in float32 rounding; avx512-bf16 also rounds the tokens (and fp8 weights
+// times their scale) to bf16, 2^-9 relative at most (tests compare each with its bound).
 #pragma once
 
 #include "engine/quant_matrix.h"
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 namespace moex::engine {
 
-enum class Kernel { portable, avx2, avx512 };
+enum class Kernel { portable, avx2, avx512, avx512bf16 };
 
 const char* toString(Kernel k);
-// The fastest kernel this CPU runs, and the one rowsDots uses (chosen once).
+// The kernel named `name` (as toString writes it); false when there is none.
+bool kernelFromString(const std::string& name, Kernel& out);
+// The fastest kernel this CPU runs.
 Kernel bestKernel();
+// The one rowsDots uses: MOEX_KERNEL when set to a kernel this CPU runs, else bestKernel(); chosen
+// once, changed only by useKernel.
 Kernel activeKernel();
 bool kernelSupported(Kernel k);
+// Makes k the active kernel (benchmarks and tests compare kernels in one process). Not while
+// another thread runs rowsDots. Throws std::invalid_argument when this CPU lacks k.
+void useKernel(Kernel k);
+// Whether kernel k computes w's products in bf16 (avx512-bf16 on bf16, fp8 or MXFP4 weights).
+bool roundsToBf16(Kernel k, const QuantMatrix& w);
+
+// The tokens a set of matrices multiplies: n rows of `cols` floats, ldx apart. The bf16 copy the
+// avx512-bf16 kernel reads is made on first use and kept for every matrix of these tokens (an
+// expert's gate and up read the same tokens; the copy is made once). The floats must not change
+// while the panel is in use.
+class TokenPanel {
+public:
+    TokenPanel(const float* x, int n, std::size_t ldx, int cols) : m_x(x), m_n(n), m_ldx(ldx), m_cols(cols) {}
+    [[nodiscard]] const float* x() const { return m_x; }
+    [[nodiscard]] int n() const { return m_n; }
+    [[nodiscard]] std::size_t ldx() const { return m_ldx; }
+    [[nodiscard]] int cols() const { return m_cols; }
+    // n rows of cols bf16 values; only for a kernel that rounds to bf16.
+    const std::uint16_t* bf16();
+
+private:
+    const float* m_x;
+    int m_n;
+    std::size_t m_ldx;
+    int m_cols;
+    std::vector<std::uint16_t> m_bf16;
+};
 
 // y[t] = sum_c W[r][c] * x[t * ldx + c] for t < n, with kernel k. `scratch` (portable) grows as needed.
 void rowDotsWith(Kernel k, const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y,
@@ -38,5 +75,9 @@ void rowsDots(const QuantMatrix& w, int r0, int nrows, const float* x, int n, st
               std::vector<float>& scratch);
 void rowsDotsWith(Kernel k, const QuantMatrix& w, int r0, int nrows, const float* x, int n, std::size_t ldx, float* y,
                   std::size_t ldy, std::vector<float>& scratch);
+// The same over a panel (x.cols() == w.cols()), its bf16 copy made once for every call on it.
+void rowsDots(const QuantMatrix& w, int r0, int nrows, TokenPanel& x, float* y, std::size_t ldy, std::vector<float>& scratch);
+void rowsDotsWith(Kernel k, const QuantMatrix& w, int r0, int nrows, TokenPanel& x, float* y, std::size_t ldy,
+                  std::vector<float>& scratch);
 
 }  // namespace moex::engine

@@ -1,0 +1,379 @@
+// The AVX-512-BF16 kernel: rows of bf16, fp8-e4m3 or MXFP4 weights against tokens rounded to bf16,
+// with VDPBF16PS (32 products a instruction, pairs summed into float32 lanes). It does twice the
+// multiply-adds of an FMA a cycle, which is what decode at 8 tokens and prefill need on a CPU whose
+// memory outruns its float32 FMAs (docs/PERFORMANCE.md, CPU engine). Serving systems run these
+// models' activations in bf16 (or coarser: DeepSeek's fp8 GEMMs quantise them to e4m3), so the
+// tokens' rounding to bf16 is the arithmetic a deployment does, not a shortcut of moex's.
+//
+// Weights are widened to bf16 in registers as they stream:
+//   bf16   loaded as they are
+//   fp8    through a 128-entry table per 128 x 128 block: each e4m3 magnitude times the block's
+//          scale, rounded once to bf16 (4 significant bits times a float32 scale do not always fit
+//          bf16's 8: 2^-9 relative at most), looked up 64 weights at a time with two VPERMI2B (high
+//          and low bytes) and the sign put back; the tables of a call's row block are made at its
+//          start (256 bytes per block of 16384 weights)
+//   mxfp4  nibbles through a 16-entry bf16 table already multiplied by the block's power-of-two
+//          scale (exact: one table per 32 weights, the MX block)
+// Each (row, token) pair keeps its own accumulator and adds in the same order whatever the tile, so
+// a token's result does not depend on the rows or tokens around it in a call.
+#include "engine/row_kernels_bf16.h"
+
+#include <algorithm>
+#include <array>
+#include <immintrin.h>
+#include <vector>
+
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#define MOEX_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vbmi")))
+
+namespace moex::engine::detail {
+
+namespace {
+
+constexpr int kMaxTokens = 8;
+// Columns per pass. A row tile reads its tokens' columns once per 32 weights of each row: over a
+// whole row, 8 tokens of hidden 4096 (64 KiB of bf16) or expert 14336 (224 KiB) live in L2, and the
+// tile then moved 2.7 token bytes from L2 per weight byte (8 tokens, 3 rows). In passes of 1024
+// columns the 8 tokens' chunk (16 KiB) stays in L1 across every row of the call. Fixed, not chosen
+// by the token count, so a token's sum has the same order whatever the call: the partial sum of
+// each pass is added to the row's result in column order.
+constexpr int kChunk = 1024;
+
+// Rows per tile for NT tokens: NR x NT accumulators, NR weight vectors and one token vector stay
+// in the 32 vector registers, with room for the conversion's temporaries.
+constexpr int rowsFor(int nt)
+{
+    return nt >= 5 ? 3 : nt >= 3 ? 4 : nt == 2 ? 6 : 8;
+}
+
+struct Rows {
+    const std::uint8_t* data;
+    const float* scales;
+};
+
+MOEX_BF16_TARGET inline __m512bh mxfp4x32(const std::uint8_t* p, float scale)
+{
+    // The block's table: e2m1's 16 values times its power-of-two scale, as bf16 (exact).
+    const __m512 values = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
+                                         -3.0f, -4.0f, -6.0f);
+    const __m512i table = _mm512_castsi256_si512(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_mul_ps(values, _mm512_set1_ps(scale)))));
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));  // 32 nibbles, low first
+    const __m128i lo = _mm_and_si128(bytes, _mm_set1_epi8(0x0f));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0f));
+    const __m256i nibbles = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+    return reinterpret_cast<__m512bh>(_mm512_permutexvar_epi16(_mm512_cvtepu8_epi16(nibbles), table));
+}
+
+// Bytes of storage per column, times 2 (MXFP4 has two columns a byte).
+template <WeightFormat F>
+constexpr std::size_t kHalfBytesPerColumn = F == WeightFormat::bf16 ? 4 : F == WeightFormat::fp8_block ? 2 : 1;
+
+// Each row is prefetched 4 KiB ahead of where its tile reads. With 8 tokens a tile spends long
+// enough on each line that the hardware prefetchers fall behind: bf16 at 8 tokens went from 25-34
+// to 22-24 ms (two experts on two threads), 1 token unchanged.
+constexpr std::size_t kPrefetchBytes = 4096;
+
+MOEX_BF16_TARGET inline void prefetchAhead(const std::uint8_t* at)
+{
+    _mm_prefetch(reinterpret_cast<const char*>(at + kPrefetchBytes), _MM_HINT_T0);
+}
+
+template <WeightFormat F>
+MOEX_BF16_TARGET inline __m512bh load32(const Rows& r, int c)
+{
+    if constexpr (F == WeightFormat::bf16)
+        return reinterpret_cast<__m512bh>(_mm512_loadu_si512(r.data + 2 * static_cast<std::size_t>(c)));
+    else
+        return mxfp4x32(r.data + c / 2, r.scales[c / 32]);
+}
+
+// Columns [c0, c1) of rows r0 .. r0 + NR - 1 against NT tokens (rows of C bf16 at x): the partial
+// sums stored into y (first pass) or added to it.
+template <WeightFormat F, int NR, int NT>
+MOEX_BF16_TARGET void tile(const QuantMatrix& w, int r0, const std::uint16_t* x, int c0, int c1, bool first, float* y, std::size_t ldy)
+{
+    const auto C = static_cast<std::size_t>(w.cols());
+    Rows rows[NR];
+    for (int i = 0; i < NR; ++i)
+        rows[i] = {w.rowData(r0 + i), w.rowScales(r0 + i)};
+    __m512 acc[NR][NT];
+    for (int i = 0; i < NR; ++i)
+        for (int t = 0; t < NT; ++t)
+            acc[i][t] = _mm512_setzero_ps();
+    for (int c = c0; c < c1; c += 32) {
+        __m512bh v[NR];
+        for (int i = 0; i < NR; ++i) {
+            prefetchAhead(rows[i].data + kHalfBytesPerColumn<F> * static_cast<std::size_t>(c) / 2);
+            v[i] = load32<F>(rows[i], c);
+        }
+        for (int t = 0; t < NT; ++t) {
+            const auto xt = reinterpret_cast<__m512bh>(_mm512_loadu_si512(x + static_cast<std::size_t>(t) * C + static_cast<std::size_t>(c)));
+            for (int i = 0; i < NR; ++i)
+                acc[i][t] = _mm512_dpbf16_ps(acc[i][t], v[i], xt);
+        }
+    }
+    for (int i = 0; i < NR; ++i)
+        for (int t = 0; t < NT; ++t) {
+            float& out = y[static_cast<std::size_t>(i) * ldy + static_cast<std::size_t>(t)];
+            const float part = _mm512_reduce_add_ps(acc[i][t]);
+            out = first ? part : out + part;
+        }
+}
+
+// The last k < NR rows of a run, one tile of exactly k rows.
+template <WeightFormat F, int K, int NT>
+MOEX_BF16_TARGET void tailRows(const QuantMatrix& w, int r0, int k, const std::uint16_t* x, int c0, int c1, bool first, float* y,
+                               std::size_t ldy)
+{
+    if constexpr (K == 0) {
+        (void)w, (void)r0, (void)k, (void)x, (void)c0, (void)c1, (void)first, (void)y, (void)ldy;
+    } else if (k == K) {
+        tile<F, K, NT>(w, r0, x, c0, c1, first, y, ldy);
+    } else {
+        tailRows<F, K - 1, NT>(w, r0, k, x, c0, c1, first, y, ldy);
+    }
+}
+
+template <WeightFormat F, int NT>
+MOEX_BF16_TARGET void rowsOfTokens(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* x, float* y, std::size_t ldy)
+{
+    constexpr int R = rowsFor(NT);
+    const int C = w.cols();
+    for (int c0 = 0; c0 < C; c0 += kChunk) {
+        const int c1 = C - c0 < kChunk ? C : c0 + kChunk;
+        int r = 0;
+        for (; r + R <= nrows; r += R)
+            tile<F, R, NT>(w, r0 + r, x, c0, c1, c0 == 0, y + static_cast<std::size_t>(r) * ldy, ldy);
+        if (r < nrows)
+            tailRows<F, R - 1, NT>(w, r0 + r, nrows - r, x, c0, c1, c0 == 0, y + static_cast<std::size_t>(r) * ldy, ldy);
+    }
+}
+
+template <WeightFormat F, int NT>
+MOEX_BF16_TARGET void tokensDispatch(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* x, int nt, float* y,
+                                     std::size_t ldy)
+{
+    if constexpr (NT == 0) {
+        (void)w, (void)r0, (void)nrows, (void)x, (void)nt, (void)y, (void)ldy;
+    } else if (nt == NT) {
+        rowsOfTokens<F, NT>(w, r0, nrows, x, y, ldy);
+    } else {
+        tokensDispatch<F, NT - 1>(w, r0, nrows, x, nt, y, ldy);
+    }
+}
+
+template <WeightFormat F>
+void rowsDotsOf(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* x, int n, float* y, std::size_t ldy)
+{
+    const auto C = static_cast<std::size_t>(w.cols());
+    for (int t0 = 0; t0 < n; t0 += kMaxTokens) {
+        const int nt = n - t0 < kMaxTokens ? n - t0 : kMaxTokens;
+        tokensDispatch<F, kMaxTokens>(w, r0, nrows, x + static_cast<std::size_t>(t0) * C, nt, y + t0, ldy);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// fp8-e4m3 through lookup tables
+
+constexpr int kFp8Block = 128;
+constexpr std::size_t kTableBytes = 256;  // 128 high bytes, then 128 low bytes, of bf16(magnitude * scale)
+
+// e4m3's 128 magnitudes (codes 0..127) as floats.
+const float* e4m3Magnitudes()
+{
+    static const auto table = [] {
+        std::array<float, 128> t{};
+        for (int m = 0; m < 128; ++m)
+            t[static_cast<std::size_t>(m)] = e4m3ToFloat(static_cast<std::uint8_t>(m));
+        return t;
+    }();
+    return table.data();
+}
+
+// The tables of one row block: one per column block, from that block's scale.
+MOEX_BF16_TARGET void fp8Tables(const float* scales, int blocks, std::uint8_t* out)
+{
+    const float* mag = e4m3Magnitudes();
+    for (int b = 0; b < blocks; ++b) {
+        const __m512 s = _mm512_set1_ps(scales[b]);
+        std::uint8_t* hi = out + static_cast<std::size_t>(b) * kTableBytes;
+        std::uint8_t* lo = hi + 128;
+        for (int m = 0; m < 128; m += 32) {
+            const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(mag + m + 16), s), _mm512_mul_ps(_mm512_loadu_ps(mag + m), s));
+            const __m512i words = reinterpret_cast<__m512i>(h);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + m), _mm512_cvtepi16_epi8(words));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + m), _mm512_cvtepi16_epi8(_mm512_srli_epi16(words, 8)));
+        }
+    }
+}
+
+// Byte order that makes the in-lane unpacks come out in column order: after it, unpacklo(lo, hi)
+// is columns 0..31 of the 64 and unpackhi(lo, hi) columns 32..63.
+MOEX_BF16_TARGET inline __m512i fp8Order()
+{
+    alignas(64) std::uint8_t idx[64];
+    for (int p = 0; p < 64; ++p) {
+        const int lane = p / 16, k = p % 16;
+        idx[p] = static_cast<std::uint8_t>(k < 8 ? 8 * lane + k : 32 + 8 * lane + (k - 8));
+    }
+    return _mm512_load_si512(idx);
+}
+
+struct Fp8Table {
+    __m512i hi0, hi1, lo0, lo1;
+};
+
+MOEX_BF16_TARGET inline Fp8Table loadTable(const std::uint8_t* t)
+{
+    return {_mm512_loadu_si512(t), _mm512_loadu_si512(t + 64), _mm512_loadu_si512(t + 128), _mm512_loadu_si512(t + 192)};
+}
+
+// 64 e4m3 bytes as two vectors of 32 bf16, columns 0..31 and 32..63.
+MOEX_BF16_TARGET inline void fp8x64(const std::uint8_t* p, const Fp8Table& t, __m512i order, __m512bh& w0, __m512bh& w1)
+{
+    const __m512i b = _mm512_permutexvar_epi8(order, _mm512_loadu_si512(p));
+    const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(t.hi0, b, t.hi1), b, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);
+    const __m512i lo = _mm512_permutex2var_epi8(t.lo0, b, t.lo1);
+    w0 = reinterpret_cast<__m512bh>(_mm512_unpacklo_epi8(lo, hi));
+    w1 = reinterpret_cast<__m512bh>(_mm512_unpackhi_epi8(lo, hi));
+}
+
+// Rows per tile for NT tokens: two weight vectors a row, four table vectors.
+constexpr int fp8RowsFor(int nt)
+{
+    return nt >= 5 ? 2 : nt >= 3 ? 3 : nt == 2 ? 4 : 6;
+}
+
+// Columns [c0, c1) (whole 64s) of rows r0 .. r0 + NR - 1, all in one row block whose tables are at
+// `tables`, against NT tokens; partial sums stored (first) or added as tile() does.
+template <int NR, int NT>
+MOEX_BF16_TARGET void tileFp8(const QuantMatrix& w, int r0, const std::uint8_t* tables, const std::uint16_t* x, int c0, int c1,
+                              bool first, float* y, std::size_t ldy)
+{
+    const auto C = static_cast<std::size_t>(w.cols());
+    const __m512i order = fp8Order();
+    const std::uint8_t* rows[NR];
+    for (int i = 0; i < NR; ++i)
+        rows[i] = w.rowData(r0 + i);
+    __m512 acc[NR][NT];
+    for (int i = 0; i < NR; ++i)
+        for (int t = 0; t < NT; ++t)
+            acc[i][t] = _mm512_setzero_ps();
+    Fp8Table table = loadTable(tables + static_cast<std::size_t>(c0 / kFp8Block) * kTableBytes);
+    for (int c = c0; c < c1; c += 64) {
+        if (c % kFp8Block == 0)
+            table = loadTable(tables + static_cast<std::size_t>(c / kFp8Block) * kTableBytes);
+        __m512bh v0[NR], v1[NR];
+        for (int i = 0; i < NR; ++i) {
+            prefetchAhead(rows[i] + c);
+            fp8x64(rows[i] + c, table, order, v0[i], v1[i]);
+        }
+        for (int t = 0; t < NT; ++t) {
+            const std::uint16_t* xt = x + static_cast<std::size_t>(t) * C + static_cast<std::size_t>(c);
+            const auto x0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xt));
+            const auto x1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xt + 32));
+            for (int i = 0; i < NR; ++i)
+                acc[i][t] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(acc[i][t], v0[i], x0), v1[i], x1);
+        }
+    }
+    for (int i = 0; i < NR; ++i)
+        for (int t = 0; t < NT; ++t) {
+            float& out = y[static_cast<std::size_t>(i) * ldy + static_cast<std::size_t>(t)];
+            const float part = _mm512_reduce_add_ps(acc[i][t]);
+            out = first ? part : out + part;
+        }
+}
+
+template <int K, int NT>
+MOEX_BF16_TARGET void tailRowsFp8(const QuantMatrix& w, int r0, int k, const std::uint8_t* tables, const std::uint16_t* x, int c0,
+                                  int c1, bool first, float* y, std::size_t ldy)
+{
+    if constexpr (K == 0) {
+        (void)w, (void)r0, (void)k, (void)tables, (void)x, (void)c0, (void)c1, (void)first, (void)y, (void)ldy;
+    } else if (k == K) {
+        tileFp8<K, NT>(w, r0, tables, x, c0, c1, first, y, ldy);
+    } else {
+        tailRowsFp8<K - 1, NT>(w, r0, k, tables, x, c0, c1, first, y, ldy);
+    }
+}
+
+// Rows r0 .. r0 + nrows - 1, all in one row block.
+template <int NT>
+MOEX_BF16_TARGET void rowsOfTokensFp8(const QuantMatrix& w, int r0, int nrows, const std::uint8_t* tables, const std::uint16_t* x,
+                                      float* y, std::size_t ldy)
+{
+    constexpr int R = fp8RowsFor(NT);
+    const int C = w.cols();
+    for (int c0 = 0; c0 < C; c0 += kChunk) {
+        const int c1 = C - c0 < kChunk ? C : c0 + kChunk;
+        int r = 0;
+        for (; r + R <= nrows; r += R)
+            tileFp8<R, NT>(w, r0 + r, tables, x, c0, c1, c0 == 0, y + static_cast<std::size_t>(r) * ldy, ldy);
+        if (r < nrows)
+            tailRowsFp8<R - 1, NT>(w, r0 + r, nrows - r, tables, x, c0, c1, c0 == 0, y + static_cast<std::size_t>(r) * ldy, ldy);
+    }
+}
+
+template <int NT>
+MOEX_BF16_TARGET void tokensDispatchFp8(const QuantMatrix& w, int r0, int nrows, const std::uint8_t* tables, const std::uint16_t* x,
+                                        int nt, float* y, std::size_t ldy)
+{
+    if constexpr (NT == 0) {
+        (void)w, (void)r0, (void)nrows, (void)tables, (void)x, (void)nt, (void)y, (void)ldy;
+    } else if (nt == NT) {
+        rowsOfTokensFp8<NT>(w, r0, nrows, tables, x, y, ldy);
+    } else {
+        tokensDispatchFp8<NT - 1>(w, r0, nrows, tables, x, nt, y, ldy);
+    }
+}
+
+void rowsDotsFp8(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* x, int n, float* y, std::size_t ldy)
+{
+    const auto C = static_cast<std::size_t>(w.cols());
+    const int blocks = (w.cols() + kFp8Block - 1) / kFp8Block;
+    thread_local std::vector<std::uint8_t> tables;
+    tables.resize(static_cast<std::size_t>(blocks) * kTableBytes);
+    // Row blocks one at a time: a tile's rows share their tables.
+    for (int b0 = r0; b0 < r0 + nrows;) {
+        const int b1 = std::min(r0 + nrows, (b0 / kFp8Block + 1) * kFp8Block);
+        fp8Tables(w.rowScales(b0), blocks, tables.data());
+        float* yb = y + static_cast<std::size_t>(b0 - r0) * ldy;
+        for (int t0 = 0; t0 < n; t0 += kMaxTokens) {
+            const int nt = std::min(kMaxTokens, n - t0);
+            tokensDispatchFp8<kMaxTokens>(w, b0, b1 - b0, tables.data(), x + static_cast<std::size_t>(t0) * C, nt, yb + t0, ldy);
+        }
+        b0 = b1;
+    }
+}
+
+}  // namespace
+
+bool bf16KernelFits(WeightFormat f, int cols)
+{
+    // fp8 steps 64 columns at a time (one VPERMI2B per 64 bytes), the others 32.
+    return f != WeightFormat::f32 && cols % (f == WeightFormat::fp8_block ? 64 : 32) == 0;
+}
+
+MOEX_BF16_TARGET void tokensToBf16(const float* x, int n, std::size_t ldx, int cols, std::uint16_t* out)
+{
+    for (int t = 0; t < n; ++t) {
+        const float* src = x + static_cast<std::size_t>(t) * ldx;
+        std::uint16_t* dst = out + static_cast<std::size_t>(t) * static_cast<std::size_t>(cols);
+        for (int c = 0; c < cols; c += 16)
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + c), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(src + c))));
+    }
+}
+
+void rowsDotsBf16(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* x, int n, float* y, std::size_t ldy)
+{
+    switch (w.format()) {
+    case WeightFormat::bf16: return rowsDotsOf<WeightFormat::bf16>(w, r0, nrows, x, n, y, ldy);
+    case WeightFormat::fp8_block: return rowsDotsFp8(w, r0, nrows, x, n, y, ldy);
+    case WeightFormat::mxfp4: return rowsDotsOf<WeightFormat::mxfp4>(w, r0, nrows, x, n, y, ldy);
+    case WeightFormat::f32: break;
+    }
+}
+
+}  // namespace moex::engine::detail
