@@ -43,6 +43,11 @@
 #include <iostream>
 #include <thread>
 
+// GCC 12's AVX-512 headers build reductions from _mm512_undefined_*, which -Wuninitialized reports
+// at every inlined use (as in core/engine/row_kernels.cpp); nothing here reads an undefined lane.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 namespace moex::cli {
 
 namespace {
@@ -69,21 +74,31 @@ __attribute__((target("avx2"))) std::uint64_t sumAvx2(const std::uint64_t* p, st
     return out[0] + out[1] + out[2] + out[3];
 }
 
+// Eight streams at once, each an eighth of the range, as the kernels read their tiles' rows: one
+// sequential stream per thread reads less than the memory gives on these VMs (the bf16 kernel,
+// reading 8 rows at a time, streamed 1.3 times a one-stream "ceiling").
+constexpr int kCeilingStreams = 8;
+
 __attribute__((target("avx512f"))) std::uint64_t sumAvx512(const std::uint64_t* p, std::size_t n)
 {
-    __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
-    for (std::size_t i = 0; i + 32 <= n; i += 32) {
-        a = _mm512_add_epi64(a, _mm512_load_si512(p + i));
-        b = _mm512_add_epi64(b, _mm512_load_si512(p + i + 8));
-        c = _mm512_add_epi64(c, _mm512_load_si512(p + i + 16));
-        d = _mm512_add_epi64(d, _mm512_load_si512(p + i + 24));
+    const std::size_t per = n / kCeilingStreams / 8 * 8;
+    __m512i acc[kCeilingStreams];
+    for (auto& a : acc)
+        a = _mm512_setzero_si512();
+    for (std::size_t i = 0; i < per; i += 8) {
+#pragma GCC unroll 8
+        for (int k = 0; k < kCeilingStreams; ++k)
+            acc[k] = _mm512_add_epi64(acc[k], _mm512_load_si512(p + static_cast<std::size_t>(k) * per + i));
     }
     alignas(64) std::uint64_t out[8];
-    _mm512_store_si512(out, _mm512_add_epi64(_mm512_add_epi64(a, b), _mm512_add_epi64(c, d)));
-    std::uint64_t sum = 0;
+    __m512i sum = acc[0];
+    for (int k = 1; k < kCeilingStreams; ++k)
+        sum = _mm512_add_epi64(sum, acc[k]);
+    _mm512_store_si512(out, sum);
+    std::uint64_t total = 0;
     for (auto v : out)
-        sum += v;
-    return sum;
+        total += v;
+    return total;
 }
 
 std::uint64_t sumPortable(const std::uint64_t* p, std::size_t n)
@@ -98,7 +113,8 @@ std::uint64_t sumPortable(const std::uint64_t* p, std::size_t n)
     return a + b + c + d;
 }
 
-// Read bandwidth (GB/s) of `threads` threads summing disjoint halves of a 1 GiB buffer, in the same
+// Read bandwidth (GB/s) of `threads` threads summing disjoint halves of a 1 GiB buffer (AVX-512: in
+// eight concurrent streams each), in the same
 // 2 MiB pages as the engine's weights (in 4 KiB pages the page walks cost the sum a fifth of its
 // rate, and the kernels, reading huge pages, then streamed "faster than the ceiling": 1.27 of it).
 struct Ceiling {
@@ -180,20 +196,48 @@ __attribute__((target("avx2,fma"))) double fmaLoop256(long iters)
     return static_cast<double>(out[0] + out[7]);
 }
 
-double fmaCeiling(int threads, int runs, double& sink)
+// The same for VDPBF16PS (32 products and 32 adds an instruction): what the avx512-bf16 kernel's
+// bf16, fp8 and MXFP4 rows can reach at most.
+__attribute__((target("avx512f,avx512bf16"))) double dpbf16Loop512(long iters)
+{
+    __m512 acc[16];
+    for (int i = 0; i < 16; ++i)
+        acc[i] = _mm512_set1_ps(static_cast<float>(i));
+    const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.999f), _mm512_set1_ps(0.998f));
+    const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.001f), _mm512_set1_ps(0.002f));
+    for (long k = 0; k < iters; ++k) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i)
+            acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+    }
+    __m512 s = acc[0];
+    for (int i = 1; i < 16; ++i)
+        s = _mm512_add_ps(s, acc[i]);
+    alignas(64) float out[16];
+    _mm512_store_ps(out, s);
+    return static_cast<double>(out[0] + out[15]);
+}
+
+// GFLOP/s of `threads` threads running FMA chains (dpbf16: VDPBF16PS chains instead); 0 where the
+// CPU has neither vector unit.
+double fmaCeiling(int threads, int runs, double& sink, bool dpbf16 = false)
 {
     const bool wide = kernelSupported(Kernel::avx512);
     if (!wide && !kernelSupported(Kernel::avx2))
         return 0;
+    if (dpbf16 && !kernelSupported(Kernel::avx512bf16))
+        return 0;
     const long iters = 20'000'000;
-    const double flopsPerThread = static_cast<double>(iters) * (wide ? 16.0 * 16 * 2 : 12.0 * 8 * 2);
+    const double flopsPerThread = static_cast<double>(iters) * (dpbf16 ? 16.0 * 32 * 2 : wide ? 16.0 * 16 * 2 : 12.0 * 8 * 2);
     std::vector<double> gflops;
     for (int k = 0; k < runs; ++k) {
         std::vector<std::thread> pool;
         std::vector<double> out(static_cast<std::size_t>(threads));
         const auto t0 = Clock::now();
         for (int t = 0; t < threads; ++t)
-            pool.emplace_back([&, t] { out[static_cast<std::size_t>(t)] = wide ? fmaLoop512(iters) : fmaLoop256(iters); });
+            pool.emplace_back([&, t] {
+                out[static_cast<std::size_t>(t)] = dpbf16 ? dpbf16Loop512(iters) : wide ? fmaLoop512(iters) : fmaLoop256(iters);
+            });
         for (auto& th : pool)
             th.join();
         gflops.push_back(flopsPerThread * threads / seconds(t0, Clock::now()) / 1e9);
@@ -362,6 +406,7 @@ int benchEngine(const Args& args)
     const double after = ceiling.measure(runs);
     double fmaSink = 0;
     const double fmaGflops = fmaCeiling(threads, runs, fmaSink);
+    const double dpbf16Gflops = fmaCeiling(threads, runs, fmaSink, true);
     // decode_ratio: the smallest ratio among the rows whose ceiling held still.
     double worst = 1e9, worstAny = 1e9;
     for (const auto& f : decode) {
@@ -384,13 +429,19 @@ int benchEngine(const Args& args)
         std::cout << line;
     }
     std::cout << "decode_ratio     " << fixed(worst, 3) << " (smallest of the rows whose ceiling held; target >= 0.85)\n";
-    // Eight tokens do 16 FLOPs per weight: at the read ceiling that needs far more than the vector
-    // units give on a small machine, so say how close they come to the FMA ceiling instead.
+    // Eight tokens do 16 FLOPs per weight: at the read ceiling that can need more than the vector
+    // units give on a small machine, so say what the row needed, what it ran at, and the ceiling
+    // of the instructions it ran (float32 FMAs, or VDPBF16PS where the kernel rounds to bf16).
     for (const auto& f : decode)
         if (f.tokens == 8) {
             const double gflops = 2.0 * 2 * 3 * 4096.0 * 14336.0 * f.tokens / (f.ms * 1e-3) / 1e9;
-            std::cout << "  " << f.format << " x8: " << fixed(gflops, 1) << " GFLOP/s = " << fixed(gflops / fmaGflops, 2)
-                      << " of the FMA ceiling (" << fixed(fmaGflops, 1) << " GFLOP/s, " << threads << " threads)\n";
+            const double needed = 2.0 * f.tokens * 0.85 * 0.5 * (f.ceiling_before + f.ceiling_after)
+                / (f.format == "fp32" ? 4.0 : f.format == "bf16" ? 2.0 : 1.0);
+            const bool bf16Products = kernel == Kernel::avx512bf16 && f.format != "fp32";
+            const double ceilingGflops = bf16Products ? dpbf16Gflops : fmaGflops;
+            std::cout << "  " << f.format << " x8: " << fixed(gflops, 1) << " GFLOP/s = " << fixed(gflops / ceilingGflops, 2) << " of the "
+                      << (bf16Products ? "VDPBF16PS" : "FMA") << " ceiling (" << fixed(ceilingGflops, 1) << " GFLOP/s, " << threads
+                      << " threads); 0.85 of its read ceiling needs " << fixed(needed, 1) << " GFLOP/s\n";
         }
     std::cout << "R1-shaped layer  " << fixed(r1Median, 2) << " ms (4 ranks, 64 tokens, fp8, 32 experts + shared)\n";
     std::cout << "a2a (threads)    " << fixed(a2aMedian, 2) << " GB/s over dispatch + combine ("
@@ -422,6 +473,7 @@ int benchEngine(const Args& args)
         j["ceiling_gbs_after"] = after;
         j["decode_ratio"] = worst;
         j["fma_ceiling_gflops"] = fmaGflops;
+        j["dpbf16_ceiling_gflops"] = dpbf16Gflops;
         if (prefill.measured) {
             j["prefill_ratio"] = prefill.ratio;
             j["openblas_core"] = prefill.blas_core;
