@@ -1,8 +1,11 @@
 // moex-cli compare A B [--steps N] [--seed S] [--json OUT|-] [--calibration F] [--set K=V]...
-// moex-cli compare --measured RUN.json [--calibration F]: predicted vs measured (cmd_compare_measured.cpp).
+// moex-cli compare --measured RUN.json [--calibration BEFORE [--calibration AFTER]]: predicted vs measured
+// (cmd_compare_measured.cpp).
 // Side-by-side totals with ratios B/A, and where the difference comes from, term by term.
 #include "cli_args.h"
 #include "commands.h"
+
+#include "common/diagnostics.h"
 #include "format.h"
 #include "sim_run.h"
 
@@ -33,11 +36,18 @@ std::string num(double v)
 
 int cmdCompare(const Argv& argv)
 {
-    Args args("compare", argv, {{"steps"}, {"seed"}, {"json"}, {"calibration"}, {"set", true, true}, {"measured"}});
+    Args args("compare", argv, {{"steps"}, {"seed"}, {"json"}, {"calibration", true, true}, {"set", true, true}, {"measured"}});
     if (auto run = args.value("measured")) {
-        args.requirePositionals(0, 0, "moex-cli compare --measured RUN.json [--calibration F] [--json OUT|-]");
-        return compareMeasured(*run, args.value("calibration").value_or(""), args.value("json"));
+        args.requirePositionals(0, 0, "moex-cli compare --measured RUN.json [--calibration BEFORE [--calibration AFTER]] [--json OUT|-]");
+        const std::vector<std::string> cals = args.values("calibration");
+        if (cals.size() > 2)
+            throw InputError(Location{"moex-cli compare", 0, 0},
+                             "--calibration: at most two with --measured (taken right before and right after the run), got "
+                                 + std::to_string(cals.size()));
+        return compareMeasured(*run, cals, args.value("json"));
     }
+    if (args.values("calibration").size() > 1)
+        throw InputError(Location{"moex-cli compare", 0, 0}, "--calibration: one calibration file for compare A B");
     args.requirePositionals(2, 2, "moex-cli compare A B [--steps N] [--json OUT|-] | compare --measured RUN.json");
     const int steps = args.intValue("steps", 10, 1, 100000);
     const long long seed = args.has("seed") ? args.intValue("seed", 0, 0, 2147483647) : -1;

@@ -1,4 +1,4 @@
-// moex-cli compare --measured RUN.json [--calibration F] [--json OUT|-]
+// moex-cli compare --measured RUN.json [--calibration BEFORE [--calibration AFTER]] [--json OUT|-]
 // Predicted vs measured for a `moex-cli run --json` of the CPU engine: the scenario it ran (its
 // file and --set overrides, its engine settings) simulated on host-cpu with the calibration, for
 // the expert loads the engine measured (run/host_prediction.h), per phase and per layer.
@@ -43,7 +43,7 @@ T field(const nlohmann::json& j, const char* key, const std::string& file, const
 
 }  // namespace
 
-int compareMeasured(const std::string& runFile, const std::string& calibrationFile, const std::optional<std::string>& jsonOut)
+int compareMeasured(const std::string& runFile, const std::vector<std::string>& calibrationFiles, const std::optional<std::string>& jsonOut)
 {
     nlohmann::json j;
     try {
@@ -91,23 +91,47 @@ int compareMeasured(const std::string& runFile, const std::string& calibrationFi
         means.push_back(lm);
     }
     const Calibration base = defaultCalibration(GpuArch::cpu);
-    const Calibration cal = calibrationFile.empty() ? base : loadCalibrationFile(calibrationFile, base);
-    StepMetrics predicted;
-    try {
-        predicted = predictEngineStep(s, measured, cal);
-    } catch (const std::invalid_argument& e) {
-        badRun(runFile, e.what());
+    std::vector<Calibration> cals;
+    for (const auto& f : calibrationFiles)
+        cals.push_back(loadCalibrationFile(f, base));
+    if (cals.empty())
+        cals.push_back(base);
+    // One prediction per calibration; with two (taken right before and right after the run, as this
+    // machine's bandwidth moves by tens of percent within minutes) the rows' prediction is their mean.
+    std::vector<std::vector<PredictionRow>> each;
+    for (const auto& cal : cals) {
+        try {
+            each.push_back(predictionTable(means, predictEngineStep(s, measured, cal)));
+        } catch (const std::invalid_argument& e) {
+            badRun(runFile, e.what());
+        }
     }
-    const std::vector<PredictionRow> rows = predictionTable(means, predicted);
+    std::vector<PredictionRow> rows = each.front();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        double sum = 0;
+        for (const auto& e : each)
+            sum += e[i].predicted_us;
+        rows[i].predicted_us = sum / static_cast<double>(each.size());
+    }
+    const Calibration& cal = cals.front();
+    const bool bracketed = each.size() == 2;
 
     if (jsonOut) {
         nlohmann::json out;
         out["scenario"] = s.name;
         out["calibration"] = cal.name;
+        out["calibrations"] = static_cast<int>(calibrationFiles.size());
         out["engine"] = j.value("engine", "");
         nlohmann::json list = nlohmann::json::array();
-        for (const auto& r : rows)
-            list.push_back({{"what", r.what}, {"measured_us", r.measured_us}, {"predicted_us", r.predicted_us}, {"error", r.error()}});
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const auto& r = rows[i];
+            nlohmann::json row = {{"what", r.what}, {"measured_us", r.measured_us}, {"predicted_us", r.predicted_us}, {"error", r.error()}};
+            if (bracketed) {
+                row["predicted_us_before"] = each[0][i].predicted_us;
+                row["predicted_us_after"] = each[1][i].predicted_us;
+            }
+            list.push_back(row);
+        }
         out["rows"] = list;
         writeJson(*jsonOut, out.dump(1));
         if (*jsonOut == "-")
@@ -116,12 +140,21 @@ int compareMeasured(const std::string& runFile, const std::string& calibrationFi
     std::cout << "scenario     " << s.name << " (" << s.model.name << ")\n";
     std::cout << "measured     " << j.value("engine", std::string("cpu engine")) << '\n';
     std::cout << "predicted    simulator on host-cpu x" << measured.num_gpus << ", calibration " << cal.name
-              << (calibrationFile.empty() ? " (not measured: run moex-cli calibrate --backend cpu -o FILE)" : "") << "\n\n";
+              << (calibrationFiles.empty() ? " (not measured: run moex-cli calibrate --backend cpu -o FILE)" : "")
+              << (bracketed ? "; the mean of the predictions from the calibrations before and after the run" : "") << "\n\n";
     std::cout << std::left << std::setw(20) << "" << std::right << std::setw(14) << "measured ms" << std::setw(14)
-              << "predicted ms" << std::setw(10) << "error" << '\n';
-    for (const auto& r : rows)
+              << "predicted ms" << std::setw(10) << "error";
+    if (bracketed)
+        std::cout << std::setw(22) << "before / after ms";
+    std::cout << '\n';
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const auto& r = rows[i];
         std::cout << std::left << std::setw(20) << r.what << std::right << std::setw(14) << fixed(r.measured_us / 1e3, 3)
-                  << std::setw(14) << fixed(r.predicted_us / 1e3, 3) << std::setw(9) << fixed(r.error() * 100, 1) << "%\n";
+                  << std::setw(14) << fixed(r.predicted_us / 1e3, 3) << std::setw(9) << fixed(r.error() * 100, 1) << "%";
+        if (bracketed)
+            std::cout << std::setw(12) << fixed(each[0][i].predicted_us / 1e3, 3) << " / " << fixed(each[1][i].predicted_us / 1e3, 3);
+        std::cout << '\n';
+    }
     return 0;
 }
 

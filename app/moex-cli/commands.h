@@ -23,6 +23,9 @@ int cmdPlace(const Argv& argv);
 int cmdRun(const Argv& argv);
 int cmdCalibrate(const Argv& argv);
 // compare --measured RUN.json: predicted (host-cpu) vs measured (a `run --json` of the CPU engine).
-int compareMeasured(const std::string& runFile, const std::string& calibrationFile, const std::optional<std::string>& jsonOut);
+// calibrationFiles: none (the built-in guess), one, or two measured right before and after the run
+// (the prediction is then the mean of the two, and each is shown).
+int compareMeasured(const std::string& runFile, const std::vector<std::string>& calibrationFiles,
+                    const std::optional<std::string>& jsonOut);
 
 }  // namespace moex::cli

@@ -30,7 +30,7 @@ const Command kCommands[] = {
      "run SCENARIO [--backend cpu] [--ranks N] [--steps N] [--json OUT|-] [--set KEY=VALUE]...   the real MoE layers"},
     {"compare", moex::cli::cmdCompare, "compare A B [--steps N] [--json OUT|-]   side by side, ratios B/A, term by term"},
     {"compare", moex::cli::cmdCompare,
-     "compare --measured RUN.json [--calibration F] [--json OUT|-]   predicted (host-cpu) vs measured engine run"},
+     "compare --measured RUN.json [--calibration BEFORE [--calibration AFTER]] [--json OUT|-]   predicted (host-cpu) vs measured engine run"},
     {"calibrate", moex::cli::cmdCalibrate,
      "calibrate --backend cpu -o FILE [--threads N] [--quick]   measure this CPU for the host-cpu topology"},
     {"place", moex::cli::cmdPlace, "place SCENARIO --strategy S [--slots R] [--load F] --format F -o OUT   placement export"},

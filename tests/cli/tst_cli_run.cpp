@@ -7,6 +7,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -132,6 +133,43 @@ private slots:
         QCOMPARE(rows[0].toObject()[QStringLiteral("measured_us")].toDouble(), measured);
         for (const auto v : rows)
             QVERIFY(v.toObject()[QStringLiteral("predicted_us")].toDouble() > 0);
+        // Calibrations before and after the run: the prediction is the mean of the two, each shown.
+        // The second is the first with every expert timing doubled.
+        QString slowText;
+        const QRegularExpression point(QStringLiteral("\\[(\\d+), ([0-9.eE+-]+)\\]"));
+        qsizetype at = 0;
+        for (auto it = point.globalMatch(calText); it.hasNext();) {
+            const auto m = it.next();
+            slowText += calText.mid(at, m.capturedStart() - at)
+                + QStringLiteral("[%1, %2]").arg(m.captured(1)).arg(2 * m.captured(2).toDouble(), 0, 'g', 17);
+            at = m.capturedEnd();
+        }
+        slowText += calText.mid(at);
+        QVERIFY(slowText != calText);
+        const QString slow = dir.filePath(QStringLiteral("slow.yaml"));
+        QFile slowFile(slow);
+        QVERIFY(slowFile.open(QIODevice::WriteOnly));
+        slowFile.write(slowText.toUtf8());
+        slowFile.close();
+        const CliResult two = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), runFile, QStringLiteral("--calibration"), cal,
+                                      QStringLiteral("--calibration"), slow, QStringLiteral("--json"), QStringLiteral("-")});
+        QVERIFY2(two.exitCode == 0, qPrintable(two.err));
+        const QJsonArray bracket = QJsonDocument::fromJson(two.out.toUtf8()).object()[QStringLiteral("rows")].toArray();
+        QCOMPARE(bracket.size(), rows.size());
+        for (int i = 0; i < rows.size(); ++i) {
+            const QJsonObject b = bracket[i].toObject();
+            const double before = b[QStringLiteral("predicted_us_before")].toDouble(), after = b[QStringLiteral("predicted_us_after")].toDouble();
+            QCOMPARE(before, rows[i].toObject()[QStringLiteral("predicted_us")].toDouble());  // the first alone
+            QCOMPARE(b[QStringLiteral("predicted_us")].toDouble(), 0.5 * (before + after));
+        }
+        const QJsonObject experts = bracket[2].toObject();  // "experts": twice the time per weight
+        QCOMPARE(experts[QStringLiteral("what")].toString(), QStringLiteral("experts"));
+        QVERIFY(experts[QStringLiteral("predicted_us_after")].toDouble() > 1.5 * experts[QStringLiteral("predicted_us_before")].toDouble());
+        const CliResult three = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), runFile, QStringLiteral("--calibration"), cal,
+                                        QStringLiteral("--calibration"), cal, QStringLiteral("--calibration"), cal});
+        QCOMPARE(three.exitCode, 2);
+        QVERIFY2(three.err.contains(QStringLiteral("at most two")), qPrintable(three.err));
+
         const CliResult text = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), runFile});
         QCOMPARE(text.exitCode, 0);
         QVERIFY2(text.out.contains(QStringLiteral("not measured: run moex-cli calibrate")), qPrintable(text.out));
