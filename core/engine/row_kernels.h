@@ -6,7 +6,7 @@
 //                as avx512
 //   avx512       16 floats per step (AVX-512F/BW): bf16 widened by a shift, fp8-e4m3 moved into
 //                fp16 bits and converted by the hardware (exact, subnormals included), MXFP4
-//                nibbles through a 16-entry permute; tiles of rows x tokens from 4 tokens on
+//                nibbles through a 16-entry permute; tiles of 6 rows x 4 tokens from 4 tokens on
 //   avx2         8 floats per step (AVX2 + FMA + F16C), the same conversions (MXFP4 via an 8-entry
 //                permute and a sign flip)
 //   portable     the row dequantised into a buffer, then moe_layer's fixed-order dot
@@ -68,8 +68,8 @@ private:
 void rowDotsWith(Kernel k, const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y,
                  std::vector<float>& scratch);
 
-// Rows r0 .. r0 + nrows - 1 at once: y[i * ldy + t] = row r0 + i . token t. The AVX-512 kernel
-// tiles 4 rows x 4 tokens so that each token chunk it loads feeds four rows; the results are the
+// Rows r0 .. r0 + nrows - 1 at once: y[i * ldy + t] = row r0 + i . token t. The AVX-512 kernels
+// tile rows x tokens so that each token chunk they load feeds several rows; the results are the
 // one-row kernel's bit for bit (same accumulator order per row and token).
 void rowsDots(const QuantMatrix& w, int r0, int nrows, const float* x, int n, std::size_t ldx, float* y, std::size_t ldy,
               std::vector<float>& scratch);
