@@ -103,22 +103,42 @@ MOEX_BF16_TARGET inline __m512bh load32(const Rows& r, int c)
         return mxfp4x32(r.data + c / 2, r.scales[c / 32]);
 }
 
-// Columns [c0, c1) of rows r0 .. r0 + NR - 1 against NT tokens (rows of C bf16 at x): the partial
-// sums stored into y (first pass) or added to it.
-template <WeightFormat F, int NR, int NT>
-MOEX_BF16_TARGET void tile(const QuantMatrix& w, int r0, const std::uint16_t* x, int c0, int c1, bool first, float* y, std::size_t ldy,
-                           Ahead ahead)
+// One pass of a call: columns [c0, c1) of the matrix against the tokens (rows of w.cols() bf16
+// at x); the partial sums are stored into y (the first pass) or added to it. fp8 matrices bring the
+// lookup tables of the row block the pass's rows are in.
+struct Pass {
+    const QuantMatrix& w;
+    const std::uint16_t* x;
+    const std::uint8_t* tables;  // fp8 only
+    int c0, c1;
+    std::size_t ldy;
+};
+
+template <int NR, int NT>
+MOEX_BF16_TARGET inline void storePartials(__m512 (&acc)[NR][NT], const Pass& p, float* y)
 {
-    const auto C = static_cast<std::size_t>(w.cols());
+    for (int i = 0; i < NR; ++i)
+        for (int t = 0; t < NT; ++t) {
+            float& out = y[static_cast<std::size_t>(i) * p.ldy + static_cast<std::size_t>(t)];
+            const float part = _mm512_reduce_add_ps(acc[i][t]);
+            out = p.c0 == 0 ? part : out + part;
+        }
+}
+
+// Rows r0 .. r0 + NR - 1 of a bf16 or MXFP4 matrix against NT tokens, 32 columns a step.
+template <WeightFormat F, int NR, int NT>
+MOEX_BF16_TARGET void tile(const Pass& p, int r0, float* y, Ahead ahead)
+{
+    const auto C = static_cast<std::size_t>(p.w.cols());
     Rows rows[NR];
     for (int i = 0; i < NR; ++i)
-        rows[i] = {w.rowData(r0 + i), w.rowScales(r0 + i)};
-    const AheadRows<NR> next(w, ahead);
+        rows[i] = {p.w.rowData(r0 + i), p.w.rowScales(r0 + i)};
+    const AheadRows<NR> next(p.w, ahead);
     __m512 acc[NR][NT];
     for (int i = 0; i < NR; ++i)
         for (int t = 0; t < NT; ++t)
             acc[i][t] = _mm512_setzero_ps();
-    for (int c = c0; c < c1; c += 32) {
+    for (int c = p.c0; c < p.c1; c += 32) {
         __m512bh v[NR];
         for (int i = 0; i < NR; ++i) {
             if (next.rows[i])
@@ -127,80 +147,12 @@ MOEX_BF16_TARGET void tile(const QuantMatrix& w, int r0, const std::uint16_t* x,
             v[i] = load32<F>(rows[i], c);
         }
         for (int t = 0; t < NT; ++t) {
-            const auto xt = reinterpret_cast<__m512bh>(_mm512_loadu_si512(x + static_cast<std::size_t>(t) * C + static_cast<std::size_t>(c)));
+            const auto xt = reinterpret_cast<__m512bh>(_mm512_loadu_si512(p.x + static_cast<std::size_t>(t) * C + static_cast<std::size_t>(c)));
             for (int i = 0; i < NR; ++i)
                 acc[i][t] = _mm512_dpbf16_ps(acc[i][t], v[i], xt);
         }
     }
-    for (int i = 0; i < NR; ++i)
-        for (int t = 0; t < NT; ++t) {
-            float& out = y[static_cast<std::size_t>(i) * ldy + static_cast<std::size_t>(t)];
-            const float part = _mm512_reduce_add_ps(acc[i][t]);
-            out = first ? part : out + part;
-        }
-}
-
-// The last k < NR rows of a run, one tile of exactly k rows.
-template <WeightFormat F, int K, int NT>
-MOEX_BF16_TARGET void tailRows(const QuantMatrix& w, int r0, int k, const std::uint16_t* x, int c0, int c1, bool first, float* y,
-                               std::size_t ldy, Ahead ahead)
-{
-    if constexpr (K == 0) {
-        (void)w, (void)r0, (void)k, (void)x, (void)c0, (void)c1, (void)first, (void)y, (void)ldy, (void)ahead;
-    } else if (k == K) {
-        tile<F, K, NT>(w, r0, x, c0, c1, first, y, ldy, ahead);
-    } else {
-        tailRows<F, K - 1, NT>(w, r0, k, x, c0, c1, first, y, ldy, ahead);
-    }
-}
-
-// The next tile of a pass over rows r0 .. r0 + nrows - 1 in tiles of R, after the tile at row r.
-inline Ahead aheadOf(int r0, int nrows, int r, int R, int c0, int C)
-{
-    if (r + R < nrows)
-        return {r0 + r + R, 0};
-    if (c0 + kChunk < C)
-        return {r0, kChunk};
-    return {r0 + nrows, -c0};  // the rows after these, from their first column: the next call's
-}
-
-template <WeightFormat F, int NT>
-MOEX_BF16_TARGET void rowsOfTokens(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* x, float* y, std::size_t ldy)
-{
-    constexpr int R = rowsFor(NT);
-    const int C = w.cols();
-    for (int c0 = 0; c0 < C; c0 += kChunk) {
-        const int c1 = C - c0 < kChunk ? C : c0 + kChunk;
-        int r = 0;
-        for (; r + R <= nrows; r += R)
-            tile<F, R, NT>(w, r0 + r, x, c0, c1, c0 == 0, y + static_cast<std::size_t>(r) * ldy, ldy, aheadOf(r0, nrows, r, R, c0, C));
-        if (r < nrows)
-            tailRows<F, R - 1, NT>(w, r0 + r, nrows - r, x, c0, c1, c0 == 0, y + static_cast<std::size_t>(r) * ldy, ldy,
-                                   aheadOf(r0, nrows, r, R, c0, C));
-    }
-}
-
-template <WeightFormat F, int NT>
-MOEX_BF16_TARGET void tokensDispatch(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* x, int nt, float* y,
-                                     std::size_t ldy)
-{
-    if constexpr (NT == 0) {
-        (void)w, (void)r0, (void)nrows, (void)x, (void)nt, (void)y, (void)ldy;
-    } else if (nt == NT) {
-        rowsOfTokens<F, NT>(w, r0, nrows, x, y, ldy);
-    } else {
-        tokensDispatch<F, NT - 1>(w, r0, nrows, x, nt, y, ldy);
-    }
-}
-
-template <WeightFormat F>
-void rowsDotsOf(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* x, int n, float* y, std::size_t ldy)
-{
-    const auto C = static_cast<std::size_t>(w.cols());
-    for (int t0 = 0; t0 < n; t0 += kMaxTokens) {
-        const int nt = n - t0 < kMaxTokens ? n - t0 : kMaxTokens;
-        tokensDispatch<F, kMaxTokens>(w, r0, nrows, x + static_cast<std::size_t>(t0) * C, nt, y + t0, ldy);
-    }
+    storePartials(acc, p, y);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,26 +227,25 @@ constexpr int fp8RowsFor(int nt)
     return nt >= 5 ? 2 : nt >= 3 ? 3 : nt == 2 ? 4 : 6;
 }
 
-// Columns [c0, c1) (whole 64s) of rows r0 .. r0 + NR - 1, all in one row block whose tables are at
-// `tables`, against NT tokens; partial sums stored (first) or added as tile() does.
+// Rows r0 .. r0 + NR - 1 of an fp8 matrix, all in the row block whose tables the pass holds,
+// against NT tokens, 64 columns a step.
 template <int NR, int NT>
-MOEX_BF16_TARGET void tileFp8(const QuantMatrix& w, int r0, const std::uint8_t* tables, const std::uint16_t* x, int c0, int c1,
-                              bool first, float* y, std::size_t ldy, Ahead ahead)
+MOEX_BF16_TARGET void tileFp8(const Pass& p, int r0, float* y, Ahead ahead)
 {
-    const auto C = static_cast<std::size_t>(w.cols());
+    const auto C = static_cast<std::size_t>(p.w.cols());
     const __m512i order = fp8Order();
     const std::uint8_t* rows[NR];
     for (int i = 0; i < NR; ++i)
-        rows[i] = w.rowData(r0 + i);
-    const AheadRows<NR> next(w, ahead);
+        rows[i] = p.w.rowData(r0 + i);
+    const AheadRows<NR> next(p.w, ahead);
     __m512 acc[NR][NT];
     for (int i = 0; i < NR; ++i)
         for (int t = 0; t < NT; ++t)
             acc[i][t] = _mm512_setzero_ps();
-    Fp8Table table = loadTable(tables + static_cast<std::size_t>(c0 / kFp8Block) * kTableBytes);
-    for (int c = c0; c < c1; c += 64) {
+    Fp8Table table = loadTable(p.tables + static_cast<std::size_t>(p.c0 / kFp8Block) * kTableBytes);
+    for (int c = p.c0; c < p.c1; c += 64) {
         if (c % kFp8Block == 0)
-            table = loadTable(tables + static_cast<std::size_t>(c / kFp8Block) * kTableBytes);
+            table = loadTable(p.tables + static_cast<std::size_t>(c / kFp8Block) * kTableBytes);
         __m512bh v0[NR], v1[NR];
         for (int i = 0; i < NR; ++i) {
             if (next.rows[i])
@@ -302,68 +253,100 @@ MOEX_BF16_TARGET void tileFp8(const QuantMatrix& w, int r0, const std::uint8_t* 
             fp8x64(rows[i] + c, table, order, v0[i], v1[i]);
         }
         for (int t = 0; t < NT; ++t) {
-            const std::uint16_t* xt = x + static_cast<std::size_t>(t) * C + static_cast<std::size_t>(c);
+            const std::uint16_t* xt = p.x + static_cast<std::size_t>(t) * C + static_cast<std::size_t>(c);
             const auto x0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xt));
             const auto x1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xt + 32));
             for (int i = 0; i < NR; ++i)
                 acc[i][t] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(acc[i][t], v0[i], x0), v1[i], x1);
         }
     }
-    for (int i = 0; i < NR; ++i)
-        for (int t = 0; t < NT; ++t) {
-            float& out = y[static_cast<std::size_t>(i) * ldy + static_cast<std::size_t>(t)];
-            const float part = _mm512_reduce_add_ps(acc[i][t]);
-            out = first ? part : out + part;
-        }
+    storePartials(acc, p, y);
 }
 
-template <int K, int NT>
-MOEX_BF16_TARGET void tailRowsFp8(const QuantMatrix& w, int r0, int k, const std::uint8_t* tables, const std::uint16_t* x, int c0,
-                                  int c1, bool first, float* y, std::size_t ldy, Ahead ahead)
+// ---------------------------------------------------------------------------------------------
+// Calls: tiles over rows, passes over columns, blocks of up to 8 tokens (every format)
+
+template <WeightFormat F>
+constexpr int rowsOf(int nt)
+{
+    return F == WeightFormat::fp8_block ? fp8RowsFor(nt) : rowsFor(nt);
+}
+
+template <WeightFormat F, int NR, int NT>
+MOEX_BF16_TARGET void tileOf(const Pass& p, int r0, float* y, Ahead ahead)
+{
+    if constexpr (F == WeightFormat::fp8_block)
+        tileFp8<NR, NT>(p, r0, y, ahead);
+    else
+        tile<F, NR, NT>(p, r0, y, ahead);
+}
+
+// The last k < NR rows of a run, one tile of exactly k rows.
+template <WeightFormat F, int K, int NT>
+MOEX_BF16_TARGET void tailRows(const Pass& p, int r0, int k, float* y, Ahead ahead)
 {
     if constexpr (K == 0) {
-        (void)w, (void)r0, (void)k, (void)tables, (void)x, (void)c0, (void)c1, (void)first, (void)y, (void)ldy, (void)ahead;
+        (void)p, (void)r0, (void)k, (void)y, (void)ahead;
     } else if (k == K) {
-        tileFp8<K, NT>(w, r0, tables, x, c0, c1, first, y, ldy, ahead);
+        tileOf<F, K, NT>(p, r0, y, ahead);
     } else {
-        tailRowsFp8<K - 1, NT>(w, r0, k, tables, x, c0, c1, first, y, ldy, ahead);
+        tailRows<F, K - 1, NT>(p, r0, k, y, ahead);
     }
 }
 
-// Rows r0 .. r0 + nrows - 1, all in one row block.
-template <int NT>
-MOEX_BF16_TARGET void rowsOfTokensFp8(const QuantMatrix& w, int r0, int nrows, const std::uint8_t* tables, const std::uint16_t* x,
-                                      float* y, std::size_t ldy)
+// The next tile of a pass over rows r0 .. r0 + nrows - 1 in tiles of R, after the tile at row r.
+inline Ahead aheadOf(int r0, int nrows, int r, int R, int c0, int C)
 {
-    constexpr int R = fp8RowsFor(NT);
+    if (r + R < nrows)
+        return {r0 + r + R, 0};
+    if (c0 + kChunk < C)
+        return {r0, kChunk};
+    return {r0 + nrows, -c0};  // the rows after these, from their first column: the next call's
+}
+
+// Rows r0 .. r0 + nrows - 1 (for fp8, all in the row block of `tables`) against NT tokens.
+template <WeightFormat F, int NT>
+MOEX_BF16_TARGET void rowsOfTokens(const QuantMatrix& w, int r0, int nrows, const std::uint8_t* tables, const std::uint16_t* x, float* y,
+                                   std::size_t ldy)
+{
+    constexpr int R = rowsOf<F>(NT);
     const int C = w.cols();
     for (int c0 = 0; c0 < C; c0 += kChunk) {
-        const int c1 = C - c0 < kChunk ? C : c0 + kChunk;
+        const Pass p{w, x, tables, c0, C - c0 < kChunk ? C : c0 + kChunk, ldy};
         int r = 0;
         for (; r + R <= nrows; r += R)
-            tileFp8<R, NT>(w, r0 + r, tables, x, c0, c1, c0 == 0, y + static_cast<std::size_t>(r) * ldy, ldy, aheadOf(r0, nrows, r, R, c0, C));
+            tileOf<F, R, NT>(p, r0 + r, y + static_cast<std::size_t>(r) * ldy, aheadOf(r0, nrows, r, R, c0, C));
         if (r < nrows)
-            tailRowsFp8<R - 1, NT>(w, r0 + r, nrows - r, tables, x, c0, c1, c0 == 0, y + static_cast<std::size_t>(r) * ldy, ldy,
-                                   aheadOf(r0, nrows, r, R, c0, C));
+            tailRows<F, R - 1, NT>(p, r0 + r, nrows - r, y + static_cast<std::size_t>(r) * ldy, aheadOf(r0, nrows, r, R, c0, C));
     }
 }
 
-template <int NT>
-MOEX_BF16_TARGET void tokensDispatchFp8(const QuantMatrix& w, int r0, int nrows, const std::uint8_t* tables, const std::uint16_t* x,
-                                        int nt, float* y, std::size_t ldy)
+template <WeightFormat F, int NT>
+MOEX_BF16_TARGET void tokensDispatch(const QuantMatrix& w, int r0, int nrows, const std::uint8_t* tables, const std::uint16_t* x, int nt,
+                                     float* y, std::size_t ldy)
 {
     if constexpr (NT == 0) {
         (void)w, (void)r0, (void)nrows, (void)tables, (void)x, (void)nt, (void)y, (void)ldy;
     } else if (nt == NT) {
-        rowsOfTokensFp8<NT>(w, r0, nrows, tables, x, y, ldy);
+        rowsOfTokens<F, NT>(w, r0, nrows, tables, x, y, ldy);
     } else {
-        tokensDispatchFp8<NT - 1>(w, r0, nrows, tables, x, nt, y, ldy);
+        tokensDispatch<F, NT - 1>(w, r0, nrows, tables, x, nt, y, ldy);
+    }
+}
+
+template <WeightFormat F>
+void rowsDotsOf(const QuantMatrix& w, int r0, int nrows, const std::uint8_t* tables, const std::uint16_t* x, int n, float* y,
+                std::size_t ldy)
+{
+    const auto C = static_cast<std::size_t>(w.cols());
+    for (int t0 = 0; t0 < n; t0 += kMaxTokens) {
+        const int nt = std::min(kMaxTokens, n - t0);
+        tokensDispatch<F, kMaxTokens>(w, r0, nrows, tables, x + static_cast<std::size_t>(t0) * C, nt, y + t0, ldy);
     }
 }
 
 void rowsDotsFp8(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* x, int n, float* y, std::size_t ldy)
 {
-    const auto C = static_cast<std::size_t>(w.cols());
     const int blocks = (w.cols() + kFp8Block - 1) / kFp8Block;
     thread_local std::vector<std::uint8_t> tables;
     tables.resize(static_cast<std::size_t>(blocks) * kTableBytes);
@@ -371,11 +354,7 @@ void rowsDotsFp8(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* x
     for (int b0 = r0; b0 < r0 + nrows;) {
         const int b1 = std::min(r0 + nrows, (b0 / kFp8Block + 1) * kFp8Block);
         fp8Tables(w.rowScales(b0), blocks, tables.data());
-        float* yb = y + static_cast<std::size_t>(b0 - r0) * ldy;
-        for (int t0 = 0; t0 < n; t0 += kMaxTokens) {
-            const int nt = std::min(kMaxTokens, n - t0);
-            tokensDispatchFp8<kMaxTokens>(w, b0, b1 - b0, tables.data(), x + static_cast<std::size_t>(t0) * C, nt, yb + t0, ldy);
-        }
+        rowsDotsOf<WeightFormat::fp8_block>(w, b0, b1 - b0, tables.data(), x, n, y + static_cast<std::size_t>(b0 - r0) * ldy, ldy);
         b0 = b1;
     }
 }
@@ -401,9 +380,9 @@ MOEX_BF16_TARGET void tokensToBf16(const float* x, int n, std::size_t ldx, int c
 void rowsDotsBf16(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* x, int n, float* y, std::size_t ldy)
 {
     switch (w.format()) {
-    case WeightFormat::bf16: return rowsDotsOf<WeightFormat::bf16>(w, r0, nrows, x, n, y, ldy);
+    case WeightFormat::bf16: return rowsDotsOf<WeightFormat::bf16>(w, r0, nrows, nullptr, x, n, y, ldy);
     case WeightFormat::fp8_block: return rowsDotsFp8(w, r0, nrows, x, n, y, ldy);
-    case WeightFormat::mxfp4: return rowsDotsOf<WeightFormat::mxfp4>(w, r0, nrows, x, n, y, ldy);
+    case WeightFormat::mxfp4: return rowsDotsOf<WeightFormat::mxfp4>(w, r0, nrows, nullptr, x, n, y, ldy);
     case WeightFormat::f32: break;
     }
 }
