@@ -4,6 +4,7 @@
 #include "engine/row_kernels_bf16.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -345,7 +346,11 @@ Kernel initialKernel()
     Kernel k = bestKernel();
     if (const char* name = std::getenv("MOEX_KERNEL"); name && *name) {
         Kernel asked;
-        if (kernelFromString(name, asked) && kernelSupported(asked))
+        if (!kernelFromString(name, asked))
+            std::fprintf(stderr, "moex: MOEX_KERNEL=%s is none of portable, avx2, avx512, avx512-bf16; using %s\n", name, toString(k));
+        else if (!kernelSupported(asked))
+            std::fprintf(stderr, "moex: MOEX_KERNEL=%s does not run on this CPU; using %s\n", name, toString(k));
+        else
             k = asked;
     }
     return k;
