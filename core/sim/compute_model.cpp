@@ -145,7 +145,10 @@ double ComputeModel::cpuRouterUs(double tokens) const
 {
     if (tokens <= 0)
         return 0.0;
-    const double flops = 2.0 * tokens * m_model.hidden_size * static_cast<double>(m_model.routed_experts);
+    // The engine reads the fp32 gate once per block of 8 tokens (engine routerLogits) and the
+    // calibration times a whole block with the matrix from memory: a part block costs a block.
+    const double blocks = std::ceil(tokens / 8.0);
+    const double flops = 2.0 * 8.0 * blocks * m_model.hidden_size * static_cast<double>(m_model.routed_experts);
     return flops / (m_cal.cpu.router_gflops * 1e3) * m_cpuShare;
 }
 

@@ -196,12 +196,12 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
             // More CPU ranks than cores: the ranks' threads share the cores, and a rank that is done
             // leaves its core to the others, so the layer's experts end when the busiest rank's own
             // work is done or when the cores have done everyone's, whichever is later.
-            double sum = 0, most = 0;
+            double allRanks = 0, most = 0;
             for (int g = 0; g < G; ++g) {
-                sum += m_gpuCompute[static_cast<std::size_t>(g)];
+                allRanks += m_gpuCompute[static_cast<std::size_t>(g)];
                 most = std::max(most, m_gpuCompute[static_cast<std::size_t>(g)]);
             }
-            const double end = std::max(most, sum / std::max(1, m_compute.cpuCores()));
+            const double end = std::max(most, allRanks / std::max(1, m_compute.cpuCores()));
             for (int g = 0; g < G; ++g) {
                 double& c = m_gpuCompute[static_cast<std::size_t>(g)];
                 c = std::min(end, c * m_compute.cpuShare());
@@ -334,8 +334,9 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
 Simulator::LayerComm Simulator::hostExchange(double tokensPerGpu)
 {
     // The CPU engine's threads transport (engine/ep_engine.h): dispatch runs the router, packs every
-    // token-expert pair's row (local ones too) and pulls the rows sent to the rank; combine pulls the
-    // results back and sums them per token. Bytes copied at the calibrated rate, one barrier each.
+    // token-expert pair's row (local ones too) and pulls the rows sent to the rank; combine reads the
+    // results where the experts' ranks left them and sums them per token (one pass over the rows).
+    // Bytes at the calibrated copy rate, one barrier each.
     const int G = m_fabric.numGpus();
     const double row = static_cast<double>(m_scenario.model.hidden_size) * sizeof(float);
     const double pairsOut = tokensPerGpu * m_scenario.model.experts_per_token;
@@ -343,7 +344,7 @@ Simulator::LayerComm Simulator::hostExchange(double tokensPerGpu)
     for (int g = 0; g < G; ++g) {
         const double inv = m_invSpeed[static_cast<std::size_t>(g)];
         const double d = (m_compute.cpuRouterUs(tokensPerGpu) + m_compute.cpuCopyUs((pairsOut + m_gpuPairs[static_cast<std::size_t>(g)]) * row)) * inv;
-        const double c = m_compute.cpuCopyUs(2.0 * pairsOut * row) * inv;
+        const double c = m_compute.cpuCopyUs(pairsOut * row) * inv;
         m_gpuDispatch[static_cast<std::size_t>(g)] = d;
         m_gpuCombine[static_cast<std::size_t>(g)] = c;
         dispatchMax = std::max(dispatchMax, d);

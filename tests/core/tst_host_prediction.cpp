@@ -190,14 +190,16 @@ private slots:
                 pairs += static_cast<double>(lm.expert_load[e.index()]);
             compute = std::max(compute, busiest);
             allWork += busiest;
-            const double router = 2.0 * 4 * 64 * 4 / (cal.cpu.router_gflops * 1e3) * share;
+            // The router reads its matrix once per block of 8 tokens: a rank's 4 tokens cost a block.
+            const double router = 2.0 * 8 * 64 * 4 / (cal.cpu.router_gflops * 1e3) * share;
             const double copies = (4.0 * 2 + pairs) * 64 * 4 / (cal.cpu.copy_gbs * 1e3) * share;
             dispatch = std::max(dispatch, router + copies);
         }
         // Two ranks on one core share it: the experts end when the core has done both ranks' work.
         if (share > 1)
             compute = std::max(compute, allWork / cores);
-        const double combine = 2.0 * 4 * 2 * 64 * 4 / (cal.cpu.copy_gbs * 1e3) * share;
+        // Combine reads each of a rank's 4 x 2 result rows once.
+        const double combine = 4.0 * 2 * 64 * 4 / (cal.cpu.copy_gbs * 1e3) * share;
         QCOMPARE(p.layers[0].compute_us, compute);
         QCOMPARE(p.layers[0].dispatch_us, dispatch + cal.cpu.sync_us);
         QCOMPARE(p.layers[0].combine_us, combine + cal.cpu.sync_us);
