@@ -217,6 +217,15 @@ void readAttention(ConfigReader& c, ModelSpec& m)
         a.qk_nope_head_dim = static_cast<int>(c.integer("qk_nope_head_dim", 0, kMaxDim).value_or(128));
         a.v_head_dim = static_cast<int>(c.integer("v_head_dim", 0, kMaxDim).value_or(a.qk_nope_head_dim));
         a.head_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
+        // DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5).
+        if (c.has("index_n_heads") || c.has("index_topk")) {
+            a.index_heads = static_cast<int>(c.integer("index_n_heads", 1, kMaxCount).value_or(0));
+            a.index_head_dim = static_cast<int>(c.integer("index_head_dim", 1, kMaxDim).value_or(128));
+            a.index_topk = static_cast<int>(c.integer("index_topk", 1, kMaxDim).value_or(0));
+            for (const char* key : {"index_n_heads", "index_topk"})
+                if (!c.has(key))
+                    c.error(key, std::string("sparse attention (DSA) needs ") + key + " beside index_n_heads / index_topk");
+        }
     } else {
         a.head_dim = static_cast<int>(c.integer("head_dim", 1, kMaxDim).value_or(m.hidden_size / a.num_heads));
         a.v_head_dim = static_cast<int>(c.integer("v_head_dim", 0, kMaxDim).value_or(0));  // MiMo-V2-Flash: 128 of 192

@@ -1,6 +1,7 @@
 #include "model/model_spec.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace moex {
 
@@ -19,7 +20,7 @@ std::int64_t AttentionShape::params(int hidden) const
         const std::int64_t d = head_dim;
         const std::int64_t dv = valueHeadDim();
         const std::int64_t q = h * heads * d * (output_gate ? 2 : 1);
-        return q + h * std::int64_t{num_kv_heads} * (k_eq_v ? d : d + dv) + heads * dv * h;
+        return q + h * std::int64_t{num_kv_heads} * (k_eq_v ? d : d + dv) + heads * dv * h + indexerParams(hidden);
     }
     const std::int64_t qkDim = std::int64_t{qk_nope_head_dim} + qk_rope_head_dim;
     const std::int64_t q = q_lora_rank > 0 ? h * q_lora_rank + std::int64_t{q_lora_rank} * heads * qkDim
@@ -27,7 +28,23 @@ std::int64_t AttentionShape::params(int hidden) const
     const std::int64_t kvDown = h * (std::int64_t{kv_lora_rank} + qk_rope_head_dim);
     const std::int64_t kvUp = std::int64_t{kv_lora_rank} * heads * (std::int64_t{qk_nope_head_dim} + v_head_dim);
     const std::int64_t o = heads * v_head_dim * h;
-    return q + kvDown + kvUp + o;
+    return q + kvDown + kvUp + o + indexerParams(hidden);
+}
+
+std::int64_t AttentionShape::indexerParams(int hidden) const
+{
+    if (!sparse())
+        return 0;
+    const std::int64_t h = hidden, heads = index_heads, dim = index_head_dim;
+    const std::int64_t qFrom = q_lora_rank > 0 ? q_lora_rank : h;
+    return qFrom * heads * dim + h * dim + 2 * dim + h * heads;
+}
+
+double AttentionShape::indexerCacheBytesPerToken() const
+{
+    if (!sparse())
+        return 0.0;
+    return static_cast<double>(index_head_dim) + 4.0 * std::ceil(index_head_dim / 128.0);
 }
 
 std::int64_t LinearAttentionShape::params(int hidden) const
@@ -129,7 +146,7 @@ double ModelSpec::cacheBytesPerSequence(int context, double kvBytesPerElement) c
     const double window = attention.sliding_window > 0 ? std::min(ctx, static_cast<double>(attention.sliding_window)) : ctx;
     const double stateBpe = bytesPerElement(state_dtype);
     const double perKind[] = {
-        static_cast<double>(attention.kvElementsPerTokenPerLayer()) * kvBytesPerElement * ctx,
+        (static_cast<double>(attention.kvElementsPerTokenPerLayer()) * kvBytesPerElement + attention.indexerCacheBytesPerToken()) * ctx,
         static_cast<double>(attentionFor(MixerKind::sliding).kvElementsPerTokenPerLayer()) * kvBytesPerElement * window,
         static_cast<double>(linear_attention.stateElements()) * stateBpe
             + static_cast<double>(linear_attention.convStateElements()) * kvBytesPerElement,

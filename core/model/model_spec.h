@@ -62,6 +62,7 @@ struct AttentionShape {
     //   MLA  q: q_lora_rank > 0 ? h*q_lora_rank + q_lora_rank*heads*(nope+rope) : h*heads*(nope+rope)
     //        + h*(kv_lora_rank+rope) (kv down) + kv_lora_rank*heads*(nope+v_head_dim) (kv up)
     //        + heads*v_head_dim*h (o)
+    //   plus indexerParams() where the attention is sparse
     [[nodiscard]] std::int64_t params(int hidden) const;
 
     // Qwen3-Next / Qwen3.5 gate the attention output per head (attn_output_gate): q_proj is twice
@@ -70,6 +71,22 @@ struct AttentionShape {
     // Gemma 4's full-attention layers (attention_k_eq_v): the values are the keys, so there is no
     // v_proj and the cache holds K only.
     bool k_eq_v = false;
+
+    // DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5; config.json index_n_heads, index_head_dim,
+    // index_topk). A "lightning indexer" scores every cached token with index_heads small heads in
+    // fp8, and the attention then reads only the index_topk best-scoring tokens. Per layer
+    // (DeepSeek-V3.2-Exp inference/model.py, class Indexer):
+    //   wq_b (q_lora_rank or hidden) x heads*dim, wk hidden x dim, k_norm LayerNorm 2*dim,
+    //   weights_proj hidden x heads
+    // and its own key cache: dim fp8 values plus one fp32 scale per 128 per token (k_cache,
+    // k_scale_cache). index_heads 0 = dense attention.
+    int index_heads = 0;
+    int index_head_dim = 0;
+    int index_topk = 0;
+    [[nodiscard]] bool sparse() const { return index_heads > 0 && index_head_dim > 0 && index_topk > 0; }
+    [[nodiscard]] std::int64_t indexerParams(int hidden) const;
+    // Bytes of the indexer's key cache per token per layer (0 when dense).
+    [[nodiscard]] double indexerCacheBytesPerToken() const;
 
     friend bool operator==(const AttentionShape&, const AttentionShape&) = default;
 };
@@ -129,7 +146,8 @@ struct ModelSpec {
     // The stack per decoder layer. Empty: every layer has full attention (on alternate layers a
     // sliding window, when attention.sliding_window > 0: gpt-oss's even layers) and an MoE FFN on
     // moe_layers, a dense one elsewhere. When given, moe_layers lists exactly its MoE layers.
-    std::vector<LayerKind> layer_kinds;    int routed_experts = 0;
+    std::vector<LayerKind> layer_kinds;
+    int routed_experts = 0;
     int experts_per_token = 0;
     int shared_experts = 0;
     int moe_intermediate_size = 0;

@@ -32,7 +32,8 @@ const std::vector<std::string> kModelKeys = {
     "state_dtype", "sliding_attention", "linear_attention", "mamba", "tie_embeddings"};
 const std::vector<std::string> kAttentionKeys = {"kind", "heads", "kv_heads", "head_dim", "q_lora_rank",
                                                  "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-                                                 "v_head_dim", "sliding_window", "output_gate", "k_eq_v"};
+                                                 "v_head_dim", "sliding_window", "output_gate", "k_eq_v",
+                                                 "index_heads", "index_head_dim", "index_topk"};
 const std::vector<std::string> kLinearKeys = {"key_heads", "value_heads", "key_head_dim", "value_head_dim",
                                               "conv_kernel"};
 const std::vector<std::string> kMambaKeys = {"heads", "head_dim", "state_size", "groups", "conv_kernel"};
@@ -132,6 +133,17 @@ void readAttention(YamlReader& r, const YAML::Node& map, const std::string& key,
         a.output_gate = *b;
     if (auto b = r.getBool(node, "k_eq_v", false))
         a.k_eq_v = *b;
+    // DeepSeek Sparse Attention: all three or none.
+    readInt(r, node, "index_heads", false, 0, kMaxHeads, a.index_heads);
+    readInt(r, node, "index_head_dim", false, 0, kMaxHeadDim, a.index_head_dim);
+    readInt(r, node, "index_topk", false, 0, kMaxWindow, a.index_topk);
+    const bool anyIndexer = a.index_heads > 0 || a.index_head_dim > 0 || a.index_topk > 0;
+    if (anyIndexer && !a.sparse()) {
+        const char* missing = a.index_heads <= 0 ? "index_heads" : a.index_head_dim <= 0 ? "index_head_dim" : "index_topk";
+        r.error(YamlReader::has(node, missing) ? child(node, missing) : node,
+                std::string("sparse attention (DSA) needs index_heads, index_head_dim and index_topk all >= 1; ") + missing
+                    + " is missing or 0");
+    }
 }
 
 void readLinearAttention(YamlReader& r, const YAML::Node& map, LinearAttentionShape& a)
@@ -264,6 +276,11 @@ void writeAttention(std::ostream& out, const char* key, const AttentionShape& a)
         out << "  output_gate: true\n";
     if (a.k_eq_v)
         out << "  k_eq_v: true\n";
+    if (a.sparse()) {
+        out << "  index_heads: " << a.index_heads << '\n';
+        out << "  index_head_dim: " << a.index_head_dim << '\n';
+        out << "  index_topk: " << a.index_topk << '\n';
+    }
 }
 
 }  // namespace

@@ -209,15 +209,28 @@ double ComputeModel::attentionUs(const AttentionShape& a, int window, double tok
     // Decode: every token is its own sequence reading its whole cache. Prefill: a chunk of
     // `tokens` tokens attends on average to half the context and reads its KV once.
     const double attended = phase == Phase::decode ? ctx : std::max(1.0, ctx / 2.0);
+    // Sparse attention (DSA): the indexer scores every attended token, the attention proper reads
+    // at most index_topk of them. In prefill the mean over the chunk's positions p in [0, ctx] of
+    // min(p, topk) is ctx / 2 up to topk, and topk - topk^2 / (2 ctx) beyond.
+    double read = attended, indexed = 0;
+    if (a.sparse()) {
+        const double k = a.index_topk;
+        read = phase == Phase::decode ? std::min(ctx, k) : std::max(1.0, ctx <= k ? ctx / 2.0 : k - k * k / (2.0 * ctx));
+        indexed = attended;
+    }
     double coreFlops = 0;
     if (a.kind == AttentionKind::mla) {
         // Weight-absorbed MLA: scores against the latent (kv_lora + rope) and values in the latent.
-        coreFlops = 2.0 * tokens * attended * a.num_heads * (2.0 * a.kv_lora_rank + a.qk_rope_head_dim);
+        coreFlops = 2.0 * tokens * read * a.num_heads * (2.0 * a.kv_lora_rank + a.qk_rope_head_dim);
     } else {
-        coreFlops = 2.0 * tokens * attended * a.num_heads * (a.head_dim + a.valueHeadDim());
+        coreFlops = 2.0 * tokens * read * a.num_heads * (a.head_dim + a.valueHeadDim());
     }
+    // The indexer's scores: index_heads dot products of index_head_dim per (query, cached token).
+    coreFlops += 2.0 * tokens * indexed * a.index_heads * a.index_head_dim;
     const double kvElems = static_cast<double>(a.kvElementsPerTokenPerLayer());
-    const double kvBytes = (phase == Phase::decode ? tokens * ctx : ctx) * kvElems * m_kvBytesPerElement;
+    const double kvRead = phase == Phase::decode ? tokens * read : (a.sparse() ? std::min(ctx, tokens * read) : ctx);
+    const double indexRead = phase == Phase::decode ? tokens * ctx : ctx;
+    const double kvBytes = kvRead * kvElems * m_kvBytesPerElement + (a.sparse() ? indexRead * a.indexerCacheBytesPerToken() : 0.0);
     const double flops = 2.0 * tokens * params + coreFlops;
     const double bytes = params * m_nonExpertBpe + kvBytes + tokens * h * 4.0;
     return roofline(flops, bytes, m_gpu.bf16_tflops, m_cal.attention_efficiency);

@@ -79,6 +79,7 @@ private slots:
     void mixerTimePerKind();
     void nonGatedExperts();
     void hybridCapacity();
+    void sparseAttention();
 };
 
 void TestLayerKinds::patternParses_data()
@@ -325,6 +326,49 @@ void TestLayerKinds::hybridCapacity()
     // (up to the rounding down of each GPU's count).
     const double G = hybrid.topology.numGpus();
     QVERIFY(std::abs(static_cast<double>(hybridUsers) / G - ratio * static_cast<double>(denseUsers) / G) <= ratio + 1);
+}
+
+void TestLayerKinds::sparseAttention()
+{
+    // A small MLA model, dense and with DSA's indexer (4 heads of 64, the best 512 tokens).
+    const std::string dense = R"(name: mla
+hidden_size: 1024
+num_layers: 4
+routed_experts: 16
+experts_per_token: 2
+moe_intermediate_size: 256
+vocab_size: 1000
+attention: {kind: mla, heads: 8, q_lora_rank: 256, kv_lora_rank: 128, qk_rope_head_dim: 32, qk_nope_head_dim: 64)";
+    const ModelSpec d = readModelText(dense + "}\n");
+    const ModelSpec s = readModelText(dense + ", index_heads: 4, index_head_dim: 64, index_topk: 512}\n");
+    QVERIFY(!d.attention.sparse());
+    QVERIFY(s.attention.sparse());
+    // Parameters: wq_b 256 x 4*64, wk 1024 x 64, k_norm 2 x 64, weights_proj 1024 x 4.
+    QCOMPARE(s.mixerParams(MixerKind::attention) - d.mixerParams(MixerKind::attention),
+             std::int64_t{256 * 4 * 64 + 1024 * 64 + 2 * 64 + 1024 * 4});
+    // Cache: 64 fp8 values and one fp32 scale per token per layer beside the latent.
+    for (int context : {0, 1000, 100000})
+        QCOMPARE(s.cacheBytesPerSequence(context, 2.0) - d.cacheBytesPerSequence(context, 2.0), 4.0 * context * (64 + 4));
+
+    // Time: below top-k the attention reads every token and the indexer costs extra; far above it
+    // the attention reads 512 tokens and the indexer's small fp8 keys, far less than the latents.
+    const ComputeModel cd(d, h200(), defaultCalibration(GpuArch::hopper), DType::bf16);
+    const ComputeModel cs(s, h200(), defaultCalibration(GpuArch::hopper), DType::bf16);
+    auto at = [](const ComputeModel& c, int ctx, Phase p) { return c.mixerUs(MixerKind::attention, 128, ctx, p); };
+    QVERIFY(at(cs, 512, Phase::decode) > at(cd, 512, Phase::decode));
+    QVERIFY(at(cs, 131072, Phase::decode) < at(cd, 131072, Phase::decode) / 2);
+    // Decode beyond top-k: the latents read stop growing, only the indexer's keys do, so doubling
+    // the context adds far less than it does to dense attention.
+    const double sparseGrowth = at(cs, 131072, Phase::decode) - at(cs, 65536, Phase::decode);
+    const double denseGrowth = at(cd, 131072, Phase::decode) - at(cd, 65536, Phase::decode);
+    QVERIFY(sparseGrowth > 0);
+    QVERIFY(sparseGrowth < denseGrowth / 2);
+    QVERIFY(at(cs, 131072, Phase::prefill) < at(cd, 131072, Phase::prefill));
+
+    // YAML: written back and read the same; the three keys go together.
+    QVERIFY(loadModelText(modelToYaml(s), "again.yaml") == s);
+    const std::string error = errorOf(dense + ", index_heads: 4, index_head_dim: 64}\n");
+    QVERIFY2(error.find("index_topk is missing or 0") != std::string::npos, error.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestLayerKinds)
