@@ -80,14 +80,18 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
         lm.expert_load = field<std::vector<std::int64_t>>(l, "expert_load", runFile, "a \"layers\" entry");
         measured.layers.push_back(lm);
     }
+    // The per-layer medians over the run's steps where the file has them (a preempted step on a
+    // shared machine pulls the mean, and the calibration takes medians too); else the means.
+    const char* const timesKey = j.contains("layers_median") ? "layers_median" : "layers_mean";
+    const std::string entry = std::string("a \"") + timesKey + "\" entry";
     std::vector<LayerMetrics> means;
-    for (const auto& l : field<nlohmann::json>(j, "layers_mean", runFile, "the file")) {
+    for (const auto& l : field<nlohmann::json>(j, timesKey, runFile, "the file")) {
         LayerMetrics lm;
-        lm.layer = field<int>(l, "layer", runFile, "a \"layers_mean\" entry");
-        lm.time_us = field<double>(l, "time_us", runFile, "a \"layers_mean\" entry");
-        lm.dispatch_us = field<double>(l, "dispatch_us", runFile, "a \"layers_mean\" entry");
-        lm.compute_us = field<double>(l, "compute_us", runFile, "a \"layers_mean\" entry");
-        lm.combine_us = field<double>(l, "combine_us", runFile, "a \"layers_mean\" entry");
+        lm.layer = field<int>(l, "layer", runFile, entry);
+        lm.time_us = field<double>(l, "time_us", runFile, entry);
+        lm.dispatch_us = field<double>(l, "dispatch_us", runFile, entry);
+        lm.compute_us = field<double>(l, "compute_us", runFile, entry);
+        lm.combine_us = field<double>(l, "combine_us", runFile, entry);
         means.push_back(lm);
     }
     const Calibration base = defaultCalibration(GpuArch::cpu);
@@ -122,6 +126,7 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
         out["calibration"] = cal.name;
         out["calibrations"] = static_cast<int>(calibrationFiles.size());
         out["engine"] = j.value("engine", "");
+        out["measured_statistic"] = timesKey == std::string("layers_median") ? "median" : "mean";
         nlohmann::json list = nlohmann::json::array();
         for (std::size_t i = 0; i < rows.size(); ++i) {
             const auto& r = rows[i];
@@ -138,7 +143,8 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
             return 0;
     }
     std::cout << "scenario     " << s.name << " (" << s.model.name << ")\n";
-    std::cout << "measured     " << j.value("engine", std::string("cpu engine")) << '\n';
+    std::cout << "measured     " << j.value("engine", std::string("cpu engine")) << "; per layer the "
+              << (timesKey == std::string("layers_median") ? "median" : "mean") << " over " << j.value("steps", 0) << " steps\n";
     std::cout << "predicted    simulator on host-cpu x" << measured.num_gpus << ", calibration " << cal.name
               << (calibrationFiles.empty() ? " (not measured: run moex-cli calibrate --backend cpu -o FILE)" : "")
               << (bracketed ? "; the mean of the predictions from the calibrations before and after the run" : "") << "\n\n";

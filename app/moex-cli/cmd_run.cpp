@@ -105,13 +105,18 @@ int cmdRun(const Argv& argv)
         j["measured"] = run.measured;
         j["checksum"] = run.checksum;
         j["sim_wall_us_per_step"] = run.median_wall_us;
-        // Per-layer means over the measured steps, and what `compare --measured` needs to simulate
+        // Per-layer means and medians over the measured steps, and what `compare --measured` needs to simulate
         // the same run (the scenario file, its overrides, the engine settings as they ran).
         nlohmann::json means = nlohmann::json::array();
         for (const LayerMetrics& l : run.layer_mean)
             means.push_back({{"layer", l.layer}, {"time_us", l.time_us}, {"dispatch_us", l.dispatch_us},
                              {"compute_us", l.compute_us}, {"combine_us", l.combine_us}});
         j["layers_mean"] = std::move(means);
+        nlohmann::json medians = nlohmann::json::array();
+        for (const LayerMetrics& l : run.layer_median)
+            medians.push_back({{"layer", l.layer}, {"time_us", l.time_us}, {"dispatch_us", l.dispatch_us},
+                               {"compute_us", l.compute_us}, {"combine_us", l.combine_us}});
+        j["layers_median"] = std::move(medians);
         nlohmann::json sets = nlohmann::json::array();
         for (const auto& [key, value] : args.overrides())
             sets.push_back(key + "=" + value);

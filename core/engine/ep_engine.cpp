@@ -201,6 +201,10 @@ struct EpEngine::Impl {
             xr.resize(static_cast<std::size_t>(n) * Hs);
             for (int t = 0; t < n; ++t)
                 makeTokenHidden(config.seed, step * 4096 + ordinal, t0 + t, H, xr.data() + static_cast<std::size_t>(t) * Hs);
+            // Every rank's input is ready: the layer's clock starts on all ranks together, as the
+            // previous layer's combine lines them up in a server. Without this the first barrier
+            // (counts) would charge the dispatch with another rank's input making.
+            sync.arrive_and_wait();
             const auto layerStart = Clock::now();
 
             // Router.

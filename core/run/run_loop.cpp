@@ -36,20 +36,24 @@ RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placem
     const int n = std::max(1, steps);
     run.steps.reserve(static_cast<std::size_t>(n));
     std::vector<std::array<double, 4>> sums;
+    std::vector<std::array<std::vector<double>, 4>> perStep;  // [layer][field] one value per step
     run.step_wall_us.reserve(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         source.next(run.last);
         run.step_wall_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
         run.steps.push_back(run.last.summary);
-        if (i == 0)
+        if (i == 0) {
             sums.assign(run.last.layers.size(), {0, 0, 0, 0});
+            perStep.resize(run.last.layers.size());
+        }
         for (std::size_t l = 0; l < run.last.layers.size() && l < sums.size(); ++l) {
             const LayerMetrics& lm = run.last.layers[l];
-            sums[l][0] += lm.time_us;
-            sums[l][1] += lm.dispatch_us;
-            sums[l][2] += lm.compute_us;
-            sums[l][3] += lm.combine_us;
+            const double values[4] = {lm.time_us, lm.dispatch_us, lm.compute_us, lm.combine_us};
+            for (int f = 0; f < 4; ++f) {
+                sums[l][static_cast<std::size_t>(f)] += values[f];
+                perStep[l][static_cast<std::size_t>(f)].push_back(values[f]);
+            }
         }
         run.wall_us.push_back(run.last.sim_wall_us);
         if (progress.stepped)
@@ -62,6 +66,13 @@ RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placem
         run.layer_mean[l].dispatch_us = sums[l][1] / n;
         run.layer_mean[l].compute_us = sums[l][2] / n;
         run.layer_mean[l].combine_us = sums[l][3] / n;
+    }
+    run.layer_median = run.last.layers;
+    for (std::size_t l = 0; l < run.layer_median.size() && l < perStep.size(); ++l) {
+        run.layer_median[l].time_us = median(perStep[l][0]);
+        run.layer_median[l].dispatch_us = median(perStep[l][1]);
+        run.layer_median[l].compute_us = median(perStep[l][2]);
+        run.layer_median[l].combine_us = median(perStep[l][3]);
     }
     run.median_wall_us = median(run.wall_us);
     run.mean_step_wall_us = std::accumulate(run.step_wall_us.begin(), run.step_wall_us.end(), 0.0) /

@@ -24,6 +24,9 @@ struct RunResult {
     // Per layer, mean over steps of time_us, dispatch_us, compute_us and combine_us; the rest
     // (loads, slowest GPU) as in the last step.
     std::vector<LayerMetrics> layer_mean;
+    // The same with the median over steps: what `compare --measured` predicts against, since on a
+    // shared machine a preempted step can take several times the others and pull the mean.
+    std::vector<LayerMetrics> layer_median;
     std::vector<double> wall_us;    // wall time of each step in the source's model (simulator or engine)
     double median_wall_us = 0;
     // Wall time of each whole step as the caller waits for it: the routing source's sample, the

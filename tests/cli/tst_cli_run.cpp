@@ -119,18 +119,40 @@ private slots:
         const QJsonObject run = QJsonDocument::fromJson(f.readAll()).object();
         QCOMPARE(run[QStringLiteral("run")].toObject()[QStringLiteral("ranks")].toInt(), 2);
         const QJsonArray means = run[QStringLiteral("layers_mean")].toArray();
+        const QJsonArray medians = run[QStringLiteral("layers_median")].toArray();
         QCOMPARE(means.size(), 3);
-        double measured = 0;
-        for (const auto v : means)
+        QCOMPARE(medians.size(), 3);
+        double measured = 0, measuredMean = 0;
+        for (const auto v : medians)
             measured += v.toObject()[QStringLiteral("time_us")].toDouble();
+        for (const auto v : means)
+            measuredMean += v.toObject()[QStringLiteral("time_us")].toDouble();
 
+        // compare predicts against the per-layer medians over the steps (robust to a preempted step).
         const CliResult cmp = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), runFile, QStringLiteral("--calibration"),
                                       cal, QStringLiteral("--json"), QStringLiteral("-")});
         QVERIFY2(cmp.exitCode == 0, qPrintable(cmp.err));
-        const QJsonArray rows = QJsonDocument::fromJson(cmp.out.toUtf8()).object()[QStringLiteral("rows")].toArray();
+        const QJsonObject cmpObject = QJsonDocument::fromJson(cmp.out.toUtf8()).object();
+        QCOMPARE(cmpObject[QStringLiteral("measured_statistic")].toString(), QStringLiteral("median"));
+        const QJsonArray rows = cmpObject[QStringLiteral("rows")].toArray();
         QCOMPARE(rows.size(), 4 + 3);  // four phases, three layers
         QCOMPARE(rows[0].toObject()[QStringLiteral("what")].toString(), QStringLiteral("MoE layers"));
         QCOMPARE(rows[0].toObject()[QStringLiteral("measured_us")].toDouble(), measured);
+        {  // A run file of an earlier version, with means only: those are compared.
+            QJsonObject old = run;
+            old.remove(QStringLiteral("layers_median"));
+            const QString oldFile = dir.filePath(QStringLiteral("old.json"));
+            QFile o(oldFile);
+            QVERIFY(o.open(QIODevice::WriteOnly));
+            o.write(QJsonDocument(old).toJson());
+            o.close();
+            const CliResult m = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), oldFile, QStringLiteral("--json"),
+                                        QStringLiteral("-")});
+            QVERIFY2(m.exitCode == 0, qPrintable(m.err));
+            const QJsonObject mo = QJsonDocument::fromJson(m.out.toUtf8()).object();
+            QCOMPARE(mo[QStringLiteral("measured_statistic")].toString(), QStringLiteral("mean"));
+            QCOMPARE(mo[QStringLiteral("rows")].toArray()[0].toObject()[QStringLiteral("measured_us")].toDouble(), measuredMean);
+        }
         for (const auto v : rows)
             QVERIFY(v.toObject()[QStringLiteral("predicted_us")].toDouble() > 0);
         // Calibrations before and after the run: the prediction is the mean of the two, each shown.
