@@ -10,8 +10,13 @@
 //                    and up the odd ones, down_proj_blocks [E, H, I/32, 16] + _scales + _bias [E, H];
 //                    or the dequantised layout transformers saves, gate_up_proj [E, H, 2I] and
 //                    down_proj [E, I, H] (input-major, transposed against nn.Linear)
-// Which names a layer uses follows from its router: gpt-oss's from the model's family, Mixtral's
-// where block_sparse_moe.gate.weight is present, else the mlp.* names.
+//   Nemotron-H       (prefix backbone.layers.L.) mixer.gate.weight + mixer.gate.e_score_correction_bias;
+//                    mixer.experts.E.{up,down}_proj.weight (ReLU^2: no gate matrix);
+//                    shared: mixer.shared_experts.{up,down}_proj.weight
+// Experts with a non-gated activation (ReLU^2, GELU) have no gate_proj in any naming.
+// Which names a layer uses follows from its router: gpt-oss's from the model's family, Nemotron-H's
+// where backbone.layers.L.mixer.gate.weight is present, Mixtral's where block_sparse_moe.gate.weight
+// is, else the mlp.* names.
 #include "engine/checkpoint.h"
 
 #include "common/diagnostics.h"
@@ -24,7 +29,7 @@ namespace moex::engine {
 
 namespace {
 
-enum class Naming { mixtral, mlp, gpt_oss };
+enum class Naming { mixtral, mlp, gpt_oss, nemotron };
 
 const std::vector<std::string> kMatrixDtypes = {"BF16", "F16", "F32", "F8_E4M3"};
 const std::vector<std::string> kFloatDtypes = {"BF16", "F16", "F32"};
@@ -46,7 +51,8 @@ std::string listText(const std::vector<std::string>& items)
 }
 
 struct FfnSource {
-    MatrixSource gate, up, down;
+    std::optional<MatrixSource> gate;  // none for non-gated activations
+    MatrixSource up, down;
     std::optional<VectorSource> gateBias, upBias, downBias;
 };
 
@@ -60,9 +66,17 @@ struct RouterSource {
 class Lookup {
 public:
     Lookup(const Checkpoint& c, const LayerShape& s, int layer, std::string what)
-        : m_c(c), m_s(s), m_prefix("model.layers." + std::to_string(layer) + "."), m_what(std::move(what))
+        : m_c(c), m_s(s), m_prefix(layerPrefix(c, layer)), m_what(std::move(what))
     {
     }
+
+    // Nemotron-H's checkpoints root the decoder at backbone., every other family at model.
+    static std::string layerPrefix(const Checkpoint& c, int layer)
+    {
+        const std::string backbone = "backbone.layers." + std::to_string(layer) + ".";
+        return c.find(backbone + "mixer.gate.weight").tensor != nullptr ? backbone : "model.layers." + std::to_string(layer) + ".";
+    }
+    [[nodiscard]] bool nemotron() const { return m_prefix.starts_with("backbone."); }
 
     [[nodiscard]] std::string name(const std::string& suffix) const { return m_prefix + suffix; }
     [[nodiscard]] bool has(const std::string& suffix) const { return m_c.find(name(suffix)).tensor != nullptr; }
@@ -138,9 +152,11 @@ Naming namingOf(const Checkpoint& c, const LayerShape& s, int layer)
 {
     if (s.router == RouterKind::gpt_oss)
         return Naming::gpt_oss;
+    const Lookup l(c, s, layer, {});
+    if (l.nemotron())
+        return Naming::nemotron;
     if (s.router == RouterKind::sigmoid_grouped)
         return Naming::mlp;  // its correction bias lives beside mlp.gate.weight
-    const Lookup l(c, s, layer, {});
     return l.has("block_sparse_moe.gate.weight") && !l.has("mlp.gate.weight") ? Naming::mixtral : Naming::mlp;
 }
 
@@ -157,6 +173,11 @@ RouterSource routerSource(const Checkpoint& c, const LayerShape& s, int layer)
         r.bias = l.vector("mlp.router.bias", "logit bias", {E}, "routed experts");
         break;
     case Naming::mixtral: r.weight = l.vector("block_sparse_moe.gate.weight", "gate weight", {E, H}, dims); break;
+    case Naming::nemotron:
+        r.weight = l.vector("mixer.gate.weight", "gate weight", {E, H}, dims);
+        if (s.router == RouterKind::sigmoid_grouped)
+            r.correction = l.vector("mixer.gate.e_score_correction_bias", "score correction bias", {E}, "routed experts");
+        break;
     case Naming::mlp:
         r.weight = l.vector("mlp.gate.weight", "gate weight", {E, H}, dims,
                             s.router == RouterKind::softmax ? "block_sparse_moe.gate.weight" : "");
@@ -167,15 +188,16 @@ RouterSource routerSource(const Checkpoint& c, const LayerShape& s, int layer)
     return r;
 }
 
-// One SwiGLU's three matrices, named `base` + gate, up, down (`alternative` + the same: another
-// name the error message mentions).
+// One expert FFN's matrices, named `base` + gate, up, down (`alternative` + the same: another
+// name the error message mentions); no gate for a non-gated activation.
 FfnSource plainFfn(const Lookup& l, const std::string& base, const std::string& alternative, int inter,
                    const std::string& gate, const std::string& up, const std::string& down)
 {
     const int H = l.shape().hidden;
     const auto alt = [&](const std::string& n) { return alternative.empty() ? std::string() : alternative + n; };
     FfnSource f;
-    f.gate = l.matrix(base + gate, "gate projection", inter, H, "intermediate x hidden_size", alt(gate));
+    if (isGated(l.shape().activation))
+        f.gate = l.matrix(base + gate, "gate projection", inter, H, "intermediate x hidden_size", alt(gate));
     f.up = l.matrix(base + up, "up projection", inter, H, "intermediate x hidden_size", alt(up));
     f.down = l.matrix(base + down, "down projection", H, inter, "hidden_size x intermediate", alt(down));
     return f;
@@ -188,6 +210,7 @@ FfnSource gptOssExpert(const Lookup& l, int e)
     const std::int64_t E = s.experts, H = s.hidden, I = s.inter;
     const auto ue = static_cast<std::size_t>(e), uH = static_cast<std::size_t>(H), uI = static_cast<std::size_t>(I);
     FfnSource f;
+    MatrixSource& gate = f.gate.emplace();
     auto fill = [](MatrixSource& m, const Checkpoint::Found& data, const Checkpoint::Found& scales, const std::string& dtype,
                    std::int64_t rows, std::int64_t cols) {
         m.data = data;
@@ -212,12 +235,12 @@ FfnSource gptOssExpert(const Lookup& l, int e)
         l.check(db, "down MXFP4 blocks", {"U8"}, {E, H, I / 32, 16}, "experts x hidden_size x intermediate/32 x 16 bytes");
         const auto ds = l.need(p + "down_proj_scales", "down MXFP4 scales");
         l.check(ds, "down MXFP4 scales", {"U8"}, {E, H, I / 32}, "experts x hidden_size x intermediate/32");
-        fill(f.gate, gub, gus, "MXFP4", I, H);
+        fill(gate, gub, gus, "MXFP4", I, H);
         fill(f.up, gub, gus, "MXFP4", I, H);
         fill(f.down, db, ds, "MXFP4", H, I);
-        f.gate.first = ue * 2 * uI;  // packed rows
-        f.up.first = f.gate.first + 1;
-        f.gate.rowStride = f.up.rowStride = 2;
+        gate.first = ue * 2 * uI;  // packed rows
+        f.up.first = gate.first + 1;
+        gate.rowStride = f.up.rowStride = 2;
         f.down.first = ue * uH;
         f.down.rowStride = 1;
     } else {
@@ -225,14 +248,14 @@ FfnSource gptOssExpert(const Lookup& l, int e)
         l.check(gu, "fused gate/up weight", kFloatDtypes, {E, H, 2 * I}, "experts x hidden_size x 2 intermediate");
         const auto d = l.need(p + "down_proj", "fused down weight");
         l.check(d, "fused down weight", kFloatDtypes, {E, I, H}, "experts x intermediate x hidden_size");
-        fill(f.gate, gu, {}, gu.tensor->dtype, I, H);
+        fill(gate, gu, {}, gu.tensor->dtype, I, H);
         fill(f.up, gu, {}, gu.tensor->dtype, I, H);
         fill(f.down, d, {}, d.tensor->dtype, H, I);
         // gate (i, h) = gate_up[e][h][2i], up (i, h) = gate_up[e][h][2i + 1], down (h, i) = down[e][i][h].
-        f.gate.first = ue * uH * 2 * uI;
-        f.up.first = f.gate.first + 1;
-        f.gate.rowStride = f.up.rowStride = 2;
-        f.gate.colStride = f.up.colStride = 2 * uI;
+        gate.first = ue * uH * 2 * uI;
+        f.up.first = gate.first + 1;
+        gate.rowStride = f.up.rowStride = 2;
+        gate.colStride = f.up.colStride = 2 * uI;
         f.down.first = ue * uI * uH;
         f.down.rowStride = 1;
         f.down.colStride = uH;
@@ -253,6 +276,8 @@ FfnSource expertSource(const Checkpoint& c, const LayerShape& s, int layer, int 
     case Naming::gpt_oss: return gptOssExpert(l, e);
     case Naming::mixtral:
         return plainFfn(l, "block_sparse_moe.experts." + E + ".", {}, s.inter, "w1.weight", "w3.weight", "w2.weight");
+    case Naming::nemotron:
+        return plainFfn(l, "mixer.experts." + E + ".", {}, s.inter, "gate_proj.weight", "up_proj.weight", "down_proj.weight");
     case Naming::mlp: break;
     }
     return plainFfn(l, "mlp.experts." + E + ".", {}, s.inter, "gate_proj.weight", "up_proj.weight", "down_proj.weight");
@@ -261,6 +286,8 @@ FfnSource expertSource(const Checkpoint& c, const LayerShape& s, int layer, int 
 FfnSource sharedSource(const Checkpoint& c, const LayerShape& s, int layer)
 {
     const Lookup l(c, s, layer, "decoder layer " + std::to_string(layer) + "'s shared experts");
+    if (l.nemotron())
+        return plainFfn(l, "mixer.shared_experts.", {}, s.shared_inter, "gate_proj.weight", "up_proj.weight", "down_proj.weight");
     // Qwen2-MoE names its one shared expert in the singular.
     const bool singular = !l.has("mlp.shared_experts.gate_proj.weight") && l.has("mlp.shared_expert.gate_proj.weight");
     return plainFfn(l, singular ? "mlp.shared_expert." : "mlp.shared_experts.", singular ? "" : "mlp.shared_expert.",
@@ -270,7 +297,8 @@ FfnSource sharedSource(const Checkpoint& c, const LayerShape& s, int layer)
 FfnWeights loadFfn(const FfnSource& f, WeightFormat fmt)
 {
     FfnWeights w;
-    w.gate = loadMatrix(f.gate, fmt);
+    if (f.gate)
+        w.gate = loadMatrix(*f.gate, fmt);
     w.up = loadMatrix(f.up, fmt);
     w.down = loadMatrix(f.down, fmt);
     if (f.gateBias) {
@@ -283,7 +311,7 @@ FfnWeights loadFfn(const FfnSource& f, WeightFormat fmt)
 
 std::size_t ffnBytes(const FfnSource& f, WeightFormat fmt)
 {
-    std::size_t b = loadedBytes(f.gate, fmt) + loadedBytes(f.up, fmt) + loadedBytes(f.down, fmt);
+    std::size_t b = (f.gate ? loadedBytes(*f.gate, fmt) : 0) + loadedBytes(f.up, fmt) + loadedBytes(f.down, fmt);
     if (f.gateBias)
         b += (f.gateBias->n + f.upBias->n + f.downBias->n) * sizeof(float);
     return b;

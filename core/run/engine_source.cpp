@@ -125,10 +125,6 @@ public:
         if (ranks < 1 || ranks > s.model.routed_experts)
             throw InputError(engineLocation(s), "engine.ranks = " + std::to_string(ranks) + ": give 1 to "
                                                     + std::to_string(s.model.routed_experts) + " ranks (one expert each at most)");
-        if (s.model.activation != Activation::swiglu && !spec.checkpoint.empty())
-            throw InputError(engineLocation(s), "engine.checkpoint: the engine reads SwiGLU experts' tensors; "
-                                                    + s.model.name + "'s are " + std::string(toString(s.model.activation))
-                                                    + " (their checkpoint names are not read yet): run with seeded weights");
         engine::EngineConfig cfg;
         cfg.seed = spec.seed;
         cfg.tokens = spec.tokens > 0 ? spec.tokens : std::min<std::int64_t>(s.workload.tokens_per_gpu, 256);

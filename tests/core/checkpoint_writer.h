@@ -104,7 +104,7 @@ inline void putMatrix(StFile& f, const std::string& name, const QuantMatrix& q)
     }
 }
 
-enum class Layout { mixtral, mlp, qwen2_shared, gpt_oss_mxfp4, gpt_oss_bf16 };
+enum class Layout { mixtral, mlp, qwen2_shared, gpt_oss_mxfp4, gpt_oss_bf16, nemotron };
 
 // gpt-oss's fused experts of one layer: blocks + scales, or the dequantised [E, H, 2I] / [E, I, H]
 // bf16 layout; gate on even rows (or columns) of gate_up, up on odd ones.
@@ -166,7 +166,7 @@ inline StCheckpoint seededCheckpoint(const LayerShape& s, std::uint64_t seed, co
     StCheckpoint c;
     for (int L : layers) {
         StFile& f = c["model-" + std::to_string(10000 + L).substr(1) + ".safetensors"];
-        const std::string p = "model.layers." + std::to_string(L) + ".";
+        const std::string p = (layout == Layout::nemotron ? "backbone.layers." : "model.layers.") + std::to_string(L) + ".";
         const RouterWeights r = makeRouterWeights(s, seed, L);
         const std::vector<std::int64_t> rshape = {s.experts, s.hidden};
         std::vector<FfnWeights> experts;
@@ -200,6 +200,22 @@ inline StCheckpoint seededCheckpoint(const LayerShape& s, std::uint64_t seed, co
                 putMatrix(f, x + "up_proj.weight", sh.up);
                 putMatrix(f, x + "down_proj.weight", sh.down);
             }
+            break;
+        }
+        case Layout::nemotron: {  // Nemotron-H: mixer.*, ReLU^2 experts with up and down only
+            f[p + "mixer.gate.weight"] = f32Tensor(r.weight, rshape);
+            if (!r.correction.empty())
+                f[p + "mixer.gate.e_score_correction_bias"] = f32Tensor(r.correction, {s.experts});
+            auto put = [&](const std::string& x, const FfnWeights& w) {
+                if (isGated(s.activation))
+                    putMatrix(f, x + "gate_proj.weight", w.gate);
+                putMatrix(f, x + "up_proj.weight", w.up);
+                putMatrix(f, x + "down_proj.weight", w.down);
+            };
+            for (int e = 0; e < s.experts; ++e)
+                put(p + "mixer.experts." + std::to_string(e) + ".", experts[static_cast<std::size_t>(e)]);
+            if (s.shared_inter > 0)
+                put(p + "mixer.shared_experts.", makeSharedWeights(s, seed, L));
             break;
         }
         case Layout::gpt_oss_mxfp4:

@@ -49,6 +49,12 @@ ModelSpec smallModel(const std::string& family, int hidden = 64, int inter = 32,
         m.shared_intermediate_size = 2 * inter;
     } else if (family == "gpt-oss") {
         m.swiglu_limit = 7.0;
+    } else if (family == "nemotron") {  // Nemotron-H: ReLU^2 experts, sigmoid router, one shared expert
+        m.activation = Activation::relu2;
+        m.scoring = Scoring::sigmoid;
+        m.routed_scaling_factor = 2.5;
+        m.shared_experts = 1;
+        m.shared_intermediate_size = 2 * inter;
     }
     return m;
 }
@@ -71,7 +77,7 @@ Layout layoutOf(const QString& name)
     static const std::map<QString, Layout> kLayouts = {
         {QStringLiteral("mixtral"), Layout::mixtral},          {QStringLiteral("mlp"), Layout::mlp},
         {QStringLiteral("qwen2"), Layout::qwen2_shared},       {QStringLiteral("gpt-oss-mxfp4"), Layout::gpt_oss_mxfp4},
-        {QStringLiteral("gpt-oss-bf16"), Layout::gpt_oss_bf16},
+        {QStringLiteral("gpt-oss-bf16"), Layout::gpt_oss_bf16},      {QStringLiteral("nemotron"), Layout::nemotron},
     };
     return kLayouts.at(name);
 }
@@ -151,6 +157,8 @@ void TestCheckpoint::seededWeightsRoundTrip_data()
     row("qwen2 shared_expert bf16", "qwen2", DType::bf16, "qwen2", 64, 32, true);
     row("gpt-oss mxfp4", "gpt-oss", DType::mxfp4, "gpt-oss-mxfp4", 64, 96, true);
     row("gpt-oss dequantised bf16", "gpt-oss", DType::bf16, "gpt-oss-bf16", 64, 32, false);
+    row("nemotron-h relu2 bf16", "nemotron", DType::bf16, "nemotron", 64, 32, true);
+    row("nemotron-h relu2 fp8", "nemotron", DType::fp8, "nemotron", 160, 136, false);
 }
 
 void TestCheckpoint::seededWeightsRoundTrip()
@@ -361,6 +369,7 @@ void TestCheckpoint::engineRunsOnCheckpointWeights_data()
     QTest::newRow("mixtral bf16") << QStringLiteral("mixtral") << int(DType::bf16) << QStringLiteral("mixtral");
     QTest::newRow("deepseek fp8") << QStringLiteral("deepseek") << int(DType::fp8) << QStringLiteral("mlp");
     QTest::newRow("gpt-oss mxfp4") << QStringLiteral("gpt-oss") << int(DType::mxfp4) << QStringLiteral("gpt-oss-mxfp4");
+    QTest::newRow("nemotron-h bf16") << QStringLiteral("nemotron") << int(DType::bf16) << QStringLiteral("nemotron");
 }
 
 void TestCheckpoint::engineRunsOnCheckpointWeights()
