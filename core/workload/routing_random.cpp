@@ -169,15 +169,15 @@ void RandomTables::clippedPoisson(double mean, int t, double& m1, double& m2, do
     m1 = 0.0;
     m2 = 0.0;
     double p = std::exp(-mean);  // P(X = k)
-    double cdf = 0.0;
+    double total = 0.0;  // P(X <= k)
     for (int k = 0; k < t; ++k) {
-        cdf += p;
+        total += p;
         p *= mean / (k + 1);
-        const double survive = std::max(0.0, 1.0 - cdf);
+        const double survive = std::max(0.0, 1.0 - total);
         m1 += survive;
         m2 += (2.0 * k + 1.0) * survive;
     }
-    below = std::min(1.0, cdf);
+    below = std::min(1.0, total);
 }
 
 void clippedBinomial(int n, double p, int t, double& m1, double& m2, double& below)

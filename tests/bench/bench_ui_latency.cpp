@@ -150,12 +150,12 @@ int main(int argc, char** argv)
     auto shown = [&] { return !doc()->isBusy() && w.latestMetrics() && w.latestMetrics() != before; };
     auto mark = [&] { before = w.latestMetrics(); };
 
-    std::vector<Result> results = {{"NVL72: strategy eplb -> search", {}, {}},
-                                   {"NVL72, search: seed spin box, 3 clicks", {}, {}},
-                                   {"8 x HGX-H200: nodes 8 -> 4", {}, {}},
-                                   {"tour: steps 1-5 (each)", {}, {}},
-                                   {"NVL72: drag an expert to another GPU", {}, {}},
-                                   {"File > Open (background): NVL72 sample", {}, {}}};
+    std::vector<Result> results = {{"NVL72: strategy eplb -> search", {}, {}, {}},
+                                   {"NVL72, search: seed spin box, 3 clicks", {}, {}, {}},
+                                   {"8 x HGX-H200: nodes 8 -> 4", {}, {}, {}},
+                                   {"tour: steps 1-5 (each)", {}, {}, {}},
+                                   {"NVL72: drag an expert to another GPU", {}, {}, {}},
+                                   {"File > Open (background): NVL72 sample", {}, {}, {}}};
     for (int run = 0; run < runs; ++run) {
         w.openScenario(sample("deepseek-r1-decode-nvl72.yaml"), {}, false);
         auto* strategy = panelField<QComboBox>(w.scenarioPanel(), QStringLiteral("Strategy"));
