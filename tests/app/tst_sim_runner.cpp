@@ -126,12 +126,20 @@ private slots:
         runner.pause();
         QVERIFY(!runner.isRunning());
         QCOMPARE(running.count(), 2);
-        // A step in flight when the pause was queued still lands; one step takes well under a second.
+        // A step in flight when the pause was queued still lands. After it, no delivery: a run still
+        // going (50 steps/s, at most 30 deliveries/s) would deliver within about 35 ms, so the spy's
+        // wait returns at once on that failure and times out only when the pause held.
         QTRY_VERIFY(lastOf(spy) == runner.latest());
-        QTest::qWait(1000);
-        const int after = static_cast<int>(spy.count());
-        QTest::qWait(400);
-        QCOMPARE(static_cast<int>(spy.count()), after);
+        const int atPause = runner.latest()->step;
+        const auto delivered = spy.count();
+        QVERIFY(!spy.wait(300));
+        QCOMPARE(runner.latest()->step, atPause);
+        // One explicit step is the very next step and the only delivery.
+        runner.step();
+        QTRY_COMPARE(spy.count(), delivered + 1);
+        QCOMPARE(lastOf(spy)->step, atPause + 1);
+        QVERIFY(!runner.isRunning());
+        QCOMPARE(running.count(), 2);  // the explicit step did not start a run
     }
 
     void resetRestartsAtStepZero()
@@ -141,11 +149,10 @@ private slots:
         runner.setScenario(m_doc.scenario(), m_doc.placement());
         QTRY_VERIFY(spy.count() >= 1);
         const MetricsPtr zero = lastOf(spy);
-        for (int i = 0; i < 3; ++i) {
+        for (int i = 1; i <= 3; ++i) {
             runner.step();
-            QTest::qWait(40);
+            QTRY_COMPARE(runner.latest()->step, i);  // each step lands before the next is asked for
         }
-        QTRY_COMPARE(runner.latest()->step, 3);
         runner.reset();
         QTRY_COMPARE(runner.latest()->step, 0);
         // Same seed, same first step.
