@@ -548,8 +548,22 @@ private slots:
         QVERIFY(w.findChild<QMenu*>(QStringLiteral("menuRecent"))->actions().size() >= 1);
         QTemporaryDir dir;
         QVERIFY(w.documentA()->setGpuSpeed(2, 0.9).isEmpty());
-        QVERIFY(w.documentA()->saveAs(dir.filePath(QStringLiteral("s.yaml"))));
+        const QString saved = dir.filePath(QStringLiteral("s.yaml"));
+        QVERIFY(w.documentA()->saveAs(saved));
         QVERIFY(!w.isWindowModified());
+        const auto placementBefore = w.documentA()->placement();
+        // Reopened, the file gives back what was saved: the edited speed, the rest unchanged.
+        QVERIFY(w.openScenario(sample("deepseek-r1-decode-nvl72.yaml")));
+        QCOMPARE(w.documentA()->scenario().speeds.of(2), 1.0);
+        QVERIFY(w.openScenario(saved));
+        QCOMPARE(w.documentA()->scenario().speeds.of(2), 0.9);
+        QCOMPARE(w.documentA()->scenario().speeds.of(1), 1.0);
+        QCOMPARE(w.documentA()->scenario().model.name, std::string("Mixtral-8x7B"));
+        QVERIFY(w.documentA()->placement() == placementBefore);
+        // And it heads the recent files, by its full path.
+        const QList<QAction*> recent = w.findChild<QMenu*>(QStringLiteral("menuRecent"))->actions();
+        QVERIFY(!recent.isEmpty());
+        QCOMPARE(recent.first()->toolTip(), QFileInfo(saved).absoluteFilePath());
     }
 
 private:
