@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <stdexcept>
 
 namespace {
 
@@ -44,10 +45,14 @@ int headless(const QString& scenario)
         const moex::Placement p = moex::resolvePlacement(s);
         std::cout << moex::session::headlessSummary(moex::session::summarize(s, p));
         return 0;
-    } catch (const moex::InputError& e) {
+    } catch (const moex::InputError& e) {  // bad input: exit 2, as moex-cli
         std::cerr << e.diagnostics().format();
-    } catch (const std::exception& e) {
-        std::cerr << "moex: " << e.what() << '\n';
+        return 2;
+    } catch (const std::invalid_argument& e) {  // a configuration the simulator refuses
+        std::cerr << "moex: " << scenario.toStdString() << ": error: " << e.what() << '\n';
+        return 2;
+    } catch (const std::exception& e) {  // a bug
+        std::cerr << "moex: internal error: " << e.what() << '\n';
     }
     return 1;
 }

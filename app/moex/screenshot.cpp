@@ -115,9 +115,9 @@ int runScreenshot(const CommandLine& cmd, const QString& samplesDir, const QStri
         for (int s = 1; s < cmd.tourStep; ++s)
             w.tourBar()->next();
         waitFor([&] { return !w.documentA()->isBusy() && w.tourBar()->hasFigures() && w.latestMetrics(); }, 120000);
-    } else if (!w.openScenario(scenario, {}, false)) {
+    } else if (!w.openScenario(scenario, {}, false)) {  // bad input: exit 2, as moex-cli
         std::fprintf(stderr, "moex: %s\n", qPrintable(w.documentA()->lastError()));
-        return 1;
+        return 2;
     }
     // The engine builds its ranks' weights and runs real layers: minutes at most for a sample.
     const int stepTimeoutMs = cmd.engine ? 600000 : 10000;
@@ -171,7 +171,7 @@ int runScreenshot(const CommandLine& cmd, const QString& samplesDir, const QStri
     QSaveFile out(cmd.screenshot);
     if (!out.open(QIODevice::WriteOnly) || !image.save(&out, "PNG") || !out.commit()) {
         std::fprintf(stderr, "moex: cannot write %s: %s\n", qPrintable(cmd.screenshot), qPrintable(out.errorString()));
-        return 1;
+        return 2;  // an output path the user gave, as moex-cli
     }
     return 0;
 }

@@ -106,7 +106,7 @@ private slots:
         QTemporaryDir dir;
         const Result r = run({QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("x.png")),
                               dir.filePath(QStringLiteral("missing.yaml"))});
-        QCOMPARE(r.code, 1);
+        QCOMPARE(r.code, 2);  // bad input, as moex-cli
         QVERIFY2(r.err.contains(QStringLiteral("missing.yaml")), qPrintable(r.err));
         QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("x.png"))));
     }
@@ -123,6 +123,18 @@ private slots:
                                  "expert compute", "attention", "memory", "straggler"})
             QVERIFY2(r.out.contains(QLatin1String(word)), word);
         QVERIFY(r.err.contains(QStringLiteral("no display")));
+
+        // Bad input there: exit 2 with the file, line and key, nothing on stdout.
+        QTemporaryDir dir;
+        const QString bad = dir.filePath(QStringLiteral("bad.yaml"));
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("name: x\nmodel: ../nowhere.yaml\n");
+        f.close();
+        const Result e = run({bad}, env);
+        QCOMPARE(e.code, 2);
+        QVERIFY2(e.err.contains(bad + QStringLiteral(":2:")), qPrintable(e.err));
+        QVERIFY(e.out.isEmpty());
     }
 };
 
