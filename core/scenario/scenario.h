@@ -25,6 +25,8 @@ struct PlacementSpec {
     int redundant_slots = 0;
     double budget_ms = 1000;              // for search
     std::optional<Placement> explicit_slots;
+    int line = 0;  // where placement.strategy (or placement) was set, for located errors; 0 = not from a file
+    int column = 0;
 };
 
 struct GpuSpeeds {

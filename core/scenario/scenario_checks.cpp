@@ -148,6 +148,9 @@ void readPlacementPart(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
     if (!c.r.expectMap(node, "placement", {"strategy", "redundant_slots", "budget_ms", "slots", "layers", "shares"}))
         return;
     PlacementSpec& p = s.placement;
+    const YAML::Node at = YamlReader::has(node, "strategy") ? node["strategy"] : node;
+    p.line = at.Mark().line + 1;
+    p.column = at.Mark().column + 1;
     if (auto st = c.r.getChoice(node, "strategy", false, kStrategies))
         p.strategy = kStrategies[static_cast<std::size_t>(*st)];
     const std::int64_t maxRedundant = c.modelOk ? 16LL * s.model.routed_experts : (1 << 20);

@@ -202,6 +202,18 @@ std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps, 
     return load;
 }
 
+namespace {
+
+// A placement the strategies refuse: the scenario's error, at its placement key.
+InputError placementError(const Scenario& s, const std::invalid_argument& e)
+{
+    const std::string what = e.what();
+    return InputError(Location{s.file, s.placement.line, s.placement.column},
+                      what.starts_with("placement: ") ? what : "placement: " + what);
+}
+
+}  // namespace
+
 PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector<double>>& load, std::uint64_t seed,
                                 RoutingSource* routing, const CancelToken& cancel)
 {
@@ -253,7 +265,7 @@ PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector
             setup.objective =
                 std::make_unique<SimObjective>(s, resolveCalibration(s), std::move(samples), req.num_slots);
         } catch (const std::invalid_argument& e) {
-            throw InputError(Location{s.file, 0, 0}, std::string("placement: ") + e.what());
+            throw placementError(s, e);
         }
         req.objective = setup.objective.get();
     }
@@ -281,7 +293,7 @@ Placement resolvePlacement(const Scenario& s, const std::vector<std::vector<doub
     try {
         return makePlacement(setup.request);
     } catch (const std::invalid_argument& e) {
-        throw InputError(Location{s.file, 0, 0}, std::string("placement: ") + e.what());
+        throw placementError(s, e);
     }
 }
 

@@ -117,7 +117,8 @@ public:
     [[nodiscard]] bool finalized() const { return m_finalized; }
 
     // Builds adjacency and the all-pairs route table; call after the last addNode/addLink (and
-    // again after changing pxn). Throws std::logic_error when a GPU cannot reach another.
+    // again after changing pxn). Throws std::invalid_argument when a GPU cannot reach another or a
+    // NIC lacks its links (bad input: the topology file's error).
     void finalize();
 
 private:

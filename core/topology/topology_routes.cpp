@@ -243,7 +243,7 @@ void Topology::computeRoutes()
             if (!port.down.valid() && link(l).to == owner)
                 port.down = l;
         if (!port.up.valid() || !port.down.valid())
-            throw std::logic_error("nic '" + n.name + "' needs links to and from its gpu " + gpuName(n.gpu.value));
+            throw std::invalid_argument("nic '" + n.name + "' needs links to and from its gpu " + gpuName(n.gpu.value));
         nics[n.gpu.index()].push_back(port);
     }
     Dag net(*this, m_out, Mode::network);
@@ -319,7 +319,7 @@ void Topology::computeRoutes()
                     proxy = candidate;
             }
             if (gpuDist[at(proxy, d)] <= 0)
-                throw std::logic_error("no route from gpu " + gpuName(s) + " to gpu " + gpuName(d) +
+                throw std::invalid_argument("no route from gpu " + gpuName(s) + " to gpu " + gpuName(d) +
                                        ": no NVLink path and no network path between their NICs");
             users[static_cast<std::size_t>(proxy)].emplace_back(s, d);
         }

@@ -377,7 +377,7 @@ std::optional<Topology> readCustomTopology(const YAML::Node& node, YamlReader& r
     }
     try {
         t.finalize();
-    } catch (const std::logic_error& e) {
+    } catch (const std::invalid_argument& e) {  // unreachable GPUs, a NIC without its links; a bug propagates
         reader.error(node, e.what());
         return std::nullopt;
     }

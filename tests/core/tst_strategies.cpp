@@ -4,6 +4,7 @@
 // replicas of one expert on one GPU, gem beats eplb with slow GPUs and keeps co-activated experts
 // apart.
 #ifndef Q_MOC_RUN  // moc of Qt 6.4 cannot parse C++20 standard headers; it needs none of these
+#include "common/diagnostics.h"
 #include "placement/balance.h"
 #include "placement/cost_function.h"
 #include "placement/gem.h"
@@ -464,6 +465,19 @@ void TestStrategies::refusals()
     rq.strategy = "gemm";
     const std::string unknown = messageOf([&] { makePlacement(rq); });
     QVERIFY(unknown.find("gem, search") != std::string::npos);
+
+    // From a scenario file, the refusal is located at its placement's strategy key.
+    const Scenario s = loadScenarioText("name: t\nmodel: ../models/mixtral-8x7b.yaml\ntopology: {builtin: hgx-h100}\n"
+                                        "placement:\n  strategy: eplb\n  redundant_slots: 3\n",
+                                        kScenarios + "t.yaml");
+    try {
+        (void)resolvePlacement(s);
+        QFAIL("11 slots on 8 GPUs were placed");
+    } catch (const InputError& e) {
+        const std::string text = e.diagnostics().format();
+        QVERIFY2(text.find("t.yaml:5:13: error: placement: eplb needs the slots to divide evenly") != std::string::npos,
+                 text.c_str());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestStrategies)
