@@ -1,7 +1,8 @@
 // moex-cli place: a placement for a scenario, written in the file a serving system loads.
-//   moex-cli place samples/scenarios/deepseek-r1-decode-nvl72.yaml --strategy eplb --slots 288 --format sglang -o
-//   x.json moex-cli place SCENARIO --strategy NAME [--slots R] [--load STATS] [--budget-ms N] [--seed S]
+//   moex-cli place SCENARIO --strategy NAME [--slots R] [--load STATS] [--budget-ms N] [--seed S]
 //       --format native|sglang|trtllm|vllm-ascend|eplb -o OUT [--set KEY=VALUE]...
+// For example:
+//   moex-cli place samples/scenarios/deepseek-r1-decode-nvl72.yaml --strategy eplb --slots 288 --format sglang -o x.json
 // R defaults to the experts (no redundant slots). The load to balance comes from --load (any file
 // `moex-cli load-stats` reads, matched to the model's MoE layers; a shape mismatch is an error that
 // says which), else from the scenario's routing. The placement is checked for the format and
