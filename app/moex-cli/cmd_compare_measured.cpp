@@ -82,7 +82,8 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
     }
     // The per-layer medians over the run's steps where the file has them (a preempted step on a
     // shared machine pulls the mean, and the calibration takes medians too); else the means.
-    const char* const timesKey = j.contains("layers_median") ? "layers_median" : "layers_mean";
+    const bool medians = j.contains("layers_median");
+    const char* const timesKey = medians ? "layers_median" : "layers_mean";
     const std::string entry = std::string("a \"") + timesKey + "\" entry";
     std::vector<LayerMetrics> means;
     for (const auto& l : field<nlohmann::json>(j, timesKey, runFile, "the file")) {
@@ -126,7 +127,7 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
         out["calibration"] = cal.name;
         out["calibrations"] = static_cast<int>(calibrationFiles.size());
         out["engine"] = j.value("engine", "");
-        out["measured_statistic"] = timesKey == std::string("layers_median") ? "median" : "mean";
+        out["measured_statistic"] = medians ? "median" : "mean";
         nlohmann::json list = nlohmann::json::array();
         for (std::size_t i = 0; i < rows.size(); ++i) {
             const auto& r = rows[i];
@@ -144,7 +145,7 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
     }
     std::cout << "scenario     " << s.name << " (" << s.model.name << ")\n";
     std::cout << "measured     " << j.value("engine", std::string("cpu engine")) << "; per layer the "
-              << (timesKey == std::string("layers_median") ? "median" : "mean") << " over " << j.value("steps", 0) << " steps\n";
+              << (medians ? "median" : "mean") << " over " << j.value("steps", 0) << " steps\n";
     std::cout << "predicted    simulator on host-cpu x" << measured.num_gpus << ", calibration " << cal.name
               << (calibrationFiles.empty() ? " (not measured: run moex-cli calibrate --backend cpu -o FILE)" : "")
               << (bracketed ? "; the mean of the predictions from the calibrations before and after the run" : "") << "\n\n";

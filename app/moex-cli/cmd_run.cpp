@@ -107,16 +107,15 @@ int cmdRun(const Argv& argv)
         j["sim_wall_us_per_step"] = run.median_wall_us;
         // Per-layer means and medians over the measured steps, and what `compare --measured` needs to simulate
         // the same run (the scenario file, its overrides, the engine settings as they ran).
-        nlohmann::json means = nlohmann::json::array();
-        for (const LayerMetrics& l : run.layer_mean)
-            means.push_back({{"layer", l.layer}, {"time_us", l.time_us}, {"dispatch_us", l.dispatch_us},
-                             {"compute_us", l.compute_us}, {"combine_us", l.combine_us}});
-        j["layers_mean"] = std::move(means);
-        nlohmann::json medians = nlohmann::json::array();
-        for (const LayerMetrics& l : run.layer_median)
-            medians.push_back({{"layer", l.layer}, {"time_us", l.time_us}, {"dispatch_us", l.dispatch_us},
-                               {"compute_us", l.compute_us}, {"combine_us", l.combine_us}});
-        j["layers_median"] = std::move(medians);
+        const auto layerTimes = [](const std::vector<LayerMetrics>& layers) {
+            nlohmann::json list = nlohmann::json::array();
+            for (const LayerMetrics& l : layers)
+                list.push_back({{"layer", l.layer}, {"time_us", l.time_us}, {"dispatch_us", l.dispatch_us},
+                                {"compute_us", l.compute_us}, {"combine_us", l.combine_us}});
+            return list;
+        };
+        j["layers_mean"] = layerTimes(run.layer_mean);
+        j["layers_median"] = layerTimes(run.layer_median);
         nlohmann::json sets = nlohmann::json::array();
         for (const auto& [key, value] : args.overrides())
             sets.push_back(key + "=" + value);

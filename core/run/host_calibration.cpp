@@ -65,6 +65,7 @@ Calibration measureHostCalibration(const HostCalibrationOptions& options)
 {
     const int threads = options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     const double seconds = options.quick ? 0.02 : 0.2;
+    const double streamBytes = options.quick ? kStreamBytes / 12 : kStreamBytes;  // weights cycled per thread
     const auto say = [&](const std::string& line) {
         if (options.progress)
             options.progress(line);
@@ -100,8 +101,7 @@ Calibration measureHostCalibration(const HostCalibrationOptions& options)
         const engine::LayerShape shape = engine::layerShape(m, f.dtype);
         // Each thread owns enough experts to stream from memory.
         const engine::FfnWeights probe = engine::makeExpertWeights(shape, 1, 0, 0);
-        const double stream = options.quick ? kStreamBytes / 12 : kStreamBytes;
-        const int perThread = std::max(2, static_cast<int>(stream / static_cast<double>(probe.bytes()) + 0.999));
+        const int perThread = std::max(2, static_cast<int>(streamBytes / static_cast<double>(probe.bytes()) + 0.999));
         std::vector<std::vector<engine::FfnWeights>> experts(static_cast<std::size_t>(threads));
         {
             std::vector<std::thread> builders;
@@ -154,7 +154,7 @@ Calibration measureHostCalibration(const HostCalibrationOptions& options)
         s.topk = 8;
         s.router = engine::RouterKind::softmax;
         const double matrixBytes = 4.0 * s.hidden * s.experts;
-        const int perThread = std::max(2, static_cast<int>((options.quick ? kStreamBytes / 12 : kStreamBytes) / matrixBytes + 0.999));
+        const int perThread = std::max(2, static_cast<int>(streamBytes / matrixBytes + 0.999));
         std::vector<std::vector<engine::RouterWeights>> routers(static_cast<std::size_t>(threads));
         for (int t = 0; t < threads; ++t)
             for (int k = 0; k < perThread; ++k)

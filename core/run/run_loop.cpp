@@ -35,7 +35,6 @@ RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placem
         source.reset();
     const int n = std::max(1, steps);
     run.steps.reserve(static_cast<std::size_t>(n));
-    std::vector<std::array<double, 4>> sums;
     std::vector<std::array<std::vector<double>, 4>> perStep;  // [layer][field] one value per step
     run.step_wall_us.reserve(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) {
@@ -43,40 +42,37 @@ RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placem
         source.next(run.last);
         run.step_wall_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
         run.steps.push_back(run.last.summary);
-        if (i == 0) {
-            sums.assign(run.last.layers.size(), {0, 0, 0, 0});
+        if (i == 0)
             perStep.resize(run.last.layers.size());
-        }
-        for (std::size_t l = 0; l < run.last.layers.size() && l < sums.size(); ++l) {
+        for (std::size_t l = 0; l < run.last.layers.size() && l < perStep.size(); ++l) {
             const LayerMetrics& lm = run.last.layers[l];
             const double values[4] = {lm.time_us, lm.dispatch_us, lm.compute_us, lm.combine_us};
-            for (int f = 0; f < 4; ++f) {
-                sums[l][static_cast<std::size_t>(f)] += values[f];
-                perStep[l][static_cast<std::size_t>(f)].push_back(values[f]);
-            }
+            for (std::size_t f = 0; f < 4; ++f)
+                perStep[l][f].push_back(values[f]);
         }
         run.wall_us.push_back(run.last.sim_wall_us);
         if (progress.stepped)
             progress.stepped(i, run.last);
     }
     run.mean = meanTotals(run.steps);
-    run.layer_mean = run.last.layers;
-    for (std::size_t l = 0; l < run.layer_mean.size() && l < sums.size(); ++l) {
-        run.layer_mean[l].time_us = sums[l][0] / n;
-        run.layer_mean[l].dispatch_us = sums[l][1] / n;
-        run.layer_mean[l].compute_us = sums[l][2] / n;
-        run.layer_mean[l].combine_us = sums[l][3] / n;
-    }
-    run.layer_median = run.last.layers;
-    for (std::size_t l = 0; l < run.layer_median.size() && l < perStep.size(); ++l) {
-        run.layer_median[l].time_us = median(perStep[l][0]);
-        run.layer_median[l].dispatch_us = median(perStep[l][1]);
-        run.layer_median[l].compute_us = median(perStep[l][2]);
-        run.layer_median[l].combine_us = median(perStep[l][3]);
-    }
+    // Per layer, each phase's mean and median over the steps; the rest as in the last step.
+    const auto mean = [](const std::vector<double>& v) {
+        return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(std::max<std::size_t>(1, v.size()));
+    };
+    const auto perLayer = [&](auto statistic) {
+        std::vector<LayerMetrics> out = run.last.layers;
+        for (std::size_t l = 0; l < out.size() && l < perStep.size(); ++l) {
+            out[l].time_us = statistic(perStep[l][0]);
+            out[l].dispatch_us = statistic(perStep[l][1]);
+            out[l].compute_us = statistic(perStep[l][2]);
+            out[l].combine_us = statistic(perStep[l][3]);
+        }
+        return out;
+    };
+    run.layer_mean = perLayer(mean);
+    run.layer_median = perLayer([](const std::vector<double>& v) { return median(v); });
     run.median_wall_us = median(run.wall_us);
-    run.mean_step_wall_us = std::accumulate(run.step_wall_us.begin(), run.step_wall_us.end(), 0.0) /
-                            static_cast<double>(std::max<std::size_t>(1, run.step_wall_us.size()));
+    run.mean_step_wall_us = mean(run.step_wall_us);
     run.checksum = source.checksum();
     return run;
 }
