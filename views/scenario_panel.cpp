@@ -60,6 +60,7 @@ struct ScenarioPanel::Impl {
     QComboBox* dispatch = nullptr;
     QComboBox* combine = nullptr;
     QComboBox* overlap = nullptr;
+    QComboBox* a2aKernel = nullptr;
     QDoubleSpinBox* defaultSpeed = nullptr;
     QSpinBox* gpu = nullptr;
     QDoubleSpinBox* gpuSpeed = nullptr;
@@ -250,6 +251,10 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
     f->addRow(tr("Combine"), d->combine);
     d->overlap = d->combo(QStringLiteral("overlap"), {QStringLiteral("none"), QStringLiteral("two-batch")});
     f->addRow(tr("Overlap"), d->overlap);
+    d->a2aKernel = d->combo(QStringLiteral("a2a_kernel"), {QStringLiteral("deepep"), QStringLiteral("one-sided")});
+    d->a2aKernel->setToolTip(tr("Decode's dispatch/combine kernels: DeepEP low-latency sends one message per "
+                                "(token, expert); one-sided NVLink kernels (TensorRT-LLM) one per (token, GPU)"));
+    f->addRow(tr("A2A kernel"), d->a2aKernel);
 
     f = group(tr("GPUs"));
     d->defaultSpeed = d->dspin(QStringLiteral("gpus.speed.default"), 0.01, 10.0, 0.05, 2);
@@ -293,6 +298,7 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
         {QStringLiteral("precision.dispatch"), comboSetter(d->dispatch)},
         {QStringLiteral("precision.combine"), comboSetter(d->combine)},
         {QStringLiteral("overlap"), comboSetter(d->overlap)},
+        {QStringLiteral("a2a_kernel"), comboSetter(d->a2aKernel)},
         {QStringLiteral("gpus.speed.default"), [this](const QString& v) { d->defaultSpeed->setValue(v.toDouble()); }},
         {QStringLiteral("model"), [this](const QString& v) {
              const int i = d->model->findData(v);
@@ -406,6 +412,7 @@ void ScenarioPanel::setScenario(const Scenario& s)
     setCombo(d->dispatch, qs(toString(s.precision.dispatch)));
     setCombo(d->combine, qs(toString(s.precision.combine)));
     setCombo(d->overlap, s.overlap == Overlap::two_batch ? QStringLiteral("two-batch") : QStringLiteral("none"));
+    setCombo(d->a2aKernel, qs(toString(s.a2a_kernel)));
 
     d->speeds = s.speeds;
     d->defaultSpeed->setValue(s.speeds.default_speed);
@@ -464,6 +471,7 @@ QStringList ScenarioPanel::keys() const
             QStringLiteral("precision.dispatch"),
             QStringLiteral("precision.combine"),
             QStringLiteral("overlap"),
+            QStringLiteral("a2a_kernel"),
             QStringLiteral("gpus.speed.default"),
             QStringLiteral("gpus.speed.gpu%1").arg(d->gpu->value())};
 }

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
+#include <map>
 #include <iostream>
 
 #include <sys/resource.h>
@@ -287,24 +288,32 @@ int benchSim(const Args& args)
 int benchFidelity(const Args& args)
 {
     const auto points = runFidelity();
+    // Worst |error| over all points, and separately over the fitted and the held-out ones.
     double worst = 0;
-    for (const auto& p : points)
+    std::map<std::string, std::pair<double, int>> byRole;  // role -> (worst |error|, points)
+    for (const auto& p : points) {
         worst = std::max(worst, std::abs(p.error()));
+        auto& [w, n] = byRole[p.role];
+        w = std::max(w, std::abs(p.error()));
+        ++n;
+    }
     if (auto json = args.value("json")) {
         nlohmann::json j = nlohmann::json::array();
         for (const auto& p : points)
             j.push_back({{"name", p.name}, {"measured", p.measured}, {"predicted", p.predicted}, {"unit", p.unit},
-                         {"error", p.error()}, {"source", p.source}});
+                         {"error", p.error()}, {"source", p.source}, {"role", p.role}});
         writeJson(*json, j.dump(1));
         if (*json == "-")
             return worst <= 0.25 ? 0 : 1;
     }
     std::cout << std::left << std::setw(36) << "measurement" << std::right << std::setw(11) << "measured" << std::setw(11)
-              << "predicted" << std::setw(7) << "unit" << std::setw(9) << "error" << "\n";
+              << "predicted" << std::setw(7) << "unit" << std::setw(9) << "error" << std::setw(7) << "role" << "\n";
     for (const auto& p : points)
         std::cout << std::left << std::setw(36) << p.name << std::right << std::setw(11) << fixed(p.measured, 1)
                   << std::setw(11) << fixed(p.predicted, 1) << std::setw(7) << p.unit << std::setw(8)
-                  << fixed(100 * p.error(), 1) << "%\n";
+                  << fixed(100 * p.error(), 1) << "%" << std::setw(7) << p.role << "\n";
+    for (const auto& [role, wn] : byRole)
+        std::cout << "worst |error| on " << wn.second << " " << role << " points " << fixed(100 * wn.first, 1) << "%\n";
     std::cout << "worst |error| " << fixed(100 * worst, 1) << "% (target 25%)\n";
     return worst <= 0.25 ? 0 : 1;
 }

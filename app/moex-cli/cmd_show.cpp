@@ -80,7 +80,7 @@ void printScenario(const Scenario& s)
     std::cout << '\n';
     std::cout << "precision        weights " << toString(s.precision.weights) << ", dispatch "
               << toString(s.precision.dispatch) << ", combine " << toString(s.precision.combine) << "; overlap "
-              << toString(s.overlap) << "; engine " << toString(s.engine.backend) << '\n';
+              << toString(s.overlap) << "; a2a kernel " << toString(s.a2a_kernel) << "; engine " << toString(s.engine.backend) << '\n';
     if (!s.speeds.per_gpu.empty() || s.speeds.default_speed != 1.0) {
         std::cout << "GPU speeds       default " << fixed(s.speeds.default_speed, 2);
         for (const auto& [g, v] : s.speeds.per_gpu)

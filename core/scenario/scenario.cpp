@@ -24,6 +24,11 @@ std::string_view toString(Overlap o)
     return o == Overlap::none ? "none" : "two-batch";
 }
 
+std::string_view toString(A2AKernel k)
+{
+    return k == A2AKernel::deepep ? "deepep" : "one-sided";
+}
+
 std::string_view toString(Backend b)
 {
     switch (b) {

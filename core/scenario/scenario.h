@@ -42,6 +42,11 @@ struct Precision {
 };
 
 enum class Overlap { none, two_batch };
+// Which library's kernels move tokens in low-latency mode (decode). DeepEP's low-latency kernels
+// send one message per (token, expert) pair; one-sided NVLink kernels (TensorRT-LLM's moe_a2a)
+// send a token once per destination GPU. High-throughput mode (prefill) is DeepEP's normal
+// kernels either way (docs/MODEL.md section 3).
+enum class A2AKernel { deepep, one_sided };
 enum class Backend { sim, cpu, cuda, remote };
 
 enum class EngineWeights { automatic, own, shared };
@@ -77,6 +82,7 @@ struct Scenario {
     Precision precision;
     bool precision_weights_set = false;  // false: weights follow the model's weight_dtype
     Overlap overlap = Overlap::none;
+    A2AKernel a2a_kernel = A2AKernel::deepep;
     EngineSpec engine;
     std::string calibration;  // optional calibration file (absolute path)
 
@@ -84,6 +90,7 @@ struct Scenario {
 };
 
 std::string_view toString(Overlap o);
+std::string_view toString(A2AKernel k);
 std::string_view toString(Backend b);
 
 }  // namespace moex

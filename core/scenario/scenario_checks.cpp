@@ -292,6 +292,10 @@ void readPrecisionAndEngine(const YAML::Node& root, Scenario& s, ScenarioChecks&
         if (auto o = c.r.getChoice(root, "overlap", false, {"none", "two-batch"}))
             s.overlap = *o == 0 ? Overlap::none : Overlap::two_batch;
     }
+    if (YamlReader::has(root, "a2a_kernel")) {
+        if (auto k = c.r.getChoice(root, "a2a_kernel", false, {"deepep", "one-sided"}))
+            s.a2a_kernel = *k == 0 ? A2AKernel::deepep : A2AKernel::one_sided;
+    }
     if (YamlReader::has(root, "engine")) {
         const YAML::Node node = root["engine"];
         if (c.r.expectMap(node, "engine", {"backend", "host", "ranks", "routing", "layers", "weights", "tokens",

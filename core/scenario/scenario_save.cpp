@@ -160,6 +160,8 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
     out << YAML::Key << "combine" << YAML::Value << std::string(toString(s.precision.combine));
     out << YAML::EndMap;
     out << YAML::Key << "overlap" << YAML::Value << std::string(toString(s.overlap));
+    if (s.a2a_kernel != A2AKernel::deepep)
+        out << YAML::Key << "a2a_kernel" << YAML::Value << std::string(toString(s.a2a_kernel));
     out << YAML::Key << "engine" << YAML::Value << YAML::Flow << YAML::BeginMap;
     out << YAML::Key << "backend" << YAML::Value << std::string(toString(s.engine.backend));
     if (!s.engine.host.empty())

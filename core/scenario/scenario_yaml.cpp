@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "description", "model", "topology", "workload", "placement",
-                                           "gpus", "precision", "overlap", "engine", "calibration"};
+                                           "gpus", "precision", "overlap", "a2a_kernel", "engine",
+                                           "calibration"};
 
 std::string resolvePath(const std::string& baseDir, const std::string& p)
 {

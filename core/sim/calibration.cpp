@@ -85,19 +85,23 @@ Calibration defaultCalibration(GpuArch arch)
         c.cpu = defaultCpu();
     } else if (arch == GpuArch::hopper) {
         // Fitted to: DeepEP intranode EP8 on H800 (153/158 GB/s of 200), NCCL all-to-all on H100
-        // (370 of 450 GB/s busbw), DeepEP internode EP16-64 over CX7 (43-58 GB/s of ~50).
+        // (370 of 450 GB/s busbw), DeepEP internode EP16-64 over CX7 (43-58 GB/s of ~50); the
+        // per-message cost to DeepEP's low-latency dispatch at EP8-256 (77-194 us, 128 tokens).
         c.name = "hopper-default";
         c.nvlink_efficiency = 0.70;
         c.network_efficiency = 0.96;
         c.dispatch_floor_us = 25;
         c.combine_floor_us = 35;
+        c.ll_message_us = 0.026;
         c.gemm_efficiency = 0.70;
         c.gemm_tile_tokens = 64;
     } else {
         // Fitted to the GB200 one-sided all-to-all of TensorRT-LLM (tech blog 18): EP8 and EP64
         // at 2048 tokens (312/399 us dispatch, 323/372 us combine) and the small-batch floor.
+        // DeepEP's low-latency per-message cost has no Blackwell measurement: Hopper's value.
         c.name = "blackwell-default";
         c.nvlink_efficiency = 0.56;
+        c.ll_message_us = 0.026;
         c.network_efficiency = 0.96;
         c.dispatch_floor_us = 19;
         c.combine_floor_us = 31;

@@ -49,7 +49,7 @@ struct Calibration {
     double pcie_efficiency = 0.9;
     double dispatch_floor_us = 20;     // smallest dispatch a kernel achieves (launch, sync, signalling)
     double combine_floor_us = 30;
-    double ll_message_us = 0.0;        // low-latency kernels: extra cost per token message sent off-GPU
+    double ll_message_us = 0.0;        // DeepEP low-latency kernels: cost per (token, expert) message sent off-GPU
     // Compute
     double gemm_efficiency = 0.7;      // fraction of the dense tensor peak large grouped GEMMs reach
     int gemm_tile_tokens = 64;         // GEMM M-tile: a slot's tokens are rounded up to it

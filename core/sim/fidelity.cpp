@@ -75,6 +75,7 @@ struct Setup {
     DType dispatch = DType::fp8;
     DType combine = DType::bf16;
     KernelMode mode = KernelMode::high_throughput;
+    A2AKernel kernel = A2AKernel::deepep;  // low-latency mode: DeepEP's (per pair) or one-sided (per GPU)
 };
 
 struct Phases {
@@ -118,6 +119,7 @@ Phases simulate(const Setup& setup)
     s.precision.weights = DType::fp8;
     s.precision.dispatch = setup.dispatch;
     s.precision.combine = setup.combine;
+    s.a2a_kernel = setup.kernel;
     const int G = s.topology.numGpus();
     const Placement p = contiguousPlacement(s.model.routed_experts, G, 1);
     Calibration cal = defaultCalibration(s.topology.gpu.arch);
@@ -206,15 +208,39 @@ std::vector<FidelityPoint> runFidelity()
     }
     // GB200 one-sided all-to-all at 2048 tokens per GPU, EP8 and EP64, and the small-batch floor.
     {
-        const Phases ep8 = simulate({nvlDomain(8), 1, 1, 2048, DType::bf16, DType::bf16, KernelMode::low_latency});
-        const Phases ep64 = simulate({nvlDomain(64), 1, 1, 2048, DType::bf16, DType::bf16, KernelMode::low_latency});
-        const Phases small = simulate({nvlDomain(8), 1, 1, 32, DType::bf16, DType::bf16, KernelMode::low_latency});
+        // TensorRT-LLM's one-sided kernels send a token once per destination rank
+        // (moeAlltoAllKernels.cu, moeA2ADispatchKernel's already_copied mask).
+        const auto oneSided = [](int gpus, int tokens) {
+            return Setup{nvlDomain(gpus), 1, 1, tokens, DType::bf16, DType::bf16, KernelMode::low_latency, A2AKernel::one_sided};
+        };
+        const Phases ep8 = simulate(oneSided(8, 2048));
+        const Phases ep64 = simulate(oneSided(64, 2048));
+        const Phases small = simulate(oneSided(8, 32));
         points.push_back({"gb200-a2a-ep8-2048-dispatch", 312, ep8.dispatch_us, "us", trtllm});
         points.push_back({"gb200-a2a-ep8-2048-combine", 323, ep8.combine_us, "us", trtllm});
         points.push_back({"gb200-a2a-ep64-2048-dispatch", 399, ep64.dispatch_us, "us", trtllm});
         points.push_back({"gb200-a2a-ep64-2048-combine", 372, ep64.combine_us, "us", trtllm});
         points.push_back({"gb200-a2a-ep8-32-dispatch-floor", 19, small.dispatch_us, "us", trtllm});
         points.push_back({"gb200-a2a-ep8-32-combine-floor", 31, small.combine_us, "us", trtllm});
+    }
+    // DeepEP low-latency kernels on H800 + CX7, 128 tokens per GPU, top-8 of 256 experts drawn
+    // uniformly (tests/legacy/test_low_latency.py: top-k of |randn| + 1 scores), FP8 dispatch, BF16
+    // combine: latency as published. EP8 is one HGX node, EP16-256 are EP/8 nodes. Dispatch was
+    // used to fit ll_message_us (fit); combine was not (check).
+    {
+        const std::string ll = "DeepEP docs/legacy.md (low-latency kernels, H800 + CX7, 128 tokens, FP8 dispatch, BF16 combine)";
+        const struct {
+            int ep;
+            double dispatch, combine;
+        } lowLatency[] = {{8, 77, 114}, {16, 118, 195}, {32, 155, 273}, {64, 173, 314}, {128, 192, 369}, {256, 194, 360}};
+        for (const auto& x : lowLatency) {
+            const int nodes = x.ep / 8;
+            const Phases ph = simulate({hgx("hgx-h800", nodes), 1, 1, 128, DType::fp8, DType::bf16, KernelMode::low_latency,
+                                        A2AKernel::deepep});
+            const std::string ep = "deepep-ll-ep" + std::to_string(x.ep);
+            points.push_back({ep + "-dispatch", x.dispatch, ph.dispatch_us, "us", ll, "fit"});
+            points.push_back({ep + "-combine", x.combine, ph.combine_us, "us", ll, "check"});
+        }
     }
     // NCCL all-to-all inside one HGX-H100: busbw = algbw * (n-1)/n at a large message size.
     {

@@ -1,5 +1,6 @@
 // Fidelity: every published communication measurement of FACTS.md section 2 set up as a scenario
-// and predicted by the step model with the default calibration of its hardware generation.
+// and predicted by the step model with the default calibration of its hardware generation, each
+// tagged fit or check (docs/CALIBRATION.md).
 //   moex-cli bench fidelity [--json OUT]
 #pragma once
 
@@ -14,6 +15,9 @@ struct FidelityPoint {
     double predicted = 0;
     std::string unit;     // "GB/s" or "us"
     std::string source;   // where the measurement was published
+    // "fit": a value of the default calibration was chosen with this point in view; "check": no
+    // calibration value was chosen on it (a held-out measurement the model must predict).
+    std::string role = "fit";
     [[nodiscard]] double error() const { return measured != 0 ? (predicted - measured) / measured : 0.0; }
 };
 

@@ -159,14 +159,28 @@ void routeKernelPortable(const RouteKernelIn& in, const RouteKernelOut& out)
             accV[2 * rep] += takenLo;
             accV[2 * rep + 1] += takenHi;
         }
-        // Pass 2: the product of the keep rows of every slot on GPU g.
+        // Pass 2: the product of the keep rows of every slot on GPU g (per pair: 1 - n + their sum).
         float* notSent = out.not_sent + static_cast<std::size_t>(block) * static_cast<std::size_t>(G) * kRouteBlock;
         for (int g = 0; g < G; ++g) {
             V4 lo = one, hi = one;
-            for (int k = in.gpu_slot_begin[g]; k < in.gpu_slot_begin[g + 1]; ++k) {
-                const int r = in.slot_keep[k];
-                lo *= keepV[2 * r];
-                hi *= keepV[2 * r + 1];
+            if (in.per_pair) {
+                lo = V4{};
+                hi = V4{};
+                for (int k = in.gpu_slot_begin[g]; k < in.gpu_slot_begin[g + 1]; ++k) {
+                    const int r = in.slot_keep[k];
+                    lo += keepV[2 * r];
+                    hi += keepV[2 * r + 1];
+                }
+                const float base = 1.0f - static_cast<float>(in.gpu_slot_begin[g + 1] - in.gpu_slot_begin[g]);
+                const V4 b = {base, base, base, base};
+                lo = b + lo;
+                hi = b + hi;
+            } else {
+                for (int k = in.gpu_slot_begin[g]; k < in.gpu_slot_begin[g + 1]; ++k) {
+                    const int r = in.slot_keep[k];
+                    lo *= keepV[2 * r];
+                    hi *= keepV[2 * r + 1];
+                }
             }
             std::memcpy(notSent + static_cast<std::size_t>(g) * kRouteBlock, &lo, sizeof lo);
             std::memcpy(notSent + static_cast<std::size_t>(g) * kRouteBlock + 4, &hi, sizeof hi);
@@ -301,6 +315,16 @@ __attribute__((target("avx2"))) void routeKernelAvx2(const RouteKernelIn& in, co
         }
         float* notSent = out.not_sent + static_cast<std::size_t>(block) * static_cast<std::size_t>(G) * kRouteBlock;
         int g = 0;
+        if (in.per_pair) {
+            // 1 - n + the sum of the n keep rows (summed in slot order, as the portable version).
+            for (; g < G; ++g) {
+                __m256 p = _mm256_setzero_ps();
+                for (int k = gpuBegin[g]; k < gpuBegin[g + 1]; ++k)
+                    p = _mm256_add_ps(p, keepRow(keep, slotKeep[k]));
+                const __m256 base = _mm256_set1_ps(1.0f - static_cast<float>(gpuBegin[g + 1] - gpuBegin[g]));
+                _mm256_storeu_ps(notSent + static_cast<std::size_t>(g) * kRouteBlock, _mm256_add_ps(base, p));
+            }
+        }
         if (slotsPerGpu > 0) {
             // Every GPU has S slots: four GPUs' products at a time, so that their multiply chains
             // overlap (one GPU's chain alone waits on each multiply's latency).

@@ -1,7 +1,8 @@
 // The hot loop of Simulator::routeLayer (DESIGN.md 5.1), on its own so that it can be compiled for
 // two instruction sets and tested against a plain reference: for one MoE layer, per-expert totals,
 // and for every (source GPU, destination GPU) pair the chance that a token of the source has none
-// of its experts on the destination (a token is sent once per destination GPU).
+// of its experts on the destination (a token is sent once per destination GPU), or in per-pair
+// mode one minus the pairs the source sends there over its tokens.
 //
 // Sources are taken eight at a time ("blocks"); the not-sent matrix is stored block-major,
 // not_sent[((src / 8) * G + dst) * 8 + src % 8], which is the order the kernel produces it in and
@@ -57,6 +58,10 @@ struct RouteKernelIn {
     const float* rep_fraction = nullptr;
     const float* fraction_table = nullptr;        // [kFractionTable]
     const std::uint8_t* fraction_index = nullptr;
+    // Per-pair mode (DeepEP's low-latency kernels send one message per (token, expert) pair):
+    // not_sent becomes 1 - sum over the GPU's slots of (1 - keep), so that T (1 - not_sent) is the
+    // pairs src sends dst rather than the tokens (it can be negative: more pairs than tokens).
+    bool per_pair = false;
     // Optional: the counts read next (the next layer's), 8 E of them fetched into cache during the
     // last block.
     const Count* prefetch_next = nullptr;

@@ -106,7 +106,8 @@ double Simulator::combineBytesPerToken() const
 // (explicit shares, else a replica on the same GPU, else in the same NVLink domain, else all
 // evenly). m_notSent (block layout, route_kernel.h) becomes, for each src and dst, the probability
 // that a token of src has none of its experts on dst: a token is sent once per destination GPU
-// however many of its experts sit there.
+// however many of its experts sit there; with per-pair messages (DeepEP low-latency) one minus
+// the pairs src sends dst over T, so that T (1 - not-sent) counts every pair.
 void Simulator::routeLayer(const RoutingSample& r, int layer, double tokensPerGpu)
 {
     const LayerPlan& plan = m_plans[static_cast<std::size_t>(layer)];
@@ -135,6 +136,7 @@ void Simulator::routeLayer(const RoutingSample& r, int layer, double tokensPerGp
     in.gpu_slot_begin = plan.gpu_slot_begin.data();
     in.R = R;
     in.rep_expert = plan.rep_expert.data();
+    in.per_pair = perPairMessages();
     if (plan.fraction_index.empty()) {
         in.rep_fraction = plan.rep_fraction.data();
     } else {

@@ -42,6 +42,12 @@ public:
     [[nodiscard]] const Calibration& calibration() const { return m_cal; }
     [[nodiscard]] const ComputeModel& computeModel() const { return m_compute; }
     [[nodiscard]] KernelMode kernelMode() const { return m_mode; }
+    // True where every (token, expert) pair is its own message (DeepEP's low-latency kernels, the
+    // scenario's a2a_kernel deepep in low-latency mode); false where a token goes once per GPU.
+    [[nodiscard]] bool perPairMessages() const
+    {
+        return m_mode == KernelMode::low_latency && m_scenario.a2a_kernel == A2AKernel::deepep;
+    }
 
     // Bytes one token occupies on the wire for dispatch (weights' format and block scales) and combine.
     [[nodiscard]] double dispatchBytesPerToken() const;

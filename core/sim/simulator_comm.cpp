@@ -311,7 +311,7 @@ Simulator::PhaseResult Simulator::phaseTime(const std::vector<double>& portBytes
 Simulator::PhaseResult Simulator::phaseTimeOf(double slowest, std::int64_t maxMessages, double floorUs, bool crossDomain) const
 {
     double messages = 0;
-    if (m_mode == KernelMode::low_latency && m_cal.ll_message_us > 0)
+    if (perPairMessages() && m_cal.ll_message_us > 0)
         messages = static_cast<double>(maxMessages) * m_cal.ll_message_us;
     const double latency = crossDomain ? std::max(m_fabric.crossLatencyUs(), m_fabric.intraLatencyUs())
                                        : m_fabric.intraLatencyUs();

@@ -43,7 +43,13 @@ private slots:
         QVERIFY(cost != r.terms.end());
         QCOMPARE(cost->a, r.a.mean.moe_time_us - r.a.mean.moe_time_balanced_us);
         QCOMPARE(cost->b, r.b.mean.moe_time_us - r.b.mean.moe_time_balanced_us);
-        QVERIFY(cost->a > 0 && cost->b > 0);
+        // The NVL72 side pays for its imbalance. The 8 x HGX-H200 side is communication-bound
+        // under two-batch overlap (DeepEP's per-pair messages over the NICs: dispatch + combine
+        // about 5x its expert compute), so its compute, balanced or not, hides behind the
+        // all-to-all: imbalance costs it nothing, and the cost must say so rather than go negative.
+        QVERIFY(cost->b > 0);
+        QVERIFY(cost->a >= 0);
+        QVERIFY(r.a.mean.dispatch_us + r.a.mean.combine_us > r.a.mean.expert_compute_us);
         QCOMPARE(QString::fromStdString(r.terms.front().key), QStringLiteral("dispatch_us"));
         QVERIFY(r.terms.front().a > r.terms.front().b);  // NICs are slower than NVLink
         const QString text = QString::fromStdString(r.explanation);

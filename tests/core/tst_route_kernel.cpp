@@ -131,7 +131,7 @@ struct Result {
 
 using Kernel = void (*)(const RouteKernelIn&, const RouteKernelOut&);
 
-Result run(const Case& c, Kernel kernel)
+Result run(const Case& c, Kernel kernel, bool perPair)
 {
     const int blocks = (c.G + kRouteBlock - 1) / kRouteBlock;
     Result res;
@@ -151,6 +151,7 @@ Result run(const Case& c, Kernel kernel)
     in.gpu_slot_begin = c.gpuBegin.data();
     in.R = c.R();
     in.rep_expert = c.repExpert.data();
+    in.per_pair = perPair;
     if (c.compact) {  // the kernel must not read the dense form: garbage would show
         in.rep_fraction = nullptr;
         in.fraction_table = c.table.data();
@@ -169,8 +170,10 @@ Result run(const Case& c, Kernel kernel)
 }
 
 // The definition, in double: keep = 1 - share x c / T per (source, expert or replica); not-sent =
-// product over the GPU's slots; replica tokens = sum over sources of share x c / T.
-void checkAgainstReference(const Case& c, const Result& res)
+// product over the GPU's slots (per pair: 1 - the sum of share x c / T over them, so that
+// T (1 - not-sent) is the pairs the source sends the GPU); replica tokens = sum over sources of
+// share x c / T.
+void checkAgainstReference(const Case& c, const Result& res, bool perPair)
 {
     for (int e = 0; e < c.E; ++e) {
         std::int64_t total = 0;
@@ -195,8 +198,11 @@ void checkAgainstReference(const Case& c, const Result& res)
             }
             double want = 1.0;
             for (int k = c.gpuBegin[static_cast<std::size_t>(g)]; k < c.gpuBegin[static_cast<std::size_t>(g) + 1]; ++k)
-                want *= keep(src, c.slotKeep[static_cast<std::size_t>(k)]);
-            if (std::abs(got - want) > 1e-5)
+                if (perPair)
+                    want -= 1.0 - keep(src, c.slotKeep[static_cast<std::size_t>(k)]);
+                else
+                    want *= keep(src, c.slotKeep[static_cast<std::size_t>(k)]);
+            if (std::abs(got - want) > 1e-5 * std::max(1.0, std::abs(want)))
                 QFAIL(qPrintable(QStringLiteral("not-sent(%1, %2) = %3, reference %4").arg(src).arg(g).arg(got).arg(want)));
         }
     for (int r = 0; r < c.R(); ++r) {
@@ -221,16 +227,22 @@ private slots:
         QTest::addColumn<int>("T");
         QTest::addColumn<bool>("uniform");
         QTest::addColumn<bool>("nearest");
-        QTest::newRow("NVL72 DeepSeek shape") << 72 << 256 << 128 << true << false;
-        QTest::newRow("NVL72 DeepSeek shape, nearest-replica shares") << 72 << 256 << 128 << true << true;
-        QTest::newRow("8 GPUs, Mixtral") << 8 << 8 << 64 << true << false;
-        QTest::newRow("13 GPUs, 37 experts, uneven slots") << 13 << 37 << 100 << false << false;
-        QTest::newRow("13 GPUs, 37 experts, uneven slots, nearest-replica shares") << 13 << 37 << 100 << false << true;
-        QTest::newRow("3 GPUs, 5 experts") << 3 << 5 << 16 << true << false;
-        QTest::newRow("64 GPUs, 384 experts, uneven slots") << 64 << 384 << 256 << false << false;
-        QTest::newRow("20 GPUs, 130 experts, prefill batch") << 20 << 130 << 8192 << true << true;
+        QTest::addColumn<bool>("perPair");
+        QTest::newRow("NVL72 DeepSeek shape") << 72 << 256 << 128 << true << false << false;
+        QTest::newRow("NVL72 DeepSeek shape, nearest-replica shares") << 72 << 256 << 128 << true << true << false;
+        QTest::newRow("8 GPUs, Mixtral") << 8 << 8 << 64 << true << false << false;
+        QTest::newRow("13 GPUs, 37 experts, uneven slots") << 13 << 37 << 100 << false << false << false;
+        QTest::newRow("13 GPUs, 37 experts, uneven slots, nearest-replica shares") << 13 << 37 << 100 << false << true << false;
+        QTest::newRow("3 GPUs, 5 experts") << 3 << 5 << 16 << true << false << false;
+        QTest::newRow("64 GPUs, 384 experts, uneven slots") << 64 << 384 << 256 << false << false << false;
+        QTest::newRow("20 GPUs, 130 experts, prefill batch") << 20 << 130 << 8192 << true << true << false;
         // The widest counts: above 32767 a signed 16-bit widening would turn them negative.
-        QTest::newRow("16 GPUs, 64 experts, most tokens a step allows") << 16 << 64 << kMaxTokensPerGpu << true << false;
+        QTest::newRow("16 GPUs, 64 experts, most tokens a step allows") << 16 << 64 << kMaxTokensPerGpu << true << false << false;
+        // Per-pair mode (DeepEP low-latency kernels): the sum instead of the product.
+        QTest::newRow("per pair: NVL72 DeepSeek shape") << 72 << 256 << 128 << true << false << true;
+        QTest::newRow("per pair: nearest-replica shares") << 72 << 256 << 128 << true << true << true;
+        QTest::newRow("per pair: 13 GPUs, 37 experts, uneven slots") << 13 << 37 << 100 << false << false << true;
+        QTest::newRow("per pair: 3 GPUs, 5 experts") << 3 << 5 << 16 << true << false << true;
     }
     void matchesReference()
     {
@@ -239,6 +251,7 @@ private slots:
         QFETCH(int, T);
         QFETCH(bool, uniform);
         QFETCH(bool, nearest);
+        QFETCH(bool, perPair);
         for (std::uint32_t seed = 1; seed <= 3; ++seed) {
             const Case c = makeCase(G, E, T, uniform, nearest, seed);
             QVERIFY(c.R() > 0);
@@ -246,17 +259,17 @@ private slots:
                 QVERIFY(c.compact);
             else if (G >= 8)  // uneven shares take far more than 8 values (3 GPUs' few may not)
                 QVERIFY(!c.compact);
-            const Result portable = run(c, routeKernelPortable);
-            checkAgainstReference(c, portable);
+            const Result portable = run(c, routeKernelPortable, perPair);
+            checkAgainstReference(c, portable, perPair);
             if (QTest::currentTestFailed())
                 return;
             // routeKernel is what the simulator calls; it must be one of the two, bit for bit.
-            const Result chosen = run(c, routeKernel);
+            const Result chosen = run(c, routeKernel, perPair);
             QVERIFY(chosen.totals == portable.totals);
             QVERIFY(std::memcmp(chosen.notSent.data(), portable.notSent.data(), portable.notSent.size() * sizeof(float)) == 0);
             if (!routeKernelHasAvx2())
                 continue;
-            const Result avx2 = run(c, routeKernelAvx2);
+            const Result avx2 = run(c, routeKernelAvx2, perPair);
             QVERIFY(avx2.totals == portable.totals);
             QVERIFY2(std::memcmp(avx2.notSent.data(), portable.notSent.data(), portable.notSent.size() * sizeof(float)) == 0,
                      "AVX2 and portable not-sent differ");

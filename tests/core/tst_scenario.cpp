@@ -56,6 +56,7 @@ void compareScenarios(const Scenario& a, const Scenario& b)
     QCOMPARE(static_cast<int>(b.precision.dispatch), static_cast<int>(a.precision.dispatch));
     QCOMPARE(static_cast<int>(b.precision.combine), static_cast<int>(a.precision.combine));
     QCOMPARE(static_cast<int>(b.overlap), static_cast<int>(a.overlap));
+    QCOMPARE(static_cast<int>(b.a2a_kernel), static_cast<int>(a.a2a_kernel));
     QCOMPARE(static_cast<int>(b.engine.backend), static_cast<int>(a.engine.backend));
 }
 
@@ -141,15 +142,20 @@ void TestScenario::overrides()
                                                 {"workload.routing.skew", "0"},
                                                 {"gpus.speed.gpu17", "0.85"},
                                                 {"topology.builtin", "gb300-nvl72"},
-                                                {"overlap", "none"}});
+                                                {"overlap", "none"},
+                                                {"a2a_kernel", "one-sided"}});
     QCOMPARE(s.workload.tokens_per_gpu, 256);
     QCOMPARE(s.workload.routing.skew, 0.0);
     QCOMPARE(s.speeds.of(17), 0.85);
     QCOMPARE(s.speeds.of(16), 1.0);
     QCOMPARE(s.topology.builtin, std::string("gb300-nvl72"));
     QVERIFY(s.overlap == Overlap::none);
+    QVERIFY(s.a2a_kernel == A2AKernel::one_sided);
+    // Saved and read back, the kernel choice survives (it is written only where it is not the default).
+    QVERIFY(loadScenarioText(scenarioToYaml(s), s.file).a2a_kernel == A2AKernel::one_sided);
     const Scenario base = loadScenarioFile(path);
     QCOMPARE(base.workload.tokens_per_gpu, 128);
+    QVERIFY(base.a2a_kernel == A2AKernel::deepep);
 }
 
 void TestScenario::overrideErrors()

@@ -84,6 +84,7 @@ void TestScenarioErrors::malformed_data()
     row("skew a string", base + QStringLiteral("workload:\n  routing: {skew: high}\n"), 5, "must be a number");
     row("workload a list", base + QStringLiteral("workload: [decode]\n"), 4, "workload must be a mapping");
     row("overlap wrong", base + QStringLiteral("overlap: three-batch\n"), 4, "must be one of: none, two-batch");
+    row("a2a kernel wrong", base + QStringLiteral("a2a_kernel: nccl\n"), 4, "must be one of: deepep, one-sided");
     row("dispatch dtype wrong", base + QStringLiteral("precision: {dispatch: int4}\n"), 4, "must be one of");
     // Out of range
     row("negative tokens", base + QStringLiteral("workload: {tokens_per_gpu: -5}\n"), 4, "out of range");

@@ -202,6 +202,7 @@ private slots:
     void linksAgreeWithPortsAndTraffic_data();
     void linksAgreeWithPortsAndTraffic();
     void fidelityWithinTarget();
+    void lowLatencyKernelsCountPairsOrGpus();
 };
 
 // --- more link capacity never slows a step -------------------------------------------------------
@@ -1107,6 +1108,7 @@ void TestSim::nvlinkFastPathMatchesGeneralPath_data()
     QTest::newRow("NVL72 decode") << QString::fromLatin1(kNvlDecode) << QString() << true;
     // Above the kernels' latency floor, where the per-message cost of low-latency kernels shows.
     QTest::newRow("NVL72 decode, 1024 tokens") << QString::fromLatin1(kNvlDecode) << QStringLiteral("1024") << true;
+    QTest::newRow("NVL72 decode, one-sided kernels") << QStringLiteral("deepseek-r1-decode-nvl72?one-sided") << QString() << true;
     QTest::newRow("NVL72 prefill (high-throughput kernels)") << QString::fromLatin1(kNvlPrefill) << QString() << true;
     QTest::newRow("NVL72, six slow GPUs") << QStringLiteral("deepseek-r1-decode-nvl72-slow-gpus") << QString() << true;
     QTest::newRow("one HGX-H100 node") << QString::fromLatin1(kMixtral) << QStringLiteral("2048") << true;
@@ -1133,13 +1135,17 @@ void TestSim::nvlinkFastPathMatchesGeneralPath()
     Overrides overrides;
     if (!tokens.isEmpty())
         overrides.push_back({"workload.tokens_per_gpu", tokens.toStdString()});
+    if (scenario.endsWith(QStringLiteral("?one-sided"))) {
+        scenario.chop(10);
+        overrides.push_back({"a2a_kernel", "one-sided"});
+    }
     const Scenario s = load(scenario.toStdString(), overrides);
     auto source = makeRoutingSource(s);
     RoutingSample r;
     source->next(r);
     const Placement p = placementFor(s, r);
     Calibration cal = resolveCalibration(s);
-    cal.ll_message_us = 0.01;  // 0 by default: the messages a GPU sends would not show
+    cal.ll_message_us = 0.01;  // set here: the test must not depend on the default's value
     Simulator fast(s, p, cal);
     Simulator general(s, p, cal);
     QCOMPARE(fast.setNvlinkFastPath(true), applies);
@@ -1334,6 +1340,66 @@ void TestSim::fidelityWithinTarget()
     }
 }
 
+
+// Low-latency kernels, on a hand-made layer of the 8 x HGX-H200 sample (64 GPUs, 4 experts each,
+// contiguous): every token of GPU 0 picks experts 4 and 5 (both on GPU 1) and experts 40..45
+// (GPUs 10 and 11, another node). DeepEP's kernels send each pair: 2T pairs to GPU 1, 4T to GPU 10
+// and 2T to GPU 11, so GPU 0's NVLink port carries 2T tokens' bytes and its NIC 6T, and each of
+// its 8T pairs costs ll_message_us (the other GPUs send 4T). One-sided kernels send a token once per GPU: T to GPU 1 over
+// NVLink, T to each of GPUs 10 and 11 over the NIC, and no per-message cost.
+void TestSim::lowLatencyKernelsCountPairsOrGpus()
+{
+    Scenario s = load(kHgxDecode);
+    s.model.moe_layers = {s.model.moe_layers.front()};
+    s.workload.tokens_per_gpu = 64;
+    const int G = s.topology.numGpus();
+    const int E = s.model.routed_experts;
+    QCOMPARE(G, 64);
+    QCOMPARE(E, 256);
+    const int T = 64;
+    RoutingSample r;
+    r.resize(1, G, E, T, 8);
+    auto row = [&](int src) { return r.layer(0).subspan(static_cast<std::size_t>(src) * E, static_cast<std::size_t>(E)); };
+    for (int e : {4, 5, 40, 41, 42, 43, 44, 45})
+        row(0)[static_cast<std::size_t>(e)] = static_cast<RoutingSample::Count>(T);
+    for (int src = 1; src < G; ++src) {  // the others: their own GPU's experts and the next GPU's (never GPU 0's)
+        const int next = src + 1 < G ? src + 1 : 1;
+        for (int k = 0; k < 4; ++k) {
+            row(src)[static_cast<std::size_t>(src * 4 + k)] = static_cast<RoutingSample::Count>(T);
+            row(src)[static_cast<std::size_t>(next * 4 + k)] = static_cast<RoutingSample::Count>(T);
+        }
+    }
+    const Placement p = contiguousPlacement(E, G, s.model.numMoeLayers());
+    const double bd = Simulator(s, p, resolveCalibration(s)).dispatchBytesPerToken();
+    QCOMPARE(bd, 7168 * (1.0 + 4.0 / 128));  // FP8 with one 4-byte scale per 128 elements
+    Calibration cal = resolveCalibration(s);
+    cal.ll_message_us = 0.5;
+    struct Want {
+        A2AKernel kernel;
+        double nvTokens, nicTokens, messages;
+    };
+    for (const Want& w : {Want{A2AKernel::deepep, 2.0 * T, 6.0 * T, 8.0 * T}, Want{A2AKernel::one_sided, 1.0 * T, 2.0 * T, 0.0}}) {
+        s.a2a_kernel = w.kernel;
+        Simulator sim(s, p, cal);
+        QVERIFY(sim.kernelMode() == KernelMode::low_latency);
+        QCOMPARE(sim.perPairMessages(), w.kernel == A2AKernel::deepep);
+        StepMetrics m;
+        sim.step(r, m);
+        const auto& ports = sim.lastDispatchPortBytes();
+        QVERIFY(near(ports[static_cast<std::size_t>(sim.fabric().nvOut(0))], w.nvTokens * bd, 1e-6));
+        QVERIFY(near(ports[static_cast<std::size_t>(sim.fabric().nicOut(0))], w.nicTokens * bd, 1e-6));
+        // The traffic matrix holds what was sent (GPU 1 sends GPU 0 nothing, so no combine term).
+        QVERIFY(near(m.traffic[1], w.nvTokens * bd, 1e-6));
+        QVERIFY(near(m.traffic[10] + m.traffic[11], w.nicTokens * bd, 1e-6));
+        // The phase: the busiest port, the route latency and, per pair, the messages of the GPU
+        // that sends most (GPU 0: 8T pairs, 2T of them within its node).
+        Simulator noMessages(s, p, [&] { Calibration c = cal; c.ll_message_us = 0; return c; }());
+        StepMetrics m0;
+        noMessages.step(r, m0);
+        QVERIFY2(near(m.summary.dispatch_us - m0.summary.dispatch_us, w.messages * cal.ll_message_us, 1e-6),
+                 qPrintable(QStringLiteral("%1 us with messages, %2 without").arg(m.summary.dispatch_us).arg(m0.summary.dispatch_us)));
+    }
+}
 
 // A model state without KV cache (context 0 here) leaves the decode batch as the workload says:
 // nothing bounds the concurrent sequences by memory (it used to give 0 users and an empty step).
