@@ -93,6 +93,9 @@ Calibration defaultCalibration(GpuArch arch)
         c.dispatch_floor_us = 25;
         c.combine_floor_us = 35;
         c.ll_message_us = 0.026;
+        // DeepEP's normal kernels take Buffer.num_sms = 20 SMs (deep_ep/buffers/legacy.py) of an
+        // H100/H800/H200's 132.
+        c.overlap_sm_share = 0.85;  // 112 / 132
         c.gemm_efficiency = 0.70;
         c.gemm_tile_tokens = 64;
     } else {
@@ -102,6 +105,7 @@ Calibration defaultCalibration(GpuArch arch)
         c.name = "blackwell-default";
         c.nvlink_efficiency = 0.56;
         c.ll_message_us = 0.026;
+        c.overlap_sm_share = 0.865;  // 128 / 148: 20 of a B200's 148 SMs (B300, 160 SMs: 0.875; one value per generation)
         c.network_efficiency = 0.96;
         c.dispatch_floor_us = 19;
         c.combine_floor_us = 31;
@@ -129,6 +133,7 @@ const NumericKey kNumericKeys[] = {
     {"dispatch_floor_us", &Calibration::dispatch_floor_us, 0.0, kUs},
     {"combine_floor_us", &Calibration::combine_floor_us, 0.0, kUs},
     {"ll_message_us", &Calibration::ll_message_us, 0.0, kUs},
+    {"overlap_sm_share", &Calibration::overlap_sm_share, 0.01, 1.0},
     {"gemm_efficiency", &Calibration::gemm_efficiency, 0.01, 1.0},
     {"gemm_launch_us", &Calibration::gemm_launch_us, 0.0, kUs},
     {"hbm_efficiency", &Calibration::hbm_efficiency, 0.01, 1.0},

@@ -50,6 +50,8 @@ struct Calibration {
     double dispatch_floor_us = 20;     // smallest dispatch a kernel achieves (launch, sync, signalling)
     double combine_floor_us = 30;
     double ll_message_us = 0.0;        // DeepEP low-latency kernels: cost per (token, expert) message sent off-GPU
+    double overlap_sm_share = 1.0;     // two-batch overlap with normal (high-throughput) kernels: the share of
+                                       // SMs compute keeps while the communication kernels hold theirs
     // Compute
     double gemm_efficiency = 0.7;      // fraction of the dense tensor peak large grouped GEMMs reach
     int gemm_tile_tokens = 64;         // GEMM M-tile: a slot's tokens are rounded up to it

@@ -279,9 +279,15 @@ double Simulator::layerTimeUs(const RoutingSample& r, int layer)
     const Workload& w = m_scenario.workload;
     const double attnLayerHalf = m_compute.mixerUs(m_moeMixer[static_cast<std::size_t>(layer)], tokens / 2.0,
                                                    w.context_tokens, w.phase);
-    const double commUs = 2.0 * (comm.dispatch.half_time_us + comm.combine.half_time_us);
-    const double compute = 2.0 * (slowestHalf + attnLayerHalf / minSpeed);
-    return std::max(commUs, compute);
+    const double share = overlapComputeShare();
+    return twoBatchLayerUs(attnLayerHalf / minSpeed / share, slowestHalf / share, comm.dispatch.half_time_us,
+                           comm.combine.half_time_us);
+}
+
+double Simulator::twoBatchLayerUs(double attentionHalf, double expertsHalf, double dispatchHalf, double combineHalf)
+{
+    return std::max(attentionHalf, combineHalf) + std::max(attentionHalf, dispatchHalf)
+           + std::max(expertsHalf, dispatchHalf) + std::max(expertsHalf, combineHalf);
 }
 
 }  // namespace moex

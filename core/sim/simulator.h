@@ -74,6 +74,20 @@ public:
     // overlap), without the rest of the step. About 1/L of a step; allocation-free after the first
     // call. Leaves the layer's port bytes in lastDispatchPortBytes()/lastCombinePortBytes().
     [[nodiscard]] double layerTimeUs(const RoutingSample& routing, int layer);
+    // A layer under two-batch overlap (docs/MODEL.md section 5) from the half-batch times of the
+    // slowest GPU's attention and expert compute and of the two phases: the compute stream runs
+    // attention A, attention B, experts A, experts B while the communication stream runs
+    // combine B (of the layer before), dispatch A, dispatch B, combine A; each stage lasts as long
+    // as the longer of its pair.
+    [[nodiscard]] static double twoBatchLayerUs(double attentionHalf, double expertsHalf, double dispatchHalf,
+                                                double combineHalf);
+    // Compute's share of the SMs while the phases run under two-batch overlap: the calibration's
+    // overlap_sm_share with normal (high-throughput) kernels, 1 with low-latency ones, which
+    // overlap through receive hooks without holding SMs (DeepEP docs/legacy.md).
+    [[nodiscard]] double overlapComputeShare() const
+    {
+        return m_mode == KernelMode::high_throughput ? m_cal.overlap_sm_share : 1.0;
+    }
 
 private:
     struct LayerPlan {

@@ -229,14 +229,16 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         const PhaseResult& combine = comm.combine;
 
         // 5.5 Layer time: synchronous layers, the slowest GPU sets the pace. Two-batch overlap
-        // hides one micro-batch's communication behind the other's attention and expert compute.
+        // hides one micro-batch's communication behind the other's attention and expert compute,
+        // stage by stage (twoBatchLayerUs), compute on the SMs the communication kernels leave.
         // The balanced floor: every GPU finishes the layer's expert work together.
         double layerTime = 0, balancedLayer = 0;
         if (tbo) {
-            const double commUs = 2.0 * (dispatch.half_time_us + combine.half_time_us);
-            const double compute = 2.0 * (slowestHalf + attnLayerHalf / minSpeed);
-            layerTime = std::max(commUs, compute);
-            balancedLayer = std::max(commUs, 2.0 * (workHalf / speedSum + attnLayerHalf / minSpeed));
+            const double share = overlapComputeShare();
+            const double attention = attnLayerHalf / minSpeed / share;
+            layerTime = twoBatchLayerUs(attention, slowestHalf / share, dispatch.half_time_us, combine.half_time_us);
+            balancedLayer = twoBatchLayerUs(attention, workHalf / speedSum / share, dispatch.half_time_us,
+                                            combine.half_time_us);
         } else {
             layerTime = dispatch.time_us + slowest + combine.time_us;
             balancedLayer = dispatch.time_us + work / speedSum + combine.time_us;

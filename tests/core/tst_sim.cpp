@@ -203,6 +203,7 @@ private slots:
     void linksAgreeWithPortsAndTraffic();
     void fidelityWithinTarget();
     void lowLatencyKernelsCountPairsOrGpus();
+    void twoBatchOverlapStageByStage();
 };
 
 // --- more link capacity never slows a step -------------------------------------------------------
@@ -915,6 +916,45 @@ void TestSim::twoBatchOverlap()
             QVERIFY2(a.summary.step_time_us < 0.95 * b.summary.step_time_us,
                      qPrintable(QStringLiteral("%1: overlap %2 us vs none %3 us").arg(QString::fromLatin1(name))
                                     .arg(a.summary.step_time_us).arg(b.summary.step_time_us)));
+    }
+}
+
+// The two-batch schedule, stage by stage (docs/MODEL.md section 5): with halves attention a,
+// experts m, dispatch d, combine c the layer is max(a,c) + max(a,d) + max(m,d) + max(m,c).
+void TestSim::twoBatchOverlapStageByStage()
+{
+    // Balanced: everything hides, the layer is either stream alone (the old steady state).
+    QCOMPARE(Simulator::twoBatchLayerUs(2, 2, 2, 2), 8.0);
+    // Nothing to hide behind: each stream alone.
+    QCOMPARE(Simulator::twoBatchLayerUs(3, 1, 0, 0), 8.0);
+    QCOMPARE(Simulator::twoBatchLayerUs(0, 0, 3, 1), 8.0);
+    // Equal totals, misaligned stages: attention long where dispatch is long, experts short where
+    // combine is short: 3 + 3 + 3 + 1 = 10, not max(2 (3 + 1), 2 (3 + 1)) = 8.
+    QCOMPARE(Simulator::twoBatchLayerUs(3, 1, 3, 1), 10.0);
+    QCOMPARE(Simulator::twoBatchLayerUs(1, 3, 3, 1), 1.0 + 3.0 + 3.0 + 3.0);  // combine B hides behind attention A
+
+    // Normal kernels hold SMs: with less of them left to compute a compute-bound prefill layer
+    // stretches in proportion; decode's low-latency kernels hold none, so the share is ignored.
+    for (const char* name : {kNvlPrefill, kNvlDecode}) {
+        const Scenario s = load(name);
+        QVERIFY(s.overlap == Overlap::two_batch);
+        const RoutingSample r = sampleOf(s);
+        const Placement p = placementFor(s, r);
+        Calibration full = resolveCalibration(s);
+        full.overlap_sm_share = 1.0;
+        Calibration half = full;
+        half.overlap_sm_share = 0.5;
+        Simulator a(s, p, full), b(s, p, half);
+        QCOMPARE(a.overlapComputeShare(), 1.0);
+        const double ta = a.layerTimeUs(r, 0), tb = b.layerTimeUs(r, 0);
+        if (s.workload.phase == Phase::prefill) {
+            QCOMPARE(b.overlapComputeShare(), 0.5);
+            QVERIFY2(tb > 1.3 * ta, qPrintable(QStringLiteral("%1 us at share 0.5, %2 us at 1").arg(tb).arg(ta)));
+            QVERIFY(tb <= 2.0 * ta + 1e-9);
+        } else {
+            QCOMPARE(b.overlapComputeShare(), 1.0);
+            QCOMPARE(tb, ta);
+        }
     }
 }
 
