@@ -170,10 +170,40 @@ void checkLoadShape(const LoadStats& stats, int numMoeLayers, int numExperts, co
         throw InputError(std::move(d));
 }
 
+namespace {
+
+// Each snapshot's rows `rows`, in that order.
+std::vector<std::vector<std::vector<double>>> selectSnapshotRows(const std::vector<std::vector<std::vector<double>>>& snapshots,
+                                                                 const std::vector<std::size_t>& rows)
+{
+    std::vector<std::vector<std::vector<double>>> out;
+    out.reserve(snapshots.size());
+    for (const auto& snap : snapshots) {
+        auto& picked = out.emplace_back();
+        for (const std::size_t r : rows)
+            picked.push_back(snap.at(r));
+    }
+    return out;
+}
+
+}  // namespace
+
 LoadStats alignToModel(const LoadStats& stats, const ModelSpec& model, const std::string& file)
 {
     LoadStats out = stats;
-    const auto fail = [&](const std::string& message) { throw InputError(Location{file, 0, 0}, message); };
+    // Every refusal names both shapes: what the file holds and what the model needs.
+    const auto shapes = [&] {
+        std::string ids;
+        if (!stats.layer_ids.empty())
+            ids = ", ids " + std::to_string(stats.layer_ids.front()) + ".." + std::to_string(stats.layer_ids.back());
+        std::string modelIds;
+        if (!model.moe_layers.empty())
+            modelIds = ", ids " + std::to_string(model.moe_layers.front()) + ".." + std::to_string(model.moe_layers.back());
+        return " (the file: " + std::to_string(stats.numLayers()) + " layers" + ids + " of " + std::to_string(stats.num_experts)
+               + " experts; " + model.name + ": " + std::to_string(model.numMoeLayers()) + " MoE layers" + modelIds
+               + " of " + std::to_string(model.routed_experts) + " experts)";
+    };
+    const auto fail = [&](const std::string& message) { throw InputError(Location{file, 0, 0}, message + shapes()); };
     if (stats.indexing == LayerIndexing::decoder_all && model.num_layers != model.numMoeLayers()) {
         // SGLang lists every decoder layer; the dense ones' rows carry nothing and are dropped.
         if (stats.numLayers() != model.num_layers)
@@ -182,10 +212,13 @@ LoadStats alignToModel(const LoadStats& stats, const ModelSpec& model, const std
                  + " lists every decoder layer, dense ones included)");
         out.load.clear();
         out.layer_ids.clear();
+        std::vector<std::size_t> rows;
         for (const int l : model.moe_layers) {
             out.load.push_back(stats.load[static_cast<std::size_t>(l)]);
             out.layer_ids.push_back(l);
+            rows.push_back(static_cast<std::size_t>(l));
         }
+        out.snapshots = selectSnapshotRows(stats.snapshots, rows);
         out.indexing = LayerIndexing::decoder_ids;
     } else if (stats.indexing == LayerIndexing::decoder_ids && !stats.layer_ids.empty()
                && stats.layer_ids != model.moe_layers) {
@@ -207,11 +240,14 @@ LoadStats alignToModel(const LoadStats& stats, const ModelSpec& model, const std
             // Rows in the model's layer order (a counts file may list its layers in any order).
             out.load.clear();
             out.layer_ids.clear();
+            std::vector<std::size_t> rows;
             for (const int id : model.moe_layers) {
                 const auto it = std::find(stats.layer_ids.begin(), stats.layer_ids.end(), id);
-                out.load.push_back(stats.load[static_cast<std::size_t>(it - stats.layer_ids.begin())]);
+                rows.push_back(static_cast<std::size_t>(it - stats.layer_ids.begin()));
+                out.load.push_back(stats.load[rows.back()]);
                 out.layer_ids.push_back(id);
             }
+            out.snapshots = selectSnapshotRows(stats.snapshots, rows);
         }
     }
     checkLoadShape(out, model.numMoeLayers(), model.routed_experts, file);

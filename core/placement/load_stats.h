@@ -35,6 +35,9 @@ struct LoadStats {
     // Only per-layer summary statistics were in the file: each layer's counts keep its total,
     // maximum and quartiles, but which expert holds which count is a fixed shuffle.
     bool reconstructed = false;
+    // The file's snapshots, where it holds several (SGLang's non-empty buffer rows, TensorRT-LLM's
+    // iterations): [snapshot][row][expert], rows as in `load`, which is their sum. Empty otherwise.
+    std::vector<std::vector<std::vector<double>>> snapshots;
 
     [[nodiscard]] int numLayers() const { return static_cast<int>(load.size()); }
     [[nodiscard]] double total(int row) const;

@@ -24,6 +24,7 @@ struct Accumulated {
     std::string mode;
     std::int64_t rows = 0;  // buffer rows or records
     std::int64_t nonEmpty = 0;
+    std::vector<std::vector<std::vector<double>>> snapshots;  // stat mode: each non-empty buffer row
 };
 
 [[noreturn]] void fail(const std::string& file, const std::string& message)
@@ -81,14 +82,18 @@ void readStatMode(const TorchArchive& a, const PickleValue& counts, Accumulated&
     std::size_t k = 0;
     for (std::int64_t r = 0; r < b; ++r) {
         bool any = false;
-        for (auto& row : sum) {
-            for (auto& cell : row) {
+        std::vector<std::vector<double>> snapshot(sum.size(), std::vector<double>(static_cast<std::size_t>(experts)));
+        for (std::size_t l = 0; l < sum.size(); ++l) {
+            for (std::size_t e = 0; e < sum[l].size(); ++e) {
                 checkCount(v[k], file, "logical_count");
                 any = any || v[k] != 0;
-                cell += v[k++];
+                snapshot[l][e] = v[k];
+                sum[l][e] += v[k++];
             }
         }
         acc.nonEmpty += any ? 1 : 0;
+        if (any)
+            acc.snapshots.push_back(std::move(snapshot));
     }
     acc.rows += b;
     acc.mode = "stat";
@@ -180,6 +185,9 @@ LoadStats readSglangStats(const std::vector<std::string>& files)
     out.indexing = LayerIndexing::decoder_all;
     out.num_experts = static_cast<int>(acc.load.front().size());
     out.load = std::move(acc.load);
+    // Snapshots only where they are one file's buffer rows, all of the same shape as the sum.
+    if (files.size() == 1 && acc.snapshots.size() >= 2)
+        out.snapshots = std::move(acc.snapshots);
     for (int l = 0; l < out.numLayers(); ++l)
         out.layer_ids.push_back(l);
     out.detail = acc.mode + " mode, " + std::to_string(acc.rows) + (acc.mode == "stat" ? " buffer rows" : " records")

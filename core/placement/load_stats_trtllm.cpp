@@ -106,6 +106,7 @@ LoadStats readTrtllmStats(const std::string& folder)
 
         std::map<int, std::vector<double>> totals;
         std::map<long long, int> iterations;
+        std::map<long long, std::map<int, std::vector<double>>> perIteration;  // iteration -> layer -> counts over ranks
         for (const auto& rankFile : ranks) {
             const std::string& path = rankFile.second;  // a named variable: lambdas below capture it
             const std::string bytes = readFile(path, std::size_t{1} << 30);
@@ -123,6 +124,8 @@ LoadStats readTrtllmStats(const std::string& folder)
                     fail("must have shape [" + std::to_string(out.num_experts) + "] (num_experts in meta_info.json)");
                 auto& row = totals[layer];
                 row.resize(static_cast<std::size_t>(out.num_experts), 0.0);
+                auto& iterRow = perIteration[iter][layer];
+                iterRow.resize(static_cast<std::size_t>(out.num_experts), 0.0);
                 for (std::size_t e = 0; e < counts.size(); ++e) {
                     if (counts[e] < 0)
                         fail("has a negative count " + std::to_string(counts[e]) + " for expert " + std::to_string(e));
@@ -130,6 +133,7 @@ LoadStats readTrtllmStats(const std::string& folder)
                         fail("has a count of " + std::to_string(counts[e]) + " for expert " + std::to_string(e)
                              + ", beyond any real recording (at most 2^40 tokens per iteration and layer)");
                     row[e] += static_cast<double>(counts[e]);
+                    iterRow[e] += static_cast<double>(counts[e]);
                 }
                 ++iterations[iter];
             }
@@ -139,6 +143,16 @@ LoadStats readTrtllmStats(const std::string& folder)
         for (auto& [layer, row] : totals) {
             out.layer_ids.push_back(layer);
             out.load.push_back(std::move(row));
+        }
+        if (perIteration.size() >= 2) {  // one snapshot per iteration, rows as the totals' (a missing layer counts 0)
+            for (const auto& [iter, layers] : perIteration) {
+                auto& snap = out.snapshots.emplace_back();
+                for (const int layer : out.layer_ids) {
+                    const auto it = layers.find(layer);
+                    snap.push_back(it != layers.end() ? it->second
+                                                      : std::vector<double>(static_cast<std::size_t>(out.num_experts), 0.0));
+                }
+            }
         }
         out.detail = std::to_string(ranks.size()) + " rank(s), " + std::to_string(iterations.size())
             + " iteration(s) " + std::to_string(iterations.begin()->first)

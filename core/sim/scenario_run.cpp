@@ -1,6 +1,7 @@
 #include "sim/scenario_run.h"
 
 #include "common/diagnostics.h"
+#include "placement/load_stats.h"
 #include "placement/strategies.h"
 #include "sim/sim_objective.h"
 #include "workload/coactivation.h"
@@ -8,6 +9,7 @@
 #include "workload/trace_routing.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -113,6 +115,27 @@ std::function<ExpertMatrix(int)> coactivationOf(const Scenario& s)
 
 }  // namespace
 
+bool isServingStatistics(const std::string& path)
+{
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        return true;  // a TensorRT-LLM statistics folder
+    const std::string ext = std::filesystem::path(path).extension().string();
+    return ext == ".pt" || ext == ".jsonl" || ext == ".safetensors";  // SGLang recorder, vLLM eplb_load_stats
+}
+
+LayerCounts countsFromStatistics(const std::string& path, const ModelSpec& model)
+{
+    const LoadStats stats = alignToModel(readLoadStats(path), model, path);
+    LayerCounts counts;
+    counts.source = path;
+    counts.num_experts = stats.num_experts;
+    counts.layer_ids = model.moe_layers;
+    counts.counts = stats.load;
+    counts.from_summary = stats.reconstructed;
+    return counts;
+}
+
 std::unique_ptr<RoutingSource> makeRoutingSource(const Scenario& s, long long seedOverride)
 {
     Workload w = s.workload;
@@ -131,7 +154,9 @@ std::unique_ptr<RoutingSource> makeRoutingSource(const Scenario& s, long long se
         return std::make_unique<TraceSource>(TraceRouting(std::move(trace), s.model, w, gpus));
     }
     case RoutingKind::counts: {
-        const LayerCounts counts = readLayerCounts(w.routing.file, s.model.routed_experts);
+        const LayerCounts counts = isServingStatistics(w.routing.file)
+                                       ? countsFromStatistics(w.routing.file, s.model)
+                                       : readLayerCounts(w.routing.file, s.model.routed_experts);
         return std::make_unique<TraceSource>(TraceRouting(counts, s.model, w, gpus));
     }
     }

@@ -9,6 +9,7 @@
 #include "sim/calibration.h"
 #include "sim/sim_objective.h"
 #include "workload/routing_sample.h"
+#include "workload/trace_routing.h"
 
 #include <cstdint>
 #include <memory>
@@ -41,6 +42,13 @@ void startRunWindow(RoutingSource& source);
 // True when makeRoutingSource(a) and makeRoutingSource(b) draw the same steps: the same model,
 // GPU count, phase, tokens per GPU and routing (a placement, precision or context edit keeps them).
 bool sameRouting(const Scenario& a, const Scenario& b);
+
+// True for the files a serving system's expert-load recorder writes (an SGLang .pt, a
+// TensorRT-LLM statistics folder, vLLM eplb_load_stats JSONL): routing kind `counts` reads them
+// with readLoadStats, matched to the model's MoE layers (a shape mismatch is an error naming both);
+// other counts files (JSON) are read by readLayerCounts.
+bool isServingStatistics(const std::string& path);
+LayerCounts countsFromStatistics(const std::string& path, const ModelSpec& model);
 
 // Synthetic generator or trace replay, as the scenario's workload.routing says. `seedOverride`
 // (when >= 0) replaces the scenario's seed. Throws InputError for unreadable or mismatched traces.
