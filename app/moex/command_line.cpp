@@ -9,9 +9,12 @@ QString usageText()
     return QStringLiteral(
         "usage: moex [SCENARIO] [--source sim|engine] [--screenshot OUT.png] [--view all|topology|heatmaps|compare]\n"
         "            [--size WxH] [--presentation] [--tour TOUR.yaml [--tour-step N]] [--gpu N]\n"
+        "       moex report STATS --scenario S [-o report.html] [--slots R1,R2,...] [--strategies eplb,search,gem]\n"
         "\n"
         "Opens the moex explorer on SCENARIO (default: samples/scenarios/deepseek-r1-decode-nvl72.yaml).\n"
         "Without a display it prints the scenario's simulated summary instead.\n"
+        "`moex report` turns a serving system's expert-load statistics (SGLang .pt, TensorRT-LLM folder,\n"
+        "vLLM JSONL) into an HTML report: should EPLB be on, with how many slots; offscreen.\n"
         "\n"
         "  --source sim|engine   where the numbers come from: the analytical model (default) or the real\n"
         "                        MoE layers run on this machine's CPU (the window's Run > Source)\n"

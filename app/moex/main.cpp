@@ -1,7 +1,9 @@
 // moex: the desktop explorer. `moex [SCENARIO]` opens the window; with no display it prints the
-// scenario's simulated summary; `moex --screenshot OUT.png ...` renders offscreen and exits.
+// scenario's simulated summary; `moex --screenshot OUT.png ...` renders offscreen and exits;
+// `moex report STATS --scenario S` writes the load-statistics report (report_html.h).
 #include "command_line.h"
 #include "main_window.h"
+#include "report_html.h"
 #include "run_summary.h"
 #include "screenshot.h"
 
@@ -64,6 +66,13 @@ int main(int argc, char** argv)
     QStringList args;
     for (int i = 1; i < argc; ++i)
         args << QString::fromLocal8Bit(argv[i]);
+    if (!args.isEmpty() && args.front() == QLatin1String("report")) {
+        // moex report STATS --scenario S ...: offscreen, like --screenshot.
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+        g_defaultHandler = qInstallMessageHandler(quietOffscreen);
+        QApplication app(argc, argv);
+        return moex::app::runReportCommand(args.mid(1));
+    }
     const moex::app::CommandLine cmd = moex::app::parseCommandLine(args);
     if (cmd.help) {
         std::fputs(qPrintable(moex::app::usageText()), stdout);

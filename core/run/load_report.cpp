@@ -69,19 +69,20 @@ std::string withoutLocation(const std::string& what)
     return text;
 }
 
-ReportPoint runPoint(const Scenario& withStats, const std::string& strategy, int perGpu, int steps,
+// `redundant` slots beyond the experts (0 for the baseline; else slotsPerGpu x GPUs - experts).
+ReportPoint runPoint(const Scenario& withStats, const std::string& strategy, int redundant, int steps,
                      const std::vector<std::vector<double>>& fileLoad, Placement* placementOut, std::vector<double>* traffic)
 {
     Scenario s = withStats;
     const int G = s.topology.numGpus();
     s.placement.strategy = strategy;
-    s.placement.redundant_slots = perGpu * G;
+    s.placement.redundant_slots = redundant;
     s.placement.explicit_slots.reset();
     ReportPoint p;
     p.strategy = strategy;
-    p.redundant_per_gpu = perGpu;
-    p.slots = s.model.routed_experts + perGpu * G;
-    p.redundant_slots = perGpu * G;
+    p.slot_count = s.model.routed_experts + redundant;
+    p.slots_per_gpu = (p.slot_count + G - 1) / G;
+    p.redundant_slots = redundant;
     // The weights must fit before anything runs, as the scenario loader checks (checkCapacity).
     const double need = weightBytesPerGpu(s, s.slotsPerGpu());
     if (s.topology.gpu.hbm_usable_gb > 0 && need > s.topology.gpu.hbm_usable_gb * 1e9) {
@@ -127,6 +128,7 @@ LoadReport buildLoadReport(const Scenario& scenario, const std::string& statsPat
     rep.scenario = scenarioWithStatistics(scenario, statsPath);
     const Scenario& s = rep.scenario;
     const LoadStats stats = alignToModel(readLoadStats(statsPath), s.model, statsPath);
+    rep.file_load = stats.load;
     rep.format = stats.format;
     rep.detail = stats.detail;
     rep.scenario_name = s.name;
@@ -178,23 +180,25 @@ LoadReport buildLoadReport(const Scenario& scenario, const std::string& statsPat
     // The curve.
     rep.baseline = runPoint(s, "contiguous", 0, options.steps, stats.load, &rep.recommended_placement, &rep.traffic_off);
     rep.baseline.strategy = "contiguous";
-    std::vector<int> perGpu = options.redundant_per_gpu;
-    if (perGpu.empty())
-        perGpu = {0, 1, 2, 4, 8};
+    std::vector<int> extra = options.extra_slots_per_gpu;
+    if (extra.empty())
+        extra = {0, 1, 2, 4, 8};
+    const int fewest = (E + G - 1) / G;  // slots per GPU that hold every expert once
     std::vector<std::vector<double>> trafficOf;
     std::vector<Placement> placements;
     for (const std::string& strategy : options.strategies) {
-        for (const int r : perGpu) {
+        for (const int x : extra) {
             Placement placement;
             std::vector<double> traffic;
             ReportPoint p;
+            const int r = (fewest + x) * G - E;
             try {
                 p = runPoint(s, strategy, r, options.steps, stats.load, &placement, &traffic);
             } catch (const InputError& e) {  // a strategy that refuses these slots (the file's shape was checked above)
-                rep.refused.push_back(strategy + " with " + std::to_string(r) + " redundant per GPU: " + withoutLocation(e.what()));
+                rep.refused.push_back(strategy + " with " + std::to_string(E + r) + " slots: " + withoutLocation(e.what()));
                 continue;
             } catch (const std::invalid_argument& e) {
-                rep.refused.push_back(strategy + " with " + std::to_string(r) + " redundant per GPU: " + e.what());
+                rep.refused.push_back(strategy + " with " + std::to_string(E + r) + " slots: " + e.what());
                 continue;
             }
             rep.curve.push_back(p);
@@ -206,7 +210,8 @@ LoadReport buildLoadReport(const Scenario& scenario, const std::string& statsPat
     }
 
     // The knee: per strategy, from its fewest slots on, a point replaces the knee while it gains at
-    // least knee_gain of the knee's step time; the best knee wins if it beats EPLB off by as much.
+    // least knee_gain of the knee's step time per slot per GPU it adds; the best knee wins if it
+    // beats EPLB off by knee_gain.
     int best = -1;
     for (std::size_t i = 0; i < rep.curve.size();) {
         std::size_t end = i;
@@ -214,7 +219,14 @@ LoadReport buildLoadReport(const Scenario& scenario, const std::string& statsPat
             ++end;
         int knee = -1;
         for (std::size_t j = i; j < end && rep.curve[j].fits; ++j) {
-            if (knee < 0 || rep.curve[j].step_time_us <= (1.0 - options.knee_gain) * rep.curve[static_cast<std::size_t>(knee)].step_time_us)
+            if (knee < 0) {
+                knee = static_cast<int>(j);
+                continue;
+            }
+            // knee_gain for every slot per GPU added: two more slots must gain about twice as much.
+            const ReportPoint& k = rep.curve[static_cast<std::size_t>(knee)];
+            const int added = rep.curve[j].slots_per_gpu - k.slots_per_gpu;
+            if (rep.curve[j].step_time_us <= std::pow(1.0 - options.knee_gain, std::max(1, added)) * k.step_time_us)
                 knee = static_cast<int>(j);
             else
                 break;
@@ -232,13 +244,14 @@ LoadReport buildLoadReport(const Scenario& scenario, const std::string& statsPat
         rep.recommended_placement = placements[static_cast<std::size_t>(best)];
         rep.traffic_on = trafficOf[static_cast<std::size_t>(best)];
         const std::int64_t lostUsers = rep.baseline.max_concurrent_users - p.max_concurrent_users;
-        sentence << "Turn on " << p.strategy << " with " << p.redundant_per_gpu << " redundant expert"
-                 << (p.redundant_per_gpu == 1 ? "" : "s") << " per GPU (" << p.slots << " slots): the step drops from "
+        sentence << "Turn on " << p.strategy << " with " << p.redundant_slots << " redundant expert"
+                 << (p.redundant_slots == 1 ? "" : "s") << " (" << p.slot_count << " slots, " << p.slots_per_gpu
+                 << " per GPU): the step drops from "
                  << ms(base) << " to " << ms(p.step_time_us) << " (" << pct(p.step_time_us / base - 1.0)
                  << "), max/mean GPU load from " << std::setprecision(3) << rep.baseline.balance << " to " << p.balance;
         if (lostUsers > 0)
             sentence << ", for " << lostUsers << " fewer concurrent users of KV cache";
-        sentence << "; more slots gain less than " << pct(options.knee_gain) << " a step.";
+        sentence << "; more slots gain less than " << pct(options.knee_gain) << " of the step per slot per GPU.";
     } else {
         rep.traffic_on = rep.traffic_off;
         sentence << "Keep EPLB off: no strategy and slot count tried beats the contiguous layout's " << ms(base)

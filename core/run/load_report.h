@@ -22,19 +22,21 @@
 namespace moex {
 
 struct LoadReportOptions {
-    // Redundant experts per GPU to try; empty: 0, 1, 2, 4, 8 while the memory holds them.
-    std::vector<int> redundant_per_gpu;
+    // Slots per GPU to try beyond the fewest that hold every expert (ceil(experts / GPUs)): each
+    // point has slots_per_gpu x GPUs slots per layer, the redundant ones being that minus the
+    // experts. Empty: 0, 1, 2, 4, 8 while the memory holds them.
+    std::vector<int> extra_slots_per_gpu;
     std::vector<std::string> strategies = {"eplb", "search", "gem"};
     int steps = 10;  // simulated steps averaged per point (simulate's default)
     // A point is worth its slots when it gains at least this fraction of step time over the point
-    // with fewer slots (the knee of the curve).
+    // with fewer slots, per slot per GPU it adds (the knee of the curve).
     double knee_gain = 0.02;
 };
 
 struct ReportPoint {
     std::string strategy;  // "contiguous" for the baseline (EPLB off)
-    int redundant_per_gpu = 0;
-    int slots = 0;             // per layer, all GPUs
+    int slots_per_gpu = 0;
+    int slot_count = 0;        // per layer, all GPUs: slots_per_gpu x GPUs (not "slots": a Qt macro)
     int redundant_slots = 0;   // slots - experts (placement.redundant_slots)
     double balance = 0;        // max/mean GPU load on the file's counts, mean over layers (even replica shares)
     double moe_time_us = 0;    // simulated, mean over steps
@@ -65,7 +67,7 @@ struct LoadReport {
     double imbalance_p50 = 0, imbalance_p90 = 0, imbalance_p99 = 0, imbalance_max = 0;
     int hot_count = 0;                       // experts per layer counted as hot for stability
     std::vector<HotExpert> hottest;          // the hottest (layer, expert) pairs, hottest first
-    ReportPoint baseline;                    // contiguous, no redundant slots: EPLB off
+    ReportPoint baseline;                    // contiguous, no redundant slots: EPLB off (slots = experts)
     std::vector<ReportPoint> curve;          // per strategy, per redundant slots per GPU
     std::vector<std::string> refused;        // points a strategy refused, with its reason
     int recommended = -1;                    // index into curve; -1: keep EPLB off
@@ -73,6 +75,7 @@ struct LoadReport {
     Placement recommended_placement;         // the recommended point's (the baseline's when -1)
     std::vector<double> traffic_off, traffic_on;  // GPU x GPU bytes of the last simulated step
     Scenario scenario;                       // the scenario as run (routing = the file)
+    std::vector<std::vector<double>> file_load;  // [MoE layer][expert], the file's counts matched to the model
 };
 
 // The scenario with the statistics file as its routing (kind counts), as `--set

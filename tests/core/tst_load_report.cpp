@@ -65,7 +65,7 @@ void TestLoadReport::reportMatchesSimulate()
     const Scenario s = loadScenarioFile(kScenario);
     LoadReportOptions options;
     options.strategies = {"eplb", "gem"};
-    options.redundant_per_gpu = {0, 1, 2, 8};
+    options.extra_slots_per_gpu = {0, 1, 2, 8};
     options.steps = 3;
     const LoadReport r = buildLoadReport(s, path, options);
 
@@ -110,7 +110,8 @@ void TestLoadReport::reportMatchesSimulate()
         QCOMPARE(p.moe_time_us, t.moe_time_us);
         QCOMPARE(p.max_concurrent_users, t.max_concurrent_users);
         // Redundant slots cost memory: fewer users than without them.
-        if (p.redundant_per_gpu > 0 && p.fits)
+        QCOMPARE(p.slot_count, p.slots_per_gpu * 8);
+        if (p.redundant_slots > 0 && p.fits)
             QVERIFY(p.max_concurrent_users < r.baseline.max_concurrent_users);
     }
     // 8 more experts per GPU (another copy of every Mixtral layer's experts: 94 GB) cannot fit an H100.
