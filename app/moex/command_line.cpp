@@ -8,7 +8,7 @@ QString usageText()
 {
     return QStringLiteral(
         "usage: moex [SCENARIO] [--source sim|engine] [--screenshot OUT.png] [--view all|topology|heatmaps|compare]\n"
-        "            [--size WxH] [--presentation] [--tour TOUR.yaml [--tour-step N]] [--gpu N]\n"
+        "            [--size WxH] [--presentation] [--tour TOUR.yaml [--tour-step N]] [--gpu N] [--load-stats STATS]\n"
         "       moex report STATS --scenario S [-o report.html] [--slots R1,R2,...] [--strategies eplb,search,gem]\n"
         "\n"
         "Opens the moex explorer on SCENARIO (default: samples/scenarios/deepseek-r1-decode-nvl72.yaml).\n"
@@ -24,6 +24,7 @@ QString usageText()
         "  --presentation        with --screenshot: View > Presentation mode on\n"
         "  --tour TOUR.yaml      with --screenshot: that guided tour at step N (--tour-step N, default 1)\n"
         "  --gpu N               with --screenshot: GPU N selected, its experts' card shown\n"
+        "  --load-stats STATS    with --screenshot: STATS analysed in the Load statistics tab (File > Open Load Statistics)\n"
         "  -h, --help            this text\n"
         "  --version             the version\n");
 }
@@ -94,6 +95,9 @@ CommandLine parseCommandLine(const QStringList& args)
             if (c.error.isEmpty() && (!ok || c.gpu < 0))
                 c.error = QStringLiteral("--gpu '%1' must be a GPU index (0, 1, ...)").arg(v);
             screenshotOnly = true;
+        } else if (flag == QLatin1String("--load-stats")) {
+            c.loadStats = value(i, flag);
+            screenshotOnly = true;
         } else if (flag == QLatin1String("--tour-step")) {
             const QString v = value(i, flag);
             bool ok = false;
@@ -110,7 +114,7 @@ CommandLine parseCommandLine(const QStringList& args)
         }
     }
     if (c.error.isEmpty() && c.screenshot.isEmpty() && (viewGiven || sizeGiven || screenshotOnly))
-        c.error = QStringLiteral("--view, --size, --presentation, --tour and --gpu only apply with --screenshot OUT.png");
+        c.error = QStringLiteral("--view, --size, --presentation, --tour, --gpu and --load-stats only apply with --screenshot OUT.png");
     return c;
 }
 

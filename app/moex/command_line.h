@@ -1,5 +1,5 @@
 // moex [SCENARIO] [--source sim|engine] [--screenshot OUT.png [--view all|topology|heatmaps|compare] [--size WxH]
-//      [--presentation] [--tour TOUR.yaml [--tour-step N]] [--gpu N]]
+//      [--presentation] [--tour TOUR.yaml [--tour-step N]] [--gpu N] [--load-stats STATS]]
 // Parsed before QApplication exists (the screenshot mode chooses the offscreen platform).
 #pragma once
 
@@ -19,6 +19,7 @@ struct CommandLine {
     QString tour;               // --tour: the tour to show (its step's scenario replaces SCENARIO)
     int tourStep = 1;           // --tour-step, 1-based
     int gpu = -1;               // --gpu N: that GPU selected (its detail card shown)
+    QString loadStats;          // --load-stats STATS: that file analysed, the Load statistics tab shown
     bool help = false;
     bool version = false;
     QString error;        // non-empty: bad flags (exit 2)

@@ -193,6 +193,7 @@ void MainWindow::buildViews()
     m_predictionDock->setWidget(m_predictionView);
     addDockWidget(Qt::BottomDockWidgetArea, m_predictionDock);
     tabifyDockWidget(m_compareDock, m_predictionDock);
+    buildLoadStatsDock();
     m_chartsDock->raise();
     updateDockMinimums();
 

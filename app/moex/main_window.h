@@ -46,6 +46,7 @@ namespace moex::app {
 class CompareView;
 class HeatmapPanel;
 class PredictionView;
+class LoadStatsView;
 class TourBar;
 
 class MainWindow : public QMainWindow {
@@ -63,6 +64,12 @@ public:
                                   const QString& message = {});
     bool startTour(const QString& tourFile);
     void duplicateAsB();
+    // File > Open Load Statistics: analyses `path` (a recorder file, or a TensorRT-LLM folder or its
+    // meta_info.json) for A's scenario in the background, in the Load statistics tab.
+    void openLoadStatistics(const QString& path);
+    // A point of that analysis (index into its curve) opened as B: A with the file as its routing
+    // and the point's strategy and slots. False (and the reason shown) when B cannot take it.
+    bool openReportPointAsB(int reportIndex);
     void setActiveDocument(int which);  // 0 = A, 1 = B (what the canvas, panel and edits act on)
     void setPresentationMode(bool on);
     void selectGpu(int gpu);
@@ -94,6 +101,7 @@ public:
     [[nodiscard]] HeatmapPanel* heatmaps() const { return m_heatmaps; }
     [[nodiscard]] CompareView* compareView() const { return m_compareView; }
     [[nodiscard]] PredictionView* predictionView() const { return m_predictionView; }
+    [[nodiscard]] LoadStatsView* loadStatsView() const { return m_loadStatsView; }
     [[nodiscard]] QDockWidget* compareDock() const { return m_compareDock; }
     [[nodiscard]] TourBar* tourBar() const { return m_tourBar; }
     [[nodiscard]] session::MetricsPtr latestMetrics() const { return m_latest; }
@@ -217,6 +225,11 @@ private:
     Scenario m_engineRun;   // the scenario as the engine runs it
     PredictionView* m_predictionView = nullptr;
     QDockWidget* m_predictionDock = nullptr;
+    LoadStatsView* m_loadStatsView = nullptr;
+    QDockWidget* m_loadStatsDock = nullptr;
+    void buildLoadStatsDock();
+    void presentB();  // B (just filled) shown: edit B, the Compare tab, a fresh comparison
+    void chooseLoadStatistics();
     QAction* m_simSourceAction = nullptr;
     QAction* m_engineSourceAction = nullptr;
 };

@@ -65,6 +65,8 @@ void MainWindow::buildMenus()
     named(file->addAction(tr("&Open\u2026"), QKeySequence::Open, this, &MainWindow::open), "actionOpen");
     named(file->addAction(tr("&Save"), QKeySequence::Save, this, &MainWindow::save), "actionSave");
     named(file->addAction(tr("Save &As\u2026"), QKeySequence::SaveAs, this, &MainWindow::saveAs), "actionSaveAs");
+    named(file->addAction(tr("Open &Load Statistics\u2026"), this, &MainWindow::chooseLoadStatistics),
+          "actionOpenLoadStats");
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     m_recentMenu->setObjectName(QStringLiteral("menuRecent"));
     QMenu* tours = file->addMenu(tr("Guided &Tours"));

@@ -213,6 +213,11 @@ void MainWindow::duplicateAsB()
     if (!m_docA->hasScenario() || !confirmDiscardB())
         return;
     m_docB->copyFrom(*m_docA);
+    presentB();
+}
+
+void MainWindow::presentB()
+{
     m_stackB->clear();
     m_activeCombo->setVisible(true);
     if (auto* label = findChild<QLabel*>(QStringLiteral("activeLabel")))

@@ -95,22 +95,6 @@ QString trafficSvg(const std::vector<double>& traffic, int gpus, const QString& 
     return svg;
 }
 
-std::vector<views::CurveLine> curveLines(const LoadReport& r, bool users)
-{
-    std::vector<views::CurveLine> lines;
-    for (std::size_t i = 0; i < r.curve.size(); ++i) {
-        const ReportPoint& p = r.curve[i];
-        if (!p.fits)
-            continue;
-        if (lines.empty() || lines.back().name != QString::fromStdString(p.strategy))
-            lines.push_back({QString::fromStdString(p.strategy), {}, {}, {}});
-        lines.back().x.push_back(p.slots_per_gpu);
-        lines.back().y.push_back(users ? static_cast<double>(p.max_concurrent_users) : p.step_time_us / 1000.0);
-        lines.back().point.push_back(static_cast<int>(i));
-    }
-    return lines;
-}
-
 QString pointRow(const LoadReport& r, const ReportPoint& p, const QString& scenarioFile, const QString& statsPath,
                  bool recommended)
 {
@@ -133,6 +117,22 @@ QString pointRow(const LoadReport& r, const ReportPoint& p, const QString& scena
 }
 
 }  // namespace
+
+std::vector<views::CurveLine> reportCurveLines(const LoadReport& r, bool users)
+{
+    std::vector<views::CurveLine> lines;
+    for (std::size_t i = 0; i < r.curve.size(); ++i) {
+        const ReportPoint& p = r.curve[i];
+        if (!p.fits)
+            continue;
+        if (lines.empty() || lines.back().name != QString::fromStdString(p.strategy))
+            lines.push_back({QString::fromStdString(p.strategy), {}, {}, {}});
+        lines.back().x.push_back(p.slots_per_gpu);
+        lines.back().y.push_back(users ? static_cast<double>(p.max_concurrent_users) : p.step_time_us / 1000.0);
+        lines.back().point.push_back(static_cast<int>(i));
+    }
+    return lines;
+}
 
 QString exportFormatFor(const LoadReport& r)
 {
@@ -195,13 +195,13 @@ QString writeReport(const LoadReport& r, const QString& scenarioFile, const QStr
     // What each strategy buys: step time and users against slots per GPU.
     {
         views::SlotCurveChart time;
-        time.setData(QObject::tr("Step time against slots per GPU"), QObject::tr("ms per step"), curveLines(r, false),
+        time.setData(QObject::tr("Step time against slots per GPU"), QObject::tr("ms per step"), reportCurveLines(r, false),
                      r.baseline.step_time_us / 1000.0, r.recommended);
         useSansFonts(time.chart());
         svgs << widgetSvg(&time, QSize(640, 380), QObject::tr("step time"));
         views::SlotCurveChart users;
         users.setData(QObject::tr("Concurrent users the KV cache holds"), QObject::tr("users (whole system)"),
-                      curveLines(r, true), static_cast<double>(r.baseline.max_concurrent_users), r.recommended);
+                      reportCurveLines(r, true), static_cast<double>(r.baseline.max_concurrent_users), r.recommended);
         useSansFonts(users.chart());
         svgs << widgetSvg(&users, QSize(640, 380), QObject::tr("users"));
     }

@@ -12,6 +12,9 @@
 #ifndef Q_MOC_RUN
 #include "run/load_report.h"
 #endif
+#include "views/report_charts.h"
+
+#include <vector>
 
 namespace moex::app {
 
@@ -22,6 +25,9 @@ struct ReportFiles {
     QString load_flag;     // how the serving system loads it
     int charts = 0;        // SVG charts embedded
 };
+
+// The report's curve as lines per strategy (slots per GPU against step time in ms, or users).
+std::vector<views::CurveLine> reportCurveLines(const LoadReport& r, bool users);
 
 // The export format a statistics file's serving system loads, and the flag or key that loads `file`.
 QString exportFormatFor(const LoadReport& r);

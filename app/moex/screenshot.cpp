@@ -8,6 +8,7 @@
 #include "samples_catalog.h"
 #include "scenario_document.h"
 #include "sim_runner.h"
+#include "load_stats_view.h"
 #include "tour_bar.h"
 
 #include "metrics/step_metrics.h"
@@ -18,6 +19,7 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QEventLoop>
+#include <QFileInfo>
 #include <QFile>
 #include <QImage>
 #include <QSaveFile>
@@ -151,6 +153,18 @@ int runScreenshot(const CommandLine& cmd, const QString& samplesDir, const QStri
             return 2;
         }
         w.selectGpu(cmd.gpu);
+    }
+    if (!cmd.loadStats.isEmpty()) {
+        bool done = false, failed = false;
+        QObject::connect(w.loadStatsView(), &LoadStatsView::ready, [&done] { done = true; });
+        QObject::connect(w.loadStatsView(), &LoadStatsView::failed, [&failed](const QString& message) {
+            std::fprintf(stderr, "moex: --load-stats: %s\n", qPrintable(message));
+            failed = true;
+        });
+        w.openLoadStatistics(QFileInfo(cmd.loadStats).absoluteFilePath());
+        waitFor([&] { return done || failed; }, 300000);
+        if (failed || !done)
+            return 2;
     }
     settle(300);
     QImage image;

@@ -130,8 +130,9 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
                 p = fs::path(c.baseDir) / p;
             p = p.lexically_normal();
             std::error_code ec;
-            // A TensorRT-LLM statistics folder is a counts source too (meta_info.json + rank files).
-            const bool folderOk = rs.kind == RoutingKind::counts && fs::is_directory(p, ec);
+            // A TensorRT-LLM statistics folder is a counts source too (meta_info.json + rank files);
+            // a trace must be a file. (The kind may be set after the file, by a later --set.)
+            const bool folderOk = rs.kind != RoutingKind::trace && fs::is_directory(p, ec);
             if (!folderOk && !fs::is_regular_file(p, ec))
                 c.r.error(f, "routing file '" + f.Scalar() + "' does not exist (looked for "
                                  + p.lexically_normal().string() + ")");

@@ -106,9 +106,10 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
         out << YAML::Key << "hot_experts" << YAML::Value << num(w.routing.hot_experts);
         out << YAML::Key << "coactivation_groups" << YAML::Value << w.routing.coactivation_groups;
         out << YAML::Key << "drift" << YAML::Value << num(w.routing.drift);
-    } else {
-        out << YAML::Key << "file" << YAML::Value << relativeTo(w.routing.file, dir);
     }
+    // Written whatever the kind: a file set before the kind that reads it (two --set edits) survives.
+    if (!w.routing.file.empty())
+        out << YAML::Key << "file" << YAML::Value << relativeTo(w.routing.file, dir);
     out << YAML::Key << "seed" << YAML::Value << w.routing.seed;
     out << YAML::EndMap << YAML::EndMap;
 

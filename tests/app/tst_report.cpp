@@ -4,7 +4,11 @@
 // (SGLang's JSON holds only physical_to_logical_map; TensorRT-LLM's YAML num_slots and a row per
 // MoE layer), and `moex report`'s errors: exit 2 with what is wrong.
 #ifndef Q_MOC_RUN  // moc of Qt 6.4 cannot parse C++20 standard headers; it needs none of these
+#include "load_stats_view.h"
 #include "report_html.h"
+#include "compare_runner.h"
+#include "scenario_document.h"
+#include "window_fixture.h"
 
 #include "scenario/scenario_yaml.h"
 #endif
@@ -14,6 +18,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QXmlStreamReader>
 #include <QtTest>
@@ -98,6 +103,7 @@ private slots:
     void wellFormedWithChartsAndPlacement();
     void decodeKeepsEplbOff();
     void commandLineErrors();
+    void windowTabOpensPointAsB();
 };
 
 void TestReport::wellFormedWithChartsAndPlacement_data()
@@ -212,6 +218,47 @@ void TestReport::commandLineErrors()
                  &err),
              0);
     QVERIFY(QFile::exists(dir.filePath(QStringLiteral("out.html"))));
+}
+
+// File > Open Load Statistics in the window: the tab shows the report for A's scenario (built in
+// the background), and a point of its curve opens as B with the file as routing and the point's
+// placement; B's comparison then runs.
+void TestReport::windowTabOpensPointAsB()
+{
+    QTemporaryDir dir;
+    const QString scenario = writePrefillScenario(dir);
+    app::MainWindow w(app::test::samples());
+    QVERIFY(app::test::showForTest(w));
+    w.setConfirmHandler([](const QString&) { return true; });
+    QVERIFY(w.openScenario(scenario));
+    app::LoadStatsView* view = w.loadStatsView();
+    QVERIFY(view);
+    QSignalSpy ready(view, &app::LoadStatsView::ready);
+    // The TensorRT-LLM folder chosen through its meta_info.json, as the file dialog gives it.
+    w.openLoadStatistics(kData + QStringLiteral("trtllm_mixtral/meta_info.json"));
+    QVERIFY(view->isBusy());
+    QVERIFY(ready.wait(60000));
+    QVERIFY(!view->isBusy());
+    const LoadReport* r = view->report();
+    QVERIFY(r);
+    QCOMPARE(view->statsPath(), kData + QStringLiteral("trtllm_mixtral"));
+    auto* headline = view->findChild<QLabel*>(QStringLiteral("loadStatsHeadline"));
+    QVERIFY(headline);
+    QCOMPARE(headline->text(), QString::fromStdString(r->recommendation));
+    QVERIFY(view->stepChart()->pointCount() > 0);
+    QVERIFY(r->recommended >= 0);
+
+    // The recommended point as B.
+    QSignalSpy compared(w.compareRunner(), &session::CompareRunner::ready);
+    QVERIFY2(w.openReportPointAsB(r->recommended), qPrintable(w.documentB()->lastError() + QStringLiteral(" / ") + w.statusText()));
+    const ReportPoint& p = r->curve[static_cast<std::size_t>(r->recommended)];
+    const Scenario& b = w.documentB()->scenario();
+    QVERIFY(b.workload.routing.kind == RoutingKind::counts);
+    QCOMPARE(QString::fromStdString(b.workload.routing.file), kData + QStringLiteral("trtllm_mixtral"));
+    QCOMPARE(b.placement.strategy, p.strategy);
+    QCOMPARE(b.placement.redundant_slots, p.redundant_slots);
+    QVERIFY(w.documentA()->scenario().workload.routing.kind == RoutingKind::synthetic);  // A untouched
+    QVERIFY(compared.wait(60000));
 }
 
 QTEST_MAIN(TestReport)

@@ -27,6 +27,10 @@ MetricsPtr lastOf(const QSignalSpy& spy)
 
 }  // namespace
 
+// How long a wait on the worker may take before it counts as a failure: generous, because ctest
+// runs tests side by side on 2-core machines (a cold DeepSeek-R1 configuration alone is ~0.2 s idle).
+constexpr int kWaitMs = 30000;
+
 class TestSimRunner : public QObject {
     Q_OBJECT
 private slots:
@@ -37,7 +41,7 @@ private slots:
         SimRunner runner;
         QSignalSpy spy(&runner, &SimRunner::metricsReady);
         runner.setScenario(m_doc.scenario(), m_doc.placement());
-        QTRY_VERIFY(spy.count() >= 1);
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 1, kWaitMs);
         MetricsPtr first = lastOf(spy);
         QVERIFY(first);
         QCOMPARE(first->step, 0);
@@ -46,7 +50,7 @@ private slots:
         QVERIFY(first->summary.step_time_us > 0);
         QCOMPARE(static_cast<int>(first->gpus.size()), 8);
         runner.step();
-        QTRY_VERIFY(spy.count() >= 2);
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 2, kWaitMs);
         QCOMPARE(lastOf(spy)->step, 1);
     }
 
@@ -63,7 +67,7 @@ private slots:
         QList<qint64> at;
         connect(&runner, &SimRunner::metricsReady, this, [&] { at.append(clock.elapsed()); });
         runner.setScenario(m_doc.scenario(), m_doc.placement());
-        QTRY_VERIFY(spy.count() >= 1);
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 1, kWaitMs);
         runner.setMaxUpdatesPerSecond(30);
         runner.setStepsPerSecond(0);  // as fast as possible
         spy.clear();
@@ -72,7 +76,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 8, 60000);
         runner.pause();
         // Whatever the worker had produced when it paused reaches the UI.
-        QTRY_VERIFY(lastOf(spy) == runner.latest());
+        QTRY_VERIFY_WITH_TIMEOUT(lastOf(spy) == runner.latest(), kWaitMs);
         const qint64 minGap = 1000 / 30 + 1;  // 34 ms, as SimRunner rounds it up
         int previousStep = -1;
         for (qsizetype i = 0; i < spy.count(); ++i) {
@@ -93,7 +97,7 @@ private slots:
         SimRunner runner;
         QSignalSpy spy(&runner, &SimRunner::metricsReady);
         runner.setScenario(m_doc.scenario(), m_doc.placement());
-        QTRY_VERIFY(spy.count() >= 1);
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 1, kWaitMs);
         runner.setMaxUpdatesPerSecond(1);
         runner.setStepsPerSecond(0);
         spy.clear();
@@ -101,7 +105,7 @@ private slots:
         // The first delivery goes out at once; the next not before a second has passed. Wait until
         // the worker has produced two more steps (latest() follows every step the UI is told of,
         // delivered or held back).
-        QTRY_VERIFY(spy.count() >= 1);
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 1, kWaitMs);
         const int first = spy.at(0).first().value<MetricsPtr>()->step;
         QTRY_VERIFY_WITH_TIMEOUT(runner.latest()->step >= first + 2, 60000);
         if (spy.count() > 1)
@@ -122,21 +126,21 @@ private slots:
         runner.setStepsPerSecond(50);
         runner.run();
         QVERIFY(runner.isRunning());
-        QTRY_VERIFY(spy.count() >= 3);
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 3, kWaitMs);
         runner.pause();
         QVERIFY(!runner.isRunning());
         QCOMPARE(running.count(), 2);
         // A step in flight when the pause was queued still lands. After it, no delivery: a run still
         // going (50 steps/s, at most 30 deliveries/s) would deliver within about 35 ms, so the spy's
         // wait returns at once on that failure and times out only when the pause held.
-        QTRY_VERIFY(lastOf(spy) == runner.latest());
+        QTRY_VERIFY_WITH_TIMEOUT(lastOf(spy) == runner.latest(), kWaitMs);
         const int atPause = runner.latest()->step;
         const auto delivered = spy.count();
         QVERIFY(!spy.wait(300));
         QCOMPARE(runner.latest()->step, atPause);
         // One explicit step is the very next step and the only delivery.
         runner.step();
-        QTRY_COMPARE(spy.count(), delivered + 1);
+        QTRY_COMPARE_WITH_TIMEOUT(spy.count(), delivered + 1, kWaitMs);
         QCOMPARE(lastOf(spy)->step, atPause + 1);
         QVERIFY(!runner.isRunning());
         QCOMPARE(running.count(), 2);  // the explicit step did not start a run
@@ -147,14 +151,14 @@ private slots:
         SimRunner runner;
         QSignalSpy spy(&runner, &SimRunner::metricsReady);
         runner.setScenario(m_doc.scenario(), m_doc.placement());
-        QTRY_VERIFY(spy.count() >= 1);
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 1, kWaitMs);
         const MetricsPtr zero = lastOf(spy);
         for (int i = 1; i <= 3; ++i) {
             runner.step();
-            QTRY_COMPARE(runner.latest()->step, i);  // each step lands before the next is asked for
+            QTRY_COMPARE_WITH_TIMEOUT(runner.latest()->step, i, kWaitMs);  // each step lands before the next is asked for
         }
         runner.reset();
-        QTRY_COMPARE(runner.latest()->step, 0);
+        QTRY_COMPARE_WITH_TIMEOUT(runner.latest()->step, 0, kWaitMs);
         // Same seed, same first step.
         QCOMPARE(runner.latest()->summary.step_time_us, zero->summary.step_time_us);
     }
@@ -167,14 +171,14 @@ private slots:
         QSignalSpy spy(&runner, &SimRunner::metricsReady);
         QSignalSpy failures(&runner, &SimRunner::errorOccurred);
         runner.setScenario(m_doc.scenario(), m_doc.placement());
-        QTRY_VERIFY(spy.count() >= 1);
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 1, kWaitMs);
         const MetricsPtr before = lastOf(spy);
         moex::Placement wrong = m_doc.placement();
         wrong.layers.pop_back();  // one MoE layer short: the simulator refuses it
         runner.setScenario(m_doc.scenario(), wrong);
-        QTRY_COMPARE(failures.count(), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(failures.count(), 1, kWaitMs);
         runner.step();
-        QTRY_VERIFY(lastOf(spy) != before);
+        QTRY_VERIFY_WITH_TIMEOUT(lastOf(spy) != before, kWaitMs);
         QCOMPARE(lastOf(spy)->step, before->step + 1);
         QCOMPARE(lastOf(spy)->layers.size(), before->layers.size());
         QCOMPARE(runner.sourceName(), QStringLiteral("sim"));
