@@ -10,6 +10,7 @@ QString usageText()
         "usage: moex [SCENARIO] [--source sim|engine] [--screenshot OUT.png] [--view all|topology|heatmaps|compare]\n"
         "            [--size WxH] [--presentation] [--tour TOUR.yaml [--tour-step N]] [--gpu N] [--load-stats STATS]\n"
         "       moex report STATS --scenario S [-o report.html] [--slots R1,R2,...] [--strategies eplb,search,gem]\n"
+        "                   [--set KEY=VALUE]...\n"
         "\n"
         "Opens the moex explorer on SCENARIO (default: samples/scenarios/deepseek-r1-decode-nvl72.yaml).\n"
         "Without a display it prints the scenario's simulated summary instead.\n"

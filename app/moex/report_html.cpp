@@ -7,6 +7,7 @@
 
 #include "common/diagnostics.h"
 #include "placement/exporters.h"
+#include "scenario/scenario_overrides.h"
 #include "scenario/scenario_yaml.h"
 
 #include <QApplication>
@@ -161,7 +162,7 @@ QString loadFlagFor(const LoadReport& r, const QString& file)
 }
 
 QString writeReport(const LoadReport& r, const QString& scenarioFile, const QString& statsPath, const QString& htmlPath,
-                    ReportFiles* out)
+                    ReportFiles* out, const QStringList& sets)
 {
     ReportFiles files;
     files.html = htmlPath;
@@ -274,7 +275,13 @@ QString writeReport(const LoadReport& r, const QString& scenarioFile, const QStr
                         "the row's strategy and redundant slots (slots − %1); the %2 row:</p>\n<pre>%3</pre>\n")
              .arg(r.experts)
              .arg(r.recommended >= 0 ? QStringLiteral("recommended") : QStringLiteral("EPLB-off"))
-             .arg(esc(reproduceCommand(scenarioFile.toStdString(), statsPath.toStdString(), shown, 10)));
+             .arg(esc(reproduceCommand(scenarioFile.toStdString(), r.scenario.workload.routing.file, shown, 10)
+                      + [&] {
+                            std::string extra;
+                            for (const QString& kv : sets)
+                                extra += " --set " + kv.toStdString();
+                            return extra;
+                        }()));
     if (!r.refused.empty()) {
         h += QStringLiteral("<p>Not tried:</p>\n<ul>\n");
         for (const std::string& why : r.refused)
@@ -297,8 +304,10 @@ QString writeReport(const LoadReport& r, const QString& scenarioFile, const QStr
 int runReportCommand(const QStringList& args)
 {
     const QString usage = QStringLiteral(
-        "usage: moex report STATS --scenario S [-o report.html] [--slots R1,R2,...] [--strategies eplb,search,gem]\n");
+        "usage: moex report STATS --scenario S [-o report.html] [--slots R1,R2,...] [--strategies eplb,search,gem]\n"
+        "                   [--set KEY=VALUE]...\n");
     QString stats, scenario, output = QStringLiteral("report.html"), slotList, strategies;
+    QStringList sets;
     for (int i = 0; i < args.size(); ++i) {
         const QString a = args[i];
         auto value = [&](QString& into) {
@@ -316,6 +325,11 @@ int runReportCommand(const QStringList& args)
             ok = value(slotList);
         else if (a == QLatin1String("--strategies"))
             ok = value(strategies);
+        else if (a == QLatin1String("--set")) {
+            QString kv;
+            ok = value(kv);
+            sets << kv;
+        }
         else if (a.startsWith(QLatin1Char('-')) || !stats.isEmpty()) {
             std::fprintf(stderr, "moex report: unexpected argument '%s'\n%s", qPrintable(a), qPrintable(usage));
             return 2;
@@ -331,7 +345,10 @@ int runReportCommand(const QStringList& args)
         return 2;
     }
     try {
-        const Scenario s = loadScenarioFile(scenario.toStdString());
+        Overrides overrides;
+        for (const QString& kv : sets)
+            overrides.push_back(parseOverride(kv.toStdString()));
+        const Scenario s = loadScenarioFile(scenario.toStdString(), overrides);
         LoadReportOptions options;
         if (!strategies.isEmpty()) {
             options.strategies.clear();
@@ -356,7 +373,7 @@ int runReportCommand(const QStringList& args)
         }
         const LoadReport r = buildLoadReport(s, stats.toStdString(), options);
         ReportFiles files;
-        const QString error = writeReport(r, scenario, stats, QDir::current().absoluteFilePath(output), &files);
+        const QString error = writeReport(r, scenario, stats, QDir::current().absoluteFilePath(output), &files, sets);
         if (!error.isEmpty()) {
             std::fprintf(stderr, "moex report: %s\n", qPrintable(error));
             return 2;

@@ -3,7 +3,7 @@
 // and embedded as SVG, and the recommended placement written next to it in the serving system's
 // format, with the flag that loads it.
 //
-//   moex report STATS --scenario S [-o report.html] [--slots R1,R2,...] [--strategies eplb,search,gem]
+//   moex report STATS --scenario S [-o report.html] [--slots R1,R2,...] [--strategies eplb,search,gem] [--set K=V]...
 #pragma once
 
 #include <QString>
@@ -34,9 +34,10 @@ QString exportFormatFor(const LoadReport& r);
 QString loadFlagFor(const LoadReport& r, const QString& file);
 
 // Writes the placement export (atomically, next to `htmlPath`) and then the HTML (atomically).
+// `sets`: the KEY=VALUE overrides the scenario was loaded with (shown in the reproduce command).
 // Returns an error message, or "" (and fills `out`).
 QString writeReport(const LoadReport& r, const QString& scenarioFile, const QString& statsPath, const QString& htmlPath,
-                    ReportFiles* out);
+                    ReportFiles* out, const QStringList& sets = {});
 
 // `moex report ...`: parses its arguments (those after "report"), builds and writes the report
 // offscreen; exit code 0, 2 on bad input (a located error), 1 on a bug.

@@ -85,7 +85,8 @@ Scenario scenarioWithStatistics(const Scenario& s, const std::string& statsPath)
 
 LoadReport buildLoadReport(const Scenario& s, const std::string& statsPath, const LoadReportOptions& options);
 
-// The moex-cli command that gives `p`'s figures (scenario file and statistics path as given).
+// The moex-cli command that gives `p`'s figures; `statsPath` absolute (simulate resolves a relative
+// --set path against the scenario's folder).
 std::string reproduceCommand(const std::string& scenarioFile, const std::string& statsPath, const ReportPoint& p,
                              int steps);
 
