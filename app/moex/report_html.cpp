@@ -4,6 +4,7 @@
 
 #include "views/heatmap_widget.h"
 #include "views/report_charts.h"
+#include "views/topology_canvas.h"
 
 #include "common/diagnostics.h"
 #include "placement/exporters.h"
@@ -22,6 +23,7 @@
 #include <QSaveFile>
 #include <QSvgGenerator>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -75,7 +77,20 @@ QString widgetSvg(QWidget* w, QSize size, const QString& title)
     return start >= 0 ? svg.mid(start) : svg;
 }
 
-QString trafficSvg(const std::vector<double>& traffic, int gpus, const QString& title)
+// The window's topology canvas for a placement and a step: links coloured by utilisation, GPUs by
+// busy time, the chips by the load of all layers.
+QString topologySvg(const LoadReport& r, const Placement& placement, const StepMetrics& metrics, const QString& title)
+{
+    views::TopologyCanvas canvas;
+    canvas.setScenario(r.scenario, placement);
+    canvas.setLayer(-1);
+    canvas.setMetrics(metrics);
+    canvas.resize(QSize(960, 640));
+    canvas.fitAll();
+    return widgetSvg(&canvas, QSize(960, 640), title);
+}
+
+QString trafficSvg(const std::vector<double>& traffic, int gpus, const QString& title, double maxBytes)
 {
     // Same size as the curves: two fit side by side in the page.
     views::HeatmapWidget w;
@@ -90,6 +105,7 @@ QString trafficSvg(const std::vector<double>& traffic, int gpus, const QString& 
     w.setAxisTitles(QObject::tr("source GPU"), QObject::tr("destination GPU"));
     w.setUnit(QObject::tr("MB"));
     w.setColorMap(views::ColorMap::viridis());
+    w.setRange(0, maxBytes / 1e6);  // one scale for off and on: the colours compare
     // The heatmap paints its cells as one image: a browser would smooth it into blurs.
     QString svg = widgetSvg(&w, QSize(480, 420), title);
     svg.replace(QLatin1String("<image "), QLatin1String("<image style=\"image-rendering:pixelated\" "));
@@ -206,10 +222,17 @@ QString writeReport(const LoadReport& r, const QString& scenarioFile, const QStr
         useSansFonts(users.chart());
         svgs << widgetSvg(&users, QSize(640, 380), QObject::tr("users"));
     }
-    svgs << trafficSvg(r.traffic_off, r.gpus, QObject::tr("GPU \u2192 GPU traffic, EPLB off (MB per step)"));
+    double maxTraffic = 1;
+    for (const auto* t : {&r.traffic_off, &r.traffic_on})
+        for (double b : *t)
+            maxTraffic = std::max(maxTraffic, b);
+    svgs << trafficSvg(r.traffic_off, r.gpus, QObject::tr("GPU \u2192 GPU traffic, EPLB off (MB per step)"), maxTraffic);
     svgs << trafficSvg(r.traffic_on, r.gpus,
                        r.recommended >= 0 ? QObject::tr("GPU \u2192 GPU traffic, recommended placement (MB per step)")
-                                          : QObject::tr("GPU \u2192 GPU traffic, EPLB off (recommended)"));
+                                          : QObject::tr("GPU \u2192 GPU traffic, EPLB off (recommended)"),
+                       maxTraffic);
+    svgs << topologySvg(r, r.baseline_placement, r.metrics_off, QObject::tr("links, EPLB off"));
+    svgs << topologySvg(r, r.recommended_placement, r.metrics_on, QObject::tr("links, recommended"));
     files.charts = static_cast<int>(svgs.size());
 
     const QString stats = QFileInfo(statsPath).fileName();
@@ -222,7 +245,7 @@ QString writeReport(const LoadReport& r, const QString& scenarioFile, const QStr
                         "table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ddd;padding:.25em .5em;text-align:right}\n"
                         "th{background:#f4f4f4}td:first-child{text-align:left}tr.rec{background:#fdebd0;font-weight:bold}\n"
                         "code{font-size:.85em}pre{white-space:pre-wrap;word-break:break-all;background:#f6f6f6;padding:.5em;font-size:.8em}svg{display:block;margin:1em 0;max-width:100%;height:auto}\n"
-                        ".pair{display:flex;gap:1em;flex-wrap:wrap}\n</style>\n</head>\n<body>\n")
+                        ".pair{display:flex;gap:1em;flex-wrap:wrap}.pair>svg{flex:1 1 45%;min-width:320px;margin:0}\n</style>\n</head>\n<body>\n")
              .arg(esc(stats));
     h += QStringLiteral("<h1>Should EPLB be on? %1 on %2</h1>\n").arg(esc(stats), esc(r.scenario_name));
     h += QStringLiteral("<p class=\"headline\">%1</p>\n").arg(esc(r.recommendation));
@@ -291,6 +314,11 @@ QString writeReport(const LoadReport& r, const QString& scenarioFile, const QStr
 
     h += QStringLiteral("<h2 id=\"traffic\">Traffic, EPLB off and on</h2>\n<div class=\"pair\">") + svgs[3] + svgs[4]
          + QStringLiteral("</div>\n");
+    h += QStringLiteral("<p>Per link, as the window's canvas draws it (links coloured by utilisation in the last "
+                        "simulated step, GPUs by busy time, chips by load over all layers): EPLB off, then %1.</p>\n"
+                        )
+             .arg(r.recommended >= 0 ? QStringLiteral("the recommended placement") : QStringLiteral("again EPLB off (recommended)"))
+         + svgs[5] + svgs[6];
     h += QStringLiteral("<p>Made by moex from %1.</p>\n</body>\n</html>\n").arg(esc(stats));
 
     QSaveFile file(htmlPath);

@@ -71,7 +71,7 @@ std::string withoutLocation(const std::string& what)
 
 // `redundant` slots beyond the experts (0 for the baseline; else slotsPerGpu x GPUs - experts).
 ReportPoint runPoint(const Scenario& withStats, const std::string& strategy, int redundant, int steps,
-                     const std::vector<std::vector<double>>& fileLoad, Placement* placementOut, std::vector<double>* traffic)
+                     const std::vector<std::vector<double>>& fileLoad, Placement* placementOut, StepMetrics* last)
 {
     Scenario s = withStats;
     const int G = s.topology.numGpus();
@@ -104,8 +104,8 @@ ReportPoint runPoint(const Scenario& withStats, const std::string& strategy, int
     p.fits = r.mean.max_concurrent_users > 0;
     if (placementOut)
         *placementOut = placed.placement;
-    if (traffic)
-        *traffic = r.last.traffic;
+    if (last)
+        *last = r.last;
     return p;
 }
 
@@ -178,22 +178,24 @@ LoadReport buildLoadReport(const Scenario& scenario, const std::string& statsPat
         rep.hottest.resize(10);
 
     // The curve.
-    rep.baseline = runPoint(s, "contiguous", 0, options.steps, stats.load, &rep.recommended_placement, &rep.traffic_off);
+    rep.baseline = runPoint(s, "contiguous", 0, options.steps, stats.load, &rep.baseline_placement, &rep.metrics_off);
+    rep.recommended_placement = rep.baseline_placement;
+    rep.traffic_off = rep.metrics_off.traffic;
     rep.baseline.strategy = "contiguous";
     std::vector<int> extra = options.extra_slots_per_gpu;
     if (extra.empty())
         extra = {0, 1, 2, 4, 8};
     const int fewest = (E + G - 1) / G;  // slots per GPU that hold every expert once
-    std::vector<std::vector<double>> trafficOf;
+    std::vector<StepMetrics> metricsOf;
     std::vector<Placement> placements;
     for (const std::string& strategy : options.strategies) {
         for (const int x : extra) {
             Placement placement;
-            std::vector<double> traffic;
+            StepMetrics metrics;
             ReportPoint p;
             const int r = (fewest + x) * G - E;
             try {
-                p = runPoint(s, strategy, r, options.steps, stats.load, &placement, &traffic);
+                p = runPoint(s, strategy, r, options.steps, stats.load, &placement, &metrics);
             } catch (const InputError& e) {  // a strategy that refuses these slots (the file's shape was checked above)
                 rep.refused.push_back(strategy + " with " + std::to_string(E + r) + " slots: " + withoutLocation(e.what()));
                 continue;
@@ -202,7 +204,7 @@ LoadReport buildLoadReport(const Scenario& scenario, const std::string& statsPat
                 continue;
             }
             rep.curve.push_back(p);
-            trafficOf.push_back(std::move(traffic));
+            metricsOf.push_back(std::move(metrics));
             placements.push_back(std::move(placement));
             if (!p.fits)
                 break;  // more slots leave even less memory
@@ -242,7 +244,8 @@ LoadReport buildLoadReport(const Scenario& scenario, const std::string& statsPat
         rep.recommended = best;
         const ReportPoint& p = rep.curve[static_cast<std::size_t>(best)];
         rep.recommended_placement = placements[static_cast<std::size_t>(best)];
-        rep.traffic_on = trafficOf[static_cast<std::size_t>(best)];
+        rep.metrics_on = metricsOf[static_cast<std::size_t>(best)];
+        rep.traffic_on = rep.metrics_on.traffic;
         const std::int64_t lostUsers = rep.baseline.max_concurrent_users - p.max_concurrent_users;
         sentence << "Turn on " << p.strategy << " with " << p.redundant_slots << " redundant expert"
                  << (p.redundant_slots == 1 ? "" : "s") << " (" << p.slot_count << " slots, " << p.slots_per_gpu
@@ -253,6 +256,7 @@ LoadReport buildLoadReport(const Scenario& scenario, const std::string& statsPat
             sentence << ", for " << lostUsers << " fewer concurrent users of KV cache";
         sentence << "; more slots gain less than " << pct(options.knee_gain) << " of the step per slot per GPU.";
     } else {
+        rep.metrics_on = rep.metrics_off;
         rep.traffic_on = rep.traffic_off;
         sentence << "Keep EPLB off: no strategy and slot count tried beats the contiguous layout's " << ms(base)
                  << " step by " << pct(options.knee_gain) << " or more (the file's max/mean GPU load is "

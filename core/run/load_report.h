@@ -11,6 +11,7 @@
 // The balance figures (max/mean GPU load) are of the file's own counts.
 #pragma once
 
+#include "metrics/step_metrics.h"
 #include "placement/load_stats.h"
 #include "placement/placement.h"
 #include "scenario/scenario.h"
@@ -74,6 +75,8 @@ struct LoadReport {
     std::string recommendation;              // one sentence
     Placement recommended_placement;         // the recommended point's (the baseline's when -1)
     std::vector<double> traffic_off, traffic_on;  // GPU x GPU bytes of the last simulated step
+    Placement baseline_placement;                 // EPLB off (contiguous)
+    StepMetrics metrics_off, metrics_on;          // the last simulated step of each (links, per-GPU times)
     Scenario scenario;                       // the scenario as run (routing = the file)
     std::vector<std::vector<double>> file_load;  // [MoE layer][expert], the file's counts matched to the model
 };

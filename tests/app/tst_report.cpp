@@ -1,5 +1,5 @@
 // The HTML load-statistics report (app/moex/report_html.h) on the real Mixtral statistics files:
-// well-formed (parsed back as XML), five charts each with drawn data, the headline the report's
+// well-formed (parsed back as XML), seven charts each with drawn data, the headline the report's
 // recommendation, the placement written next to it in the serving system's format and loadable
 // (SGLang's JSON holds only physical_to_logical_map; TensorRT-LLM's YAML num_slots and a row per
 // MoE layer), and `moex report`'s errors: exit 2 with what is wrong.
@@ -134,9 +134,9 @@ void TestReport::wellFormedWithChartsAndPlacement()
     QCOMPARE(app::writeReport(r, scenario, stats, html, &files), QString());
     const Parsed p = parse(html);
     QVERIFY2(p.error.isEmpty(), qPrintable(p.error));
-    QCOMPARE(p.svgs, 5);
-    QCOMPARE(p.svgsWithData, 5);
-    QCOMPARE(files.charts, 5);
+    QCOMPARE(p.svgs, 7);
+    QCOMPARE(p.svgsWithData, 7);
+    QCOMPARE(files.charts, 7);
     QCOMPARE(p.headline.simplified(), QString::fromStdString(r.recommendation).simplified());
     // The file's table (4 rows), the hottest experts (header + rows), the curve (header + EPLB off + points).
     QCOMPARE(p.tableRows, 4 + 1 + static_cast<int>(r.hottest.size()) + 1 + 1 + static_cast<int>(r.curve.size()));
