@@ -4,7 +4,6 @@
 //   moex-cli bench fidelity [--json OUT|-]
 //   moex-cli bench place [--budget-ms N] [--seed S] [--runs N] [--steps N] [--counts F] [--json OUT|-]
 //                                (cmd_bench_place.cpp)
-#include "alloc_counter.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "format.h"
@@ -139,16 +138,12 @@ int benchSim(const Args& args)
     warm.reserve(static_cast<std::size_t>(steps));
     cold.reserve(static_cast<std::size_t>(steps));
     std::uint64_t checksum = 0;
-    long long allocations = 0, timedSteps = 0;
     auto timeStep = [&](const RoutingSample& sample, TimedSeries& series) {
-        const long long allocBefore = allocationCount();
         const double c0 = threadCpuUs();
         const auto t0 = Clock::now();
         sim.step(sample, m);
         series.wall.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
         series.cpu.push_back(threadCpuUs() - c0);
-        allocations += allocationCount() - allocBefore;
-        ++timedSteps;
     };
     auto timeCeiling = [&](const RoutingSample& sample, TimedSeries& series) {
         const double c1 = threadCpuUs();
@@ -198,7 +193,6 @@ int benchSim(const Args& args)
         coldConfig.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
     const double e2e = median(endToEnd), e2eGen = median(endToEndGen), config = median(coldConfig);
-    const double allocsPerStep = timedSteps > 0 ? static_cast<double>(allocations) / static_cast<double>(timedSteps) : 0.0;
     auto p90of = [](std::vector<double> v) {  // nearest rank, rounded up: never below the median
         std::sort(v.begin(), v.end());
         return v[static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(v.size() - 1)))];
@@ -245,7 +239,6 @@ int benchSim(const Args& args)
                             {"cold_cpu_us_per_step_median", fc.cpu},
                             {"cold_ceiling_stream_counts_cpu_us", fc.ceilingCpu},
                             {"cold_ratio_to_ceiling", fc.ratioCpu},
-                            {"allocations_per_step", allocsPerStep},
                             {"peak_rss_mb", rss},
                             {"routing_ms_per_step_median", median(genMs)},
                             {"cold_configuration_summary_bytes", summaryBytes / static_cast<std::size_t>(configRuns)},
@@ -280,7 +273,7 @@ int benchSim(const Args& args)
     line("routed", fr, std::to_string(routedSteps) + " steps, each right after the routing source wrote its sample, as in simulate");
     line("warm", fw, std::to_string(steps) + " steps back to back, sample copied in before each");
     line("cold", fc, std::to_string(steps) + " steps over " + std::to_string(kSamples) + " samples cycled");
-    std::cout << "  allocations " << fixed(allocsPerStep, 2) << " per step after warm-up; peak memory " << fixed(rss, 1)
+    std::cout << "  peak memory " << fixed(rss, 1)
               << " MB (whole process); routing generator " << fixed(median(genMs), 2) << " ms/step median (not in the model's figures)\n";
     return 0;
 }

@@ -520,8 +520,9 @@ void TestCliSim::benchSim()
     const auto perSample = std::uint64_t{58} * 72 * 128 * 8;
     const auto checksum = static_cast<std::uint64_t>(j.value(QStringLiteral("checksum")).toDouble());
     QCOMPARE(checksum % 65536, (42 * perSample) % 65536);
-    // No allocation in a step after warm-up (the goal of issue 3), whatever the condition.
-    QCOMPARE(j.value(QStringLiteral("allocations_per_step")).toDouble(), 0.0);
+    // Allocations per step are tst_sim's stepAllocatesNothingAfterWarmUp: moex-cli keeps the
+    // global operator new (no counting hook in a shipped binary).
+    QVERIFY(!j.contains(QStringLiteral("allocations_per_step")));
     // Peak RSS holds at least the 16 pre-generated samples and the working one (2.1 MB each).
     QVERIFY2(j.value(QStringLiteral("peak_rss_mb")).toDouble() >= 17.0 * 58 * 72 * 256 * 2 / (1024.0 * 1024.0),
              qPrintable(QString::number(j.value(QStringLiteral("peak_rss_mb")).toDouble())));

@@ -20,6 +20,8 @@
 #include "workload/routing_sample.h"
 #endif
 
+#include "alloc_hook.h"
+
 #include <QtTest>
 
 #include <algorithm>
@@ -204,6 +206,8 @@ private slots:
     void fidelityWithinTarget();
     void lowLatencyKernelsCountPairsOrGpus();
     void twoBatchOverlapStageByStage();
+    void stepAllocatesNothingAfterWarmUp_data();
+    void stepAllocatesNothingAfterWarmUp();
 };
 
 // --- more link capacity never slows a step -------------------------------------------------------
@@ -956,6 +960,46 @@ void TestSim::twoBatchOverlapStageByStage()
             QCOMPARE(tb, ta);
         }
     }
+}
+
+// A step after the first (which sizes the outputs) allocates nothing, whatever the kernels and the
+// overlap: the simulator's own buffers and the metrics are reused (moved here from moex-cli bench
+// sim, whose process-wide operator new counted it).
+void TestSim::stepAllocatesNothingAfterWarmUp_data()
+{
+    QTest::addColumn<QString>("scenario");
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<QString>("value");
+    QTest::newRow("NVL72 decode") << QString::fromLatin1(kNvlDecode) << QString() << QString();
+    QTest::newRow("NVL72 decode, one-sided") << QString::fromLatin1(kNvlDecode) << QStringLiteral("a2a_kernel") << QStringLiteral("one-sided");
+    QTest::newRow("NVL72 decode, no overlap") << QString::fromLatin1(kNvlDecode) << QStringLiteral("overlap") << QStringLiteral("none");
+    QTest::newRow("8 x HGX-H200 decode") << QString::fromLatin1(kHgxDecode) << QString() << QString();
+    QTest::newRow("8 x HGX-H200 prefill") << QString::fromLatin1(kHgxPrefill) << QString() << QString();
+    QTest::newRow("NVL72 prefill") << QString::fromLatin1(kNvlPrefill) << QString() << QString();
+}
+
+void TestSim::stepAllocatesNothingAfterWarmUp()
+{
+    QFETCH(QString, scenario);
+    QFETCH(QString, key);
+    QFETCH(QString, value);
+    Overrides overrides;
+    if (!key.isEmpty())
+        overrides.push_back({key.toStdString(), value.toStdString()});
+    const Scenario s = load(scenario.toStdString(), overrides);
+    auto source = makeRoutingSource(s);
+    RoutingSample a, b;
+    source->next(a);
+    source->next(b);
+    Simulator sim(s, placementFor(s, a), resolveCalibration(s));
+    StepMetrics m;
+    sim.step(a, m);  // sizes every output
+    test::startCountingAllocations();
+    sim.step(b, m);
+    sim.step(a, m);
+    (void)sim.layerTimeUs(b, 0);
+    QCOMPARE(test::stopCountingAllocations(), 0L);
+    QVERIFY(m.summary.step_time_us > 0);
 }
 
 // moe_time_balanced_us: each layer's expert work as placed, finished by all GPUs together (in

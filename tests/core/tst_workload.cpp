@@ -18,72 +18,12 @@
 #include <set>
 #endif
 
+#include "alloc_hook.h"
 #include "routing_fixtures.h"
 
 #include <QtTest>
 
 using namespace moex;
-
-// Counts heap allocations while g_counting is set: next() must not allocate once warmed up.
-namespace {
-std::atomic<long> g_allocations{0};
-std::atomic<bool> g_counting{false};
-}  // namespace
-
-// Every unaligned form, so that new and delete always pair (sanitizers check it).
-namespace {
-void* countedAlloc(std::size_t size) noexcept
-{
-    if (g_counting.load(std::memory_order_relaxed))
-        g_allocations.fetch_add(1, std::memory_order_relaxed);
-    return std::malloc(size > 0 ? size : 1);
-}
-}  // namespace
-
-void* operator new(std::size_t size)
-{
-    if (void* p = countedAlloc(size))
-        return p;
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t size)
-{
-    if (void* p = countedAlloc(size))
-        return p;
-    throw std::bad_alloc();
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept
-{
-    return countedAlloc(size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept
-{
-    return countedAlloc(size);
-}
-void operator delete(void* p) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept
-{
-    std::free(p);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept
-{
-    std::free(p);
-}
-void operator delete[](void* p, const std::nothrow_t&) noexcept
-{
-    std::free(p);
-}
 
 namespace {
 
@@ -367,12 +307,10 @@ void TestWorkload::syntheticNoAllocationPerStep()
     SyntheticRouting gen(test::routingModel(6, 256, 8, 8, 4), makeWork(128, 1.2, 0.05, 16, 0.02), 16, options);
     RoutingSample s;
     gen.next(s);  // sizes the sample
-    g_allocations = 0;
-    g_counting = true;
+    test::startCountingAllocations();
     for (int i = 0; i < 5; ++i)
         gen.next(s);
-    g_counting = false;
-    QCOMPARE(g_allocations.load(), 0L);
+    QCOMPARE(test::stopCountingAllocations(), 0L);
     QCOMPARE(violation(s), QString());
 }
 
@@ -752,11 +690,9 @@ void TestWorkload::mixtralReplay()
     QCOMPARE(violation(a), QString());
     QCOMPARE(violation(b), QString());
     QVERIFY(a.all_counts != b.all_counts);
-    g_allocations = 0;
-    g_counting = true;
+    test::startCountingAllocations();
     wrap.next(b);
-    g_counting = false;
-    QCOMPARE(g_allocations.load(), 0L);
+    QCOMPARE(test::stopCountingAllocations(), 0L);
     wrap.reset();
     wrap.next(b);
     QVERIFY(a.all_counts == b.all_counts);
