@@ -18,8 +18,7 @@
 
 namespace moex::views {
 
-namespace {
-QChartView* makeView(QWidget* parent, QChart* chart)
+QChartView* embedChart(QWidget* parent, QChart* chart)
 {
     chart->setMargins(QMargins(4, 4, 4, 4));
     chart->setBackgroundRoundness(0);
@@ -35,23 +34,25 @@ QChartView* makeView(QWidget* parent, QChart* chart)
     return view;
 }
 
-}  // namespace
+void changeChartFonts(QChart* chart, const std::function<QFont(QFont)>& change)
+{
+    chart->setTitleFont(change(chart->titleFont()));
+    chart->legend()->setFont(change(chart->legend()->font()));
+    for (QAbstractAxis* a : chart->axes()) {
+        a->setLabelsFont(change(a->labelsFont()));
+        a->setTitleFont(change(a->titleFont()));
+    }
+}
 
 void scaleChartFonts(QChart* chart, double factor)
 {
-    auto grow = [factor](QFont f) {
+    changeChartFonts(chart, [factor](QFont f) {
         if (f.pointSizeF() > 0)
             f.setPointSizeF(f.pointSizeF() * factor);
         else if (f.pixelSize() > 0)
             f.setPixelSize(std::max(1, static_cast<int>(std::lround(f.pixelSize() * factor))));
         return f;
-    };
-    chart->setTitleFont(grow(chart->titleFont()));
-    chart->legend()->setFont(grow(chart->legend()->font()));
-    for (QAbstractAxis* a : chart->axes()) {
-        a->setLabelsFont(grow(a->labelsFont()));
-        a->setTitleFont(grow(a->titleFont()));
-    }
+    });
 }
 
 // --- StepTimeChart ------------------------------------------------------------------------------
@@ -85,14 +86,14 @@ struct StepTimeChart::Impl {
         x->setTickAnchor(lo);
         x->setTickInterval(std::max(1.0, std::ceil((hi - lo) / 5.0)));
         auto range = [](const std::deque<QPointF>& pts, QValueAxis* axis) {
-            double lo = pts.front().y();
-            double hi = lo;
+            double low = pts.front().y();
+            double high = low;
             for (const QPointF& p : pts) {
-                lo = std::min(lo, p.y());
-                hi = std::max(hi, p.y());
+                low = std::min(low, p.y());
+                high = std::max(high, p.y());
             }
-            const double pad = std::max((hi - lo) * 0.1, std::abs(hi) * 0.02 + 1e-9);
-            axis->setRange(std::max(0.0, lo - pad), hi + pad);
+            const double pad = std::max((high - low) * 0.1, std::abs(high) * 0.02 + 1e-9);
+            axis->setRange(std::max(0.0, low - pad), high + pad);
             axis->applyNiceNumbers();
         };
         range(timePts, yTime);
@@ -124,7 +125,7 @@ StepTimeChart::StepTimeChart(QWidget* parent) : QWidget(parent), d(std::make_uni
     d->tps->attachAxis(d->yTps);
     d->yTime->setLinePenColor(d->time->pen().color());
     d->yTps->setLinePenColor(d->tps->pen().color());
-    makeView(this, d->chart);
+    embedChart(this, d->chart);
     d->refresh();
 }
 
@@ -248,7 +249,7 @@ GpuBreakdownChart::GpuBreakdownChart(QWidget* parent) : QWidget(parent), d(std::
     }
     d->series->setBarWidth(0.85);
     addBarAxes(d->chart, d->series, d->x, d->xLabels, d->y, tr("GPU"), tr("µs per step"), QStringLiteral("%.0f"));
-    makeView(this, d->chart);
+    embedChart(this, d->chart);
 }
 
 GpuBreakdownChart::~GpuBreakdownChart() = default;
@@ -348,7 +349,7 @@ LoadHistogramChart::LoadHistogramChart(QWidget* parent) : QWidget(parent), d(std
     d->chart->legend()->hide();
     addBarAxes(d->chart, d->series, d->x, d->xLabels, d->y, tr("token-expert pairs per expert"), tr("experts"),
                QStringLiteral("%d"));
-    makeView(this, d->chart);
+    embedChart(this, d->chart);
 }
 
 LoadHistogramChart::~LoadHistogramChart() = default;

@@ -2,17 +2,20 @@
 // combine, idle; expert-load histogram. Each takes StepMetrics and keeps what it plots.
 #pragma once
 
+#include <QFont>
 #include <QWidget>
 
 #ifndef Q_MOC_RUN
 #include "metrics/step_metrics.h"
 #endif
 
+#include <functional>
 #include <memory>
 #include <vector>
 
 QT_BEGIN_NAMESPACE
 class QChart;
+class QChartView;
 QT_END_NAMESPACE
 
 namespace moex::views {
@@ -73,5 +76,9 @@ private:
 // Multiplies every font of `chart` (title, legend, axis labels and titles) by `factor`:
 // presentation mode (Qt Charts' fonts come from its theme, not from the widget's font).
 void scaleChartFonts(QChart* chart, double factor);
+// Every font of `chart` through `change`.
+void changeChartFonts(QChart* chart, const std::function<QFont(QFont)>& change);
+// `chart` in a QChartView filling `parent` (which it gives a layout): margins, bold title, legend on top.
+QChartView* embedChart(QWidget* parent, QChart* chart);
 
 }  // namespace moex::views

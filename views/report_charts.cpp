@@ -1,6 +1,8 @@
 // The load-statistics report's charts: per-layer imbalance bars and strategy curves.
 #include "views/report_charts.h"
 
+#include "views/charts.h"
+
 #include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
@@ -20,21 +22,12 @@ namespace moex::views {
 
 namespace {
 
+// The window's chart view, on white and without a frame: these charts are also drawn into pages.
 QChartView* makeReportView(QWidget* parent, QChart* chart)
 {
-    chart->setMargins(QMargins(4, 4, 4, 4));
-    chart->setBackgroundRoundness(0);
-    chart->legend()->setAlignment(Qt::AlignTop);
-    QFont f = chart->titleFont();
-    f.setBold(true);
-    chart->setTitleFont(f);
-    auto* view = new QChartView(chart, parent);
-    view->setRenderHint(QPainter::Antialiasing);
+    QChartView* view = embedChart(parent, chart);
     view->setFrameShape(QFrame::NoFrame);
     view->setBackgroundBrush(Qt::white);
-    auto* layout = new QVBoxLayout(parent);
-    layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(view);
     return view;
 }
 

@@ -2,6 +2,7 @@
 // SVG drawn by the window's widgets through QSvgGenerator, the placement export beside it.
 #include "report_html.h"
 
+#include "views/charts.h"
 #include "views/heatmap_widget.h"
 #include "views/report_charts.h"
 #include "views/topology_canvas.h"
@@ -39,16 +40,10 @@ QString num(double v, int decimals) { return QString::number(v, 'f', decimals); 
 // Every font of the chart in a family browsers have (the SVG names the family, it embeds no glyphs).
 void useSansFonts(QChart* chart)
 {
-    auto sans = [](QFont f) {
+    views::changeChartFonts(chart, [](QFont f) {
         f.setFamilies({QStringLiteral("DejaVu Sans"), QStringLiteral("Arial"), QStringLiteral("sans-serif")});
         return f;
-    };
-    chart->setTitleFont(sans(chart->titleFont()));
-    chart->legend()->setFont(sans(chart->legend()->font()));
-    for (QAbstractAxis* a : chart->axes()) {
-        a->setLabelsFont(sans(a->labelsFont()));
-        a->setTitleFont(sans(a->titleFont()));
-    }
+    });
 }
 
 // The widget drawn into SVG at `size`, without the XML declaration (it is inlined).
