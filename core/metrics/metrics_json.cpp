@@ -89,11 +89,16 @@ StepTotals meanTotals(const std::vector<StepTotals>& steps)
         return out;
     const double n = static_cast<double>(steps.size());
     out.imbalance = 0;  // summed below (the type's default is 1)
+    // Rates are not averaged: tokens over time and energy over time of all the steps, so that the
+    // mean tokens/s is the tokens of the steps over their time (a slow step weighs its time).
+    double seconds = 0, tokens = 0, tokensPerGpu = 0, kilojoules = 0;
     for (const StepTotals& s : steps) {
+        const double t = s.step_time_us * 1e-6;
+        seconds += t;
+        tokens += s.tokens_per_s * t;
+        tokensPerGpu += s.tokens_per_s_per_gpu * t;
+        kilojoules += s.power_kw * t;
         out.step_time_us += s.step_time_us / n;
-        out.tokens_per_s += s.tokens_per_s / n;
-        out.tokens_per_s_per_gpu += s.tokens_per_s_per_gpu / n;
-        out.tokens_per_s_per_kw += s.tokens_per_s_per_kw / n;
         out.imbalance += s.imbalance / n;
         out.dispatch_us += s.dispatch_us / n;
         out.combine_us += s.combine_us / n;
@@ -101,10 +106,21 @@ StepTotals meanTotals(const std::vector<StepTotals>& steps)
         out.attention_us += s.attention_us / n;
         out.moe_time_us += s.moe_time_us / n;
         out.moe_time_balanced_us += s.moe_time_balanced_us / n;
-        out.power_kw += s.power_kw / n;
         out.hbm_used_gb_max = std::max(out.hbm_used_gb_max, s.hbm_used_gb_max);
         out.memory_limited = out.memory_limited || s.memory_limited;
     }
+    if (seconds > 0) {
+        out.tokens_per_s = tokens / seconds;
+        out.tokens_per_s_per_gpu = tokensPerGpu / seconds;
+        out.power_kw = kilojoules / seconds;
+    } else {  // steps of no time (an empty run): plain means
+        for (const StepTotals& s : steps) {
+            out.tokens_per_s += s.tokens_per_s / n;
+            out.tokens_per_s_per_gpu += s.tokens_per_s_per_gpu / n;
+            out.power_kw += s.power_kw / n;
+        }
+    }
+    out.tokens_per_s_per_kw = out.power_kw > 0 ? out.tokens_per_s / out.power_kw : 0.0;
     out.max_concurrent_users = steps.back().max_concurrent_users;
     out.batch_per_gpu = steps.back().batch_per_gpu;
     out.straggler_gpu = steps.back().straggler_gpu;

@@ -18,7 +18,9 @@ namespace moex {
 nlohmann::json metricsToJson(const StepMetrics& m, const std::vector<std::string>& nodeNames);
 nlohmann::json summaryToJson(const StepTotals& s);
 
-// Mean of several steps' totals (what simulate reports as its summary).
+// Mean of several steps' totals (what simulate reports as its summary): times averaged, rates
+// derived (tokens/s = the steps' tokens over their time, power time-weighted, tokens/s per kW =
+// their quotient).
 StepTotals meanTotals(const std::vector<StepTotals>& steps);
 
 }  // namespace moex

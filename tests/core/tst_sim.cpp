@@ -21,6 +21,7 @@
 #endif
 
 #include "alloc_hook.h"
+#include "metrics/metrics_json.h"
 
 #include <QtTest>
 
@@ -206,6 +207,7 @@ private slots:
     void fidelityWithinTarget();
     void lowLatencyKernelsCountPairsOrGpus();
     void twoBatchOverlapStageByStage();
+    void meanTotalsDerivesRatesFromTime();
     void stepAllocatesNothingAfterWarmUp_data();
     void stepAllocatesNothingAfterWarmUp();
 };
@@ -960,6 +962,32 @@ void TestSim::twoBatchOverlapStageByStage()
             QCOMPARE(tb, ta);
         }
     }
+}
+
+// Two steps of 1 ms and 3 ms, each of 1000 tokens: 2000 tokens in 4 ms is 500,000 tokens/s (the
+// mean of the two rates, 666,667, would credit the fast step with the slow one's time); power is
+// time-weighted, (2 kW x 1 ms + 1 kW x 3 ms) / 4 ms = 1.25 kW, and tokens/s per kW their quotient.
+void TestSim::meanTotalsDerivesRatesFromTime()
+{
+    StepTotals fast, slow;
+    fast.step_time_us = 1000;
+    fast.tokens_per_s = 1e6;
+    fast.tokens_per_s_per_gpu = 1e6 / 8;
+    fast.power_kw = 2;
+    fast.tokens_per_s_per_kw = 5e5;
+    slow.step_time_us = 3000;
+    slow.tokens_per_s = 1e6 / 3;
+    slow.tokens_per_s_per_gpu = 1e6 / 24;
+    slow.power_kw = 1;
+    slow.tokens_per_s_per_kw = 1e6 / 3;
+    const StepTotals m = meanTotals({fast, slow});
+    QCOMPARE(m.step_time_us, 2000.0);
+    QVERIFY(qFuzzyCompare(m.tokens_per_s, 5e5));
+    QVERIFY(qFuzzyCompare(m.tokens_per_s_per_gpu, 5e5 / 8));
+    QVERIFY(qFuzzyCompare(m.power_kw, 1.25));
+    QVERIFY(qFuzzyCompare(m.tokens_per_s_per_kw, 4e5));
+    // The summary's rate is the tokens of a step over the mean step time.
+    QVERIFY(qFuzzyCompare(m.tokens_per_s, 1000.0 / (m.step_time_us * 1e-6)));
 }
 
 // A step after the first (which sizes the outputs) allocates nothing, whatever the kernels and the
