@@ -139,6 +139,7 @@ const NumericKey kNumericKeys[] = {
     {"hbm_efficiency", &Calibration::hbm_efficiency, 0.01, 1.0},
     {"attention_efficiency", &Calibration::attention_efficiency, 0.01, 1.0},
     {"activation_reserve_gb", &Calibration::activation_reserve_gb, 0.0, 1000.0},
+    {"power_comm_weight", &Calibration::power_comm_weight, 0.0, 1.0},
 };
 constexpr const char* kTileKey = "gemm_tile_tokens";
 constexpr const char* kCpuKey = "cpu";

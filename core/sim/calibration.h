@@ -59,6 +59,10 @@ struct Calibration {
     double hbm_efficiency = 0.85;      // achieved / peak HBM bandwidth for weight streaming
     double attention_efficiency = 0.6; // fraction of peak for attention math
     double activation_reserve_gb = 6;  // per GPU, activations and workspace, not for KV cache
+    // Power: the weight of a GPU's dispatch/combine time in its utilisation (compute counts 1).
+    // An assumption, not a measurement: communication kernels keep few SMs and the copy engines
+    // busy while GEMMs run every SM (docs/MODEL.md section 8).
+    double power_comm_weight = 0.3;
     CpuCalibration cpu;                // host-cpu only (GpuArch::cpu)
 };
 

@@ -306,7 +306,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         gm.attention_us += aroundFullSpeedUs / gm.speed;
         const double busy = m_gpuBusy[static_cast<std::size_t>(g)] + aroundFullSpeedUs / gm.speed;
         gm.idle_us = std::max(0.0, stepUs - busy);
-        const double util = stepUs > 0 ? std::min(1.0, (gm.compute_us + gm.attention_us + 0.3 * (gm.dispatch_us + gm.combine_us)) / stepUs) : 0.0;
+        const double util = stepUs > 0 ? std::min(1.0, (gm.compute_us + gm.attention_us + m_cal.power_comm_weight * (gm.dispatch_us + gm.combine_us)) / stepUs) : 0.0;
         gm.power_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * util;
         powerW += gm.power_w;
         sum.hbm_used_gb_max = std::max(sum.hbm_used_gb_max, gm.hbm_used_gb);

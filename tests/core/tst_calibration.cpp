@@ -38,6 +38,7 @@ void compareCalibrations(const Calibration& got, const Calibration& want)
     QCOMPARE(got.hbm_efficiency, want.hbm_efficiency);
     QCOMPARE(got.attention_efficiency, want.attention_efficiency);
     QCOMPARE(got.activation_reserve_gb, want.activation_reserve_gb);
+    QCOMPARE(got.power_comm_weight, want.power_comm_weight);
 }
 
 // A base that differs from both generations' defaults in every field, so that a file which leaves
@@ -59,6 +60,7 @@ Calibration oddBase()
     c.hbm_efficiency = 0.15;
     c.attention_efficiency = 0.16;
     c.activation_reserve_gb = 5.5;
+    c.power_comm_weight = 0.18;
     return c;
 }
 

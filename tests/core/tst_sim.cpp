@@ -208,6 +208,7 @@ private slots:
     void lowLatencyKernelsCountPairsOrGpus();
     void twoBatchOverlapStageByStage();
     void meanTotalsDerivesRatesFromTime();
+    void powerWeighsCommunicationByTheCalibration();
     void stepAllocatesNothingAfterWarmUp_data();
     void stepAllocatesNothingAfterWarmUp();
 };
@@ -988,6 +989,31 @@ void TestSim::meanTotalsDerivesRatesFromTime()
     QVERIFY(qFuzzyCompare(m.tokens_per_s_per_kw, 4e5));
     // The summary's rate is the tokens of a step over the mean step time.
     QVERIFY(qFuzzyCompare(m.tokens_per_s, 1000.0 / (m.step_time_us * 1e-6)));
+}
+
+// Power per GPU is idle + (TDP - idle) x utilisation, the utilisation counting dispatch and
+// combine time with the calibration's power_comm_weight: written out from the GPU's own times.
+void TestSim::powerWeighsCommunicationByTheCalibration()
+{
+    const Scenario s = load(kHgxDecode);
+    const RoutingSample r = sampleOf(s);
+    const Placement p = placementFor(s, r);
+    for (const double weight : {0.0, 0.3, 1.0}) {
+        Calibration cal = resolveCalibration(s);
+        cal.power_comm_weight = weight;
+        Simulator sim(s, p, cal);
+        StepMetrics m;
+        sim.step(r, m);
+        double total = s.topology.switch_power_w;
+        for (const GpuMetrics& g : m.gpus) {
+            const double util = std::min(1.0, (g.compute_us + g.attention_us + weight * (g.dispatch_us + g.combine_us))
+                                                  / m.summary.step_time_us);
+            QVERIFY(near(g.power_w, s.topology.gpu.idle_w + (s.topology.gpu.tdp_w - s.topology.gpu.idle_w) * util, 1e-12));
+            total += g.power_w;
+        }
+        QVERIFY(near(m.summary.power_kw, total / 1e3, 1e-12));
+        QVERIFY(m.gpus[0].dispatch_us + m.gpus[0].combine_us > 0);  // the weight matters here
+    }
 }
 
 // A step after the first (which sizes the outputs) allocates nothing, whatever the kernels and the
