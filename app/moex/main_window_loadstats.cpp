@@ -70,12 +70,13 @@ bool MainWindow::openReportPointAsB(int reportIndex)
     if (!p.fits || !confirmDiscardB())
         return false;
     m_docB->copyFrom(*m_docA);
-    // The file before the kind: kind counts needs a file to validate.
+    // The file before the kind (kind counts needs a file to validate); the strategy last: each
+    // override re-places B, and only the last one runs the point's (possibly costly) strategy.
     const std::pair<QString, QString> overrides[] = {
         {QStringLiteral("workload.routing.file"), QString::fromStdString(r->scenario.workload.routing.file)},
         {QStringLiteral("workload.routing.kind"), QStringLiteral("counts")},
-        {QStringLiteral("placement.strategy"), QString::fromStdString(p.strategy)},
-        {QStringLiteral("placement.redundant_slots"), QString::number(p.redundant_slots)}};
+        {QStringLiteral("placement.redundant_slots"), QString::number(p.redundant_slots)},
+        {QStringLiteral("placement.strategy"), QString::fromStdString(p.strategy)}};
     for (const auto& [key, value] : overrides) {
         if (!m_docB->applyOverride(key, value)) {
             showError(tr("Cannot open this configuration as B"), m_docB->lastError());

@@ -107,8 +107,7 @@ QString trafficSvg(const std::vector<double>& traffic, int gpus, const QString& 
     return svg;
 }
 
-QString pointRow(const LoadReport& r, const ReportPoint& p, const QString& scenarioFile, const QString& statsPath,
-                 bool recommended)
+QString pointRow(const LoadReport& r, const ReportPoint& p, bool recommended)
 {
     const double base = r.baseline.step_time_us;
     QString row = recommended ? QStringLiteral("<tr class=\"rec\">") : QStringLiteral("<tr>");
@@ -122,8 +121,6 @@ QString pointRow(const LoadReport& r, const ReportPoint& p, const QString& scena
                .arg(num(p.balance, 3), num(p.moe_time_us / 1000.0, 2), num(p.step_time_us / 1000.0, 2),
                     base > 0 ? num(100.0 * (p.step_time_us / base - 1.0), 1) + QStringLiteral("%") : QString(),
                     QString::number(p.max_concurrent_users));
-    (void)scenarioFile;
-    (void)statsPath;
     row += QStringLiteral("</tr>");
     return row;
 }
@@ -284,9 +281,9 @@ QString writeReport(const LoadReport& r, const QString& scenarioFile, const QStr
     h += QStringLiteral("<div class=\"pair\">") + svgs[1] + svgs[2] + QStringLiteral("</div>\n");
     h += QStringLiteral("<table>\n<tr><th>strategy</th><th>slots per GPU</th><th>slots</th><th>max/mean load</th>"
                         "<th>MoE ms</th><th>step ms</th><th>vs EPLB off</th><th>users</th></tr>\n");
-    h += pointRow(r, r.baseline, scenarioFile, statsPath, r.recommended < 0);
+    h += pointRow(r, r.baseline, r.recommended < 0);
     for (std::size_t i = 0; i < r.curve.size(); ++i)
-        h += pointRow(r, r.curve[i], scenarioFile, statsPath, static_cast<int>(i) == r.recommended);
+        h += pointRow(r, r.curve[i], static_cast<int>(i) == r.recommended);
     h += QStringLiteral("</table>\n");
     const ReportPoint& shown = r.recommended >= 0 ? r.curve[static_cast<std::size_t>(r.recommended)] : r.baseline;
     h += QStringLiteral("<p>Any row is reproduced by <code>moex-cli simulate</code> with the file as the routing and "
