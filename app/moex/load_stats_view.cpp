@@ -112,16 +112,17 @@ void LoadStatsView::analyse(const Scenario& scenario, const QString& scenarioFil
         }
         // qApp outlives the view: the call is queued there and checks that the view still exists.
         QMetaObject::invokeMethod(qApp, [self, report, error, scenarioFile, statsPath, generation] {
-            if (!self || generation != self->m_generation)
+            LoadStatsView* view = self.data();
+            if (view == nullptr || generation != view->m_generation)
                 return;  // closed, or superseded by a newer file
-            self->m_busy = false;
+            view->m_busy = false;
             if (!report) {
-                self->showBusy(tr("Could not analyse %1").arg(QFileInfo(statsPath).fileName()));
-                emit self->failed(error.trimmed());
+                view->showBusy(tr("Could not analyse %1").arg(QFileInfo(statsPath).fileName()));
+                emit view->failed(error.trimmed());
                 return;
             }
-            self->setReport(report, scenarioFile, statsPath);
-            emit self->ready();
+            view->setReport(report, scenarioFile, statsPath);
+            emit view->ready();
         });
     });
 }

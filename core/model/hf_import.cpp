@@ -5,6 +5,7 @@
 #include "model/hf_json.h"
 #include "model/hf_layers.h"
 #include "model/model_yaml.h"
+#include "model/routing_prior.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -396,6 +397,7 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
         if (auto b = c.boolean("norm_topk_prob"))
             m.norm_topk_prob = *b;
         m.swiglu_limit = c.number("swiglu_limit", 0, 1e6).value_or(0.0);
+        m.routing = routingPriorForFamily(family.type);
         m.non_expert_params = m.estimateNonExpertParams();
 
         YamlReader checks(file, diags);  // semantic checks shared with model YAML, located at the file

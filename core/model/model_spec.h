@@ -4,6 +4,7 @@
 #include "model/dtype.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,18 @@ enum class FfnKind : unsigned char { dense, moe, none };
 enum class Activation : unsigned char { swiglu, geglu, relu2, gelu };
 [[nodiscard]] constexpr bool isGated(Activation a) { return a == Activation::swiglu || a == Activation::geglu; }
 [[nodiscard]] constexpr int ffnMatrices(Activation a) { return isGated(a) ? 3 : 2; }
+
+// The synthetic routing generator's parameters this model's routing is best described by
+// (workload/synthetic_routing.h; the model YAML's `routing:` block). A scenario whose synthetic
+// routing leaves a parameter out takes it from here; fitted to real routing where some exists
+// (docs/CALIBRATION.md, "Routing defaults per model family").
+struct RoutingPrior {
+    double skew = 0;
+    double hot_experts = 0;
+    int coactivation_groups = 0;
+    double drift = 0;
+    friend bool operator==(const RoutingPrior&, const RoutingPrior&) = default;
+};
 
 struct LayerKind {
     MixerKind mixer = MixerKind::attention;
@@ -180,6 +193,8 @@ struct ModelSpec {
     // SwiGLU with expert and router biases (swiglu_limit, 0 = plain SwiGLU).
     bool norm_topk_prob = true;
     double swiglu_limit = 0;
+    // Synthetic routing defaults for this model (none: the generator's own, workload.h).
+    std::optional<RoutingPrior> routing;
 
     [[nodiscard]] int numMoeLayers() const { return static_cast<int>(moe_layers.size()); }
     [[nodiscard]] bool isMoeLayer(int layer) const;

@@ -29,13 +29,14 @@ const std::vector<std::string> kModelKeys = {
     "moe_intermediate_size", "shared_intermediate_size", "expert_groups", "groups_per_token", "scoring",
     "weight_dtype", "routed_scaling_factor", "non_expert_dtype", "dense_intermediate_size", "vocab_size",
     "non_expert_params", "mtp_layers", "norm_topk_prob", "swiglu_limit", "attention", "layers", "activation",
-    "state_dtype", "sliding_attention", "linear_attention", "mamba", "tie_embeddings"};
+    "state_dtype", "sliding_attention", "linear_attention", "mamba", "tie_embeddings", "routing"};
 const std::vector<std::string> kAttentionKeys = {"kind", "heads", "kv_heads", "head_dim", "q_lora_rank",
                                                  "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
                                                  "v_head_dim", "sliding_window", "output_gate", "k_eq_v",
                                                  "index_heads", "index_head_dim", "index_topk"};
 const std::vector<std::string> kLinearKeys = {"key_heads", "value_heads", "key_head_dim", "value_head_dim",
                                               "conv_kernel"};
+const std::vector<std::string> kRoutingKeys = {"skew", "hot_experts", "coactivation_groups", "drift"};
 const std::vector<std::string> kMambaKeys = {"heads", "head_dim", "state_size", "groups", "conv_kernel"};
 const std::vector<std::string> kActivationNames = {"swiglu", "geglu", "relu2", "gelu"};
 const std::vector<std::string> kDTypeNames = {"bf16", "fp16", "fp8", "nvfp4", "mxfp4", "int4", "fp32"};
@@ -168,6 +169,27 @@ void readMamba(YamlReader& r, const YAML::Node& map, MambaShape& a)
     readInt(r, node, "state_size", true, 1, kMaxHeadDim, a.state_size);
     readInt(r, node, "groups", false, 1, kMaxHeads, a.groups);
     readInt(r, node, "conv_kernel", false, 1, 64, a.conv_kernel);
+}
+
+// routing: {skew, hot_experts, coactivation_groups, drift}, all four (a prior is the whole
+// description; the generator's own defaults fill nothing in). Ranges as a scenario's routing.
+void readRouting(YamlReader& r, const YAML::Node& map, ModelSpec& m)
+{
+    const YAML::Node node = child(map, "routing");
+    if (!node || !r.expectMap(node, "routing", kRoutingKeys))
+        return;
+    const std::size_t before = r.errorCount();
+    RoutingPrior p;
+    if (auto v = r.getDouble(node, "skew", true, 0.0, 5.0))
+        p.skew = *v;
+    if (auto v = r.getDouble(node, "hot_experts", true, 0.0, 1.0))
+        p.hot_experts = *v;
+    if (auto v = r.getInt(node, "coactivation_groups", true, 0, kMaxExperts))
+        p.coactivation_groups = static_cast<int>(*v);
+    if (auto v = r.getDouble(node, "drift", true, 0.0, 1.0))
+        p.drift = *v;
+    if (r.errorCount() == before)
+        m.routing = p;
 }
 
 // layers: "LE*3 AE" (layer_pattern.h). It says which layers are MoE, so moe_layers goes with it
@@ -334,6 +356,7 @@ std::optional<ModelSpec> readModel(const YAML::Node& node, YamlReader& r)
     readAttention(r, node, "sliding_attention", m.hidden_size, m.sliding_attention);
     readLinearAttention(r, node, m.linear_attention);
     readMamba(r, node, m.mamba);
+    readRouting(r, node, m);
     if (auto p = r.getInt(node, "non_expert_params", false, 0, kMaxNonExpert))
         m.non_expert_params = *p;
     else if (!YamlReader::has(node, "non_expert_params"))
@@ -362,6 +385,10 @@ void checkModel(const ModelSpec& m, const YAML::Node& where, YamlReader& r)
     }
     if (!allPositive)
         return;
+    if (m.routing && m.routing->coactivation_groups > m.routed_experts)
+        r.error(nodeFor(where, "routing", "coactivation_groups"),
+                "'routing.coactivation_groups' = " + str(m.routing->coactivation_groups) + " is more than the "
+                    + str(m.routed_experts) + " routed experts");
     // Counted in double first: the int64 counters of ModelSpec must never overflow on absurd input.
     const double h = m.hidden_size;
     const double layers = m.num_layers;
@@ -539,6 +566,11 @@ std::string modelToYaml(const ModelSpec& m)
         out << "  state_size: " << b.state_size << '\n';
         out << "  groups: " << b.groups << '\n';
         out << "  conv_kernel: " << b.conv_kernel << '\n';
+    }
+    if (m.routing) {
+        out << "routing: {skew: " << formatDouble(m.routing->skew) << ", hot_experts: "
+            << formatDouble(m.routing->hot_experts) << ", coactivation_groups: " << m.routing->coactivation_groups
+            << ", drift: " << formatDouble(m.routing->drift) << "}\n";
     }
     return out.str();
 }

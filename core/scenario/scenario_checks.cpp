@@ -81,6 +81,15 @@ std::optional<LayerPlacement> readLayerSlots(const YAML::Node& node, ScenarioChe
 
 void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
 {
+    // The model's routing prior first: the scenario's own keys override it one by one.
+    if (c.modelOk && s.model.routing) {
+        const RoutingPrior& p = *s.model.routing;
+        RoutingSpec& rs = s.workload.routing;
+        rs.skew = p.skew;
+        rs.hot_experts = p.hot_experts;
+        rs.coactivation_groups = p.coactivation_groups;
+        rs.drift = p.drift;
+    }
     if (!YamlReader::has(root, "workload"))
         return;  // defaults: decode, 128 tokens per GPU, synthetic routing
     const YAML::Node node = root["workload"];

@@ -1,6 +1,8 @@
 // Workload: what the GPUs are asked to do in one step, and where routing decisions come from.
 #pragma once
 
+#include "model/routing_prior.h"
+
 #include <cstdint>
 #include <string>
 
@@ -11,8 +13,10 @@ enum class RoutingKind { synthetic, trace, counts };
 
 struct RoutingSpec {
     RoutingKind kind = RoutingKind::synthetic;
-    double skew = 1.0;               // Zipf exponent of expert popularity; 0 = uniform
-    double hot_experts = 0.05;       // fraction of experts that are "consistent" (hot in almost every batch)
+    // Defaults for a model without a routing prior (ModelSpec::routing): DeepSeek-R1's fitted skew
+    // and hot-expert share (model/routing_prior.h); no co-activation or drift unless told.
+    double skew = kDeepSeekRouting.skew;              // Zipf exponent of expert popularity; 0 = uniform
+    double hot_experts = kDeepSeekRouting.hot_experts;  // fraction of experts that are "consistent" (hot in almost every batch)
     int coactivation_groups = 0;     // temporal co-activation groups; 0 = none
     double drift = 0.0;              // per-step drift of popularity (0 = stationary)
     std::uint64_t seed = 1;

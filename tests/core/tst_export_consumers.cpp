@@ -64,6 +64,17 @@ Scenario loadCase(const Case& c, const std::string& strategy)
     return s;
 }
 
+// 8 x HGX-H200 with 320 slots placed by DeepSeek's EPLB as it is (copies share GPUs), at skew 0.4:
+// a load under which every colocated copy has a partner GPU inside its own node, so the separator's
+// first choice (a swap within the NVLink domain) is what is tested. DeepSeek-R1's fitted skew
+// (0.59) makes a few hot experts so replicated that some copies must leave their node.
+Scenario separationCase()
+{
+    Scenario s = loadCase(kCases[1], "eplb-exact");
+    s.workload.routing.skew = 0.4;
+    return s;
+}
+
 bool gpuHolds(const LayerPlacement& layer, int g, int e)
 {
     const auto& held = layer.gpu_slots[static_cast<std::size_t>(g)];
@@ -278,6 +289,7 @@ private slots:
     void everyStrategyFormatSample();
     void vllmAscendMisroutesColocatedCopies();
     void separationCostsLittleAndKeepsReplicas();
+    void separationCrossesNodesWhenItMust();
     void trtllmMtpLayer();
 };
 
@@ -318,7 +330,7 @@ void TestExportConsumers::everyStrategyFormatSample()
 void TestExportConsumers::vllmAscendMisroutesColocatedCopies()
 {
     // The case: DeepSeek's EPLB as it is, 320 slots on 8 x HGX-H200.
-    const Scenario s = loadCase(kCases[1], "eplb-exact");
+    const Scenario s = separationCase();
     const Placement exact = resolvePlacement(s);
     const auto colocated = findColocatedReplicas(exact);
     QVERIFY(!colocated.empty());
@@ -346,9 +358,28 @@ void TestExportConsumers::vllmAscendMisroutesColocatedCopies()
     QVERIFY2(after.empty(), after.c_str());
 }
 
+void TestExportConsumers::separationCrossesNodesWhenItMust()
+{
+    // The sample's own routing (DeepSeek-R1's prior): some hot experts hold a copy on every GPU of a
+    // node, so their extra copies can only trade with another node. Still nothing is left colocated
+    // and every expert keeps its copies.
+    const Scenario s = loadCase(kCases[1], "eplb-exact");
+    const Placement exact = resolvePlacement(s);
+    Placement p = exact;
+    const SeparationReport r = separateColocatedReplicas(p, preparePlacement(s).request.load, 8);
+    QVERIFY(r.left.empty());
+    QVERIFY(findColocatedReplicas(p).empty());
+    for (int l = 0; l < p.numLayers(); ++l)
+        QCOMPARE(p.layers[static_cast<std::size_t>(l)].replicaCounts(256),
+                 exact.layers[static_cast<std::size_t>(l)].replicaCounts(256));
+    const auto crossing = std::count_if(r.swaps.begin(), r.swaps.end(), [](const ReplicaSwap& sw) { return sw.gpu / 8 != sw.other_gpu / 8; });
+    QVERIFY(crossing > 0);
+    qInfo("%s; %td of the swaps cross nodes", describeSeparation(r).c_str(), crossing);
+}
+
 void TestExportConsumers::separationCostsLittleAndKeepsReplicas()
 {
-    const Scenario s = loadCase(kCases[1], "eplb-exact");
+    const Scenario s = separationCase();
     const Placement exact = resolvePlacement(s);
     const auto load = preparePlacement(s).request.load;
     Placement p = exact;

@@ -4,6 +4,7 @@
 #include "common/yaml_reader.h"
 #include "model/hf_import.h"
 #include "model/model_yaml.h"
+#include "model/routing_prior.h"
 
 #include <QtTest>
 
@@ -70,6 +71,7 @@ private slots:
     void publishedFigures();
     void families_data();
     void families();
+    void routingPriorOfFamily();
     void attentionFromConfig();
     void sparseAttentionIndexer();
     void names_data();
@@ -304,6 +306,8 @@ void TestHfImport::realConfigsMatchSamples()
     QVERIFY(s.activation == imported.activation);
     // Shapes agree, so the estimate does too; samples that set non_expert_params say why in their comment.
     QCOMPARE(s.estimateNonExpertParams(), imported.estimateNonExpertParams());
+    // The routing prior: the family's fit (model/routing_prior.h) in both, or in neither.
+    QVERIFY(s.routing == imported.routing);
     if (sameDTypes) {
         QVERIFY(s.weight_dtype == imported.weight_dtype);
         QVERIFY(s.non_expert_dtype == imported.non_expert_dtype);
@@ -441,6 +445,23 @@ void TestHfImport::families()
     QCOMPARE(QString::fromUtf8(toString(m.scoring)), scoring);
     QCOMPARE(QString::fromUtf8(toString(m.weight_dtype)), weights);
     QCOMPARE(QString::fromUtf8(toString(m.non_expert_dtype)), nonExpert);
+}
+
+void TestHfImport::routingPriorOfFamily()
+{
+    // Fitted families get their prior, the others none (the generator's defaults apply).
+    const auto prior = [](const char* config) { return importHfConfigFile(configPath(QString::fromUtf8(config))).routing; };
+    QVERIFY(prior("deepseek-ai--DeepSeek-R1.json") == kDeepSeekRouting);
+    QVERIFY(prior("deepseek-ai--DeepSeek-V3.2.json") == kDeepSeekRouting);
+    QVERIFY(prior("moonshotai--Kimi-K2-Instruct.json") == kDeepSeekRouting);
+    QVERIFY(prior("mistralai--Mixtral-8x22B-v0.1.json") == kMixtralRouting);
+    QVERIFY(!prior("Qwen--Qwen3-235B-A22B.json"));
+    QVERIFY(!prior("openai--gpt-oss-120b.json"));
+    // What import-hf writes carries it.
+    const ModelSpec m = importHfConfigFile(configPath(QStringLiteral("mistralai--Mixtral-8x7B-v0.1.json")));
+    const std::string yaml = modelToYaml(m);
+    QVERIFY2(yaml.find("routing: {skew: 0.35, hot_experts: 0.03, coactivation_groups: 4, drift: 0.01}") != std::string::npos,
+             yaml.c_str());
 }
 
 void TestHfImport::attentionFromConfig()

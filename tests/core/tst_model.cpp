@@ -108,6 +108,7 @@ void compareModels(const ModelSpec& a, const ModelSpec& b)
     QVERIFY(a.activation == b.activation);
     QVERIFY(a.state_dtype == b.state_dtype);
     QCOMPARE(a.tie_embeddings, b.tie_embeddings);
+    QVERIFY(a.routing == b.routing);
     QCOMPARE(a.vocab_size, b.vocab_size);
     QCOMPARE(a.non_expert_params, b.non_expert_params);
     QVERIFY(a == b);  // catches a field added to ModelSpec but not to this list
@@ -320,7 +321,11 @@ void TestModel::roundTripOddValues()
                                 "weight_dtype: nvfp4\n"
                                 "non_expert_dtype: fp8\n"
                                 "attention: {kind: mla, heads: 4, kv_lora_rank: 16, qk_rope_head_dim: 8, "
-                                "qk_nope_head_dim: 16}\n"));
+                                "qk_nope_head_dim: 16}\n"
+                                "routing: {skew: 0.59, hot_experts: 0.03, coactivation_groups: 4, drift: 0.01}\n"));
+    QVERIFY(m.routing);
+    QCOMPARE(m.routing->skew, 0.59);
+    QCOMPARE(m.routing->coactivation_groups, 4);
     m.name = "odd: \"quoted\" # not a comment";
     m.routed_scaling_factor = 0.1 + 0.2;  // 0.30000000000000004: needs all 17 digits
     const std::string text = modelToYaml(m);
@@ -389,6 +394,17 @@ void TestModel::malformed_data()
         << QByteArray("name: huge\nhidden_size: 1000000\nnum_layers: 4000\nrouted_experts: 16000\n"
                       "experts_per_token: 8\nmoe_intermediate_size: 1000000\n")
         << 1 << QStringLiteral("parameters (over 10^15)");
+    QTest::addRow("routing prior incomplete") << plus("routing: {skew: 0.5}\n") << 7
+                                              << QStringLiteral("missing required key 'hot_experts'");
+    QTest::addRow("routing prior out of range")
+        << plus("routing: {skew: 9, hot_experts: 0.03, coactivation_groups: 2, drift: 0}\n") << 7
+        << QStringLiteral("'skew' = 9 is out of range");
+    QTest::addRow("routing prior unknown key")
+        << plus("routing: {skew: 0.5, hot_expert: 0.03, coactivation_groups: 2, drift: 0}\n") << 7
+        << QStringLiteral("did you mean 'hot_experts'?");
+    QTest::addRow("routing groups above experts")
+        << plus("routing: {skew: 0.5, hot_experts: 0.03, coactivation_groups: 9, drift: 0}\n") << 7
+        << QStringLiteral("'routing.coactivation_groups' = 9 is more than the 8 routed experts");
     QTest::addRow("not a mapping") << QByteArray("- a\n- b\n") << 1 << QStringLiteral("model must be a mapping");
 }
 

@@ -71,6 +71,7 @@ private slots:
     void explicitPlacementRoundTrip();
     void overrides();
     void overrideErrors();
+    void routingPriorFromModel();
     void relativePathsResolveAgainstFile();
     void atomicSaveKeepsOldFileOnFailure();
 };
@@ -133,6 +134,35 @@ void TestScenario::explicitPlacementRoundTrip()
     std::string bad = text;
     bad.replace(bad.find("0.75"), 4, "0.5");
     QVERIFY_THROWS_EXCEPTION(InputError, loadScenarioText(bad, kSamples + "explicit.yaml"));
+}
+
+void TestScenario::routingPriorFromModel()
+{
+    // The Mixtral sample's model carries a routing prior; its scenario names none of the four.
+    const Scenario mix = loadScenarioFile(kSamples + "mixtral-8x7b-decode-hgx-h100.yaml");
+    QVERIFY(mix.model.routing);
+    QCOMPARE(mix.workload.routing.skew, mix.model.routing->skew);
+    QCOMPARE(mix.workload.routing.hot_experts, mix.model.routing->hot_experts);
+    QCOMPARE(mix.workload.routing.coactivation_groups, mix.model.routing->coactivation_groups);
+    QCOMPARE(mix.workload.routing.drift, mix.model.routing->drift);
+    QCOMPARE(mix.workload.routing.seed, std::uint64_t{7});
+    // A scenario key overrides the prior one by one.
+    const std::string text = "name: t\nmodel: ../models/mixtral-8x7b.yaml\ntopology: {builtin: hgx-h100}\n"
+                             "workload: {routing: {kind: synthetic, skew: 0.9, drift: 0}}\n";
+    const Scenario own = loadScenarioText(text, kSamples + "t.yaml");
+    QCOMPARE(own.workload.routing.skew, 0.9);
+    QCOMPARE(own.workload.routing.drift, 0.0);
+    QCOMPARE(own.workload.routing.coactivation_groups, mix.model.routing->coactivation_groups);
+    // So does --set, and a saved scenario reads back the same values.
+    const Scenario set = loadScenarioFile(kSamples + "mixtral-8x7b-decode-hgx-h100.yaml", {{"workload.routing.skew", "0.2"}});
+    QCOMPARE(set.workload.routing.skew, 0.2);
+    compareScenarios(set, loadScenarioText(scenarioToYaml(set), set.file));
+    // A model without a prior leaves the generator's defaults.
+    const Scenario qwen = loadScenarioText("name: q\nmodel: ../models/qwen3-235b-a22b.yaml\ntopology: {builtin: hgx-h200}\n",
+                                           kSamples + "q.yaml");
+    QVERIFY(!qwen.model.routing);
+    QCOMPARE(qwen.workload.routing.skew, RoutingSpec{}.skew);
+    QCOMPARE(qwen.workload.routing.coactivation_groups, 0);
 }
 
 void TestScenario::overrides()
