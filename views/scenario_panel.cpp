@@ -51,6 +51,7 @@ struct ScenarioPanel::Impl {
     QComboBox* phase = nullptr;
     QSpinBox* tokens = nullptr;
     QSpinBox* context = nullptr;
+    QDoubleSpinBox* contextCv = nullptr;
     QComboBox* routing = nullptr;
     QDoubleSpinBox* skew = nullptr;
     QSpinBox* seed = nullptr;
@@ -223,6 +224,11 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
     f->addRow(tr("Tokens per GPU"), d->tokens);
     d->context = d->spin(QStringLiteral("workload.context_tokens"), 1, 16 << 20, 1024);
     f->addRow(tr("Context tokens"), d->context);
+    d->contextCv = d->dspin(QStringLiteral("workload.context_cv"), 0.0, 10.0, 0.1, 2);
+    d->contextCv->setToolTip(tr("Spread of the sequences' context lengths (standard deviation / mean). Ranks whose "
+                                "decode batches hold more context finish attention later; every layer waits for "
+                                "the last. 0: all equal"));
+    f->addRow(tr("Context spread (cv)"), d->contextCv);
     d->routing = d->combo(QStringLiteral("workload.routing.kind"),
                           {QStringLiteral("synthetic"), QStringLiteral("trace"), QStringLiteral("counts")});
     f->addRow(tr("Routing"), d->routing);
@@ -289,6 +295,7 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
         {QStringLiteral("workload.phase"), comboSetter(d->phase)},
         {QStringLiteral("workload.tokens_per_gpu"), spinSetter(d->tokens)},
         {QStringLiteral("workload.context_tokens"), spinSetter(d->context)},
+        {QStringLiteral("workload.context_cv"), [this](const QString& v) { d->contextCv->setValue(v.toDouble()); }},
         {QStringLiteral("workload.routing.kind"), comboSetter(d->routing)},
         {QStringLiteral("workload.routing.skew"), [this](const QString& v) { d->skew->setValue(v.toDouble()); }},
         {QStringLiteral("workload.routing.seed"), spinSetter(d->seed)},
@@ -401,6 +408,7 @@ void ScenarioPanel::setScenario(const Scenario& s)
     setCombo(d->phase, qs(toString(s.workload.phase)));
     d->tokens->setValue(s.workload.tokens_per_gpu);
     d->context->setValue(s.workload.context_tokens);
+    d->contextCv->setValue(s.workload.context_cv);
     setCombo(d->routing, qs(toString(s.workload.routing.kind)));
     d->skew->setValue(s.workload.routing.skew);
     d->seed->setValue(static_cast<int>(std::min<std::uint64_t>(s.workload.routing.seed, 1u << 30)));
@@ -462,6 +470,7 @@ QStringList ScenarioPanel::keys() const
             QStringLiteral("workload.phase"),
             QStringLiteral("workload.tokens_per_gpu"),
             QStringLiteral("workload.context_tokens"),
+            QStringLiteral("workload.context_cv"),
             QStringLiteral("workload.routing.kind"),
             QStringLiteral("workload.routing.skew"),
             QStringLiteral("workload.routing.seed"),

@@ -1,5 +1,5 @@
 // ScenarioPanel: the scenario's knobs — model, topology (with its parameters: nodes, racks, GPU),
-// workload (phase, tokens per GPU, context length, routing kind, skew, seed), placement strategy
+// workload (phase, tokens per GPU, context length and spread, routing kind, skew, seed), placement strategy
 // and redundant slots, precision (weights, dispatch, combine), overlap, per-GPU speed. It shows a
 // Scenario and reports each change as a dotted KEY=VALUE override (the same keys as
 // `moex-cli --set`, e.g. "workload.tokens_per_gpu" = "256", "gpus.speed.gpu17" = "0.85"); the

@@ -57,8 +57,10 @@ void printScenario(const Scenario& s)
               << t.gpu.name << " in " << t.numDomains() << " NVLink domain(s), " << t.count(NodeKind::nvswitch)
               << " NVSwitch chips, " << t.count(NodeKind::nic) << " NICs\n";
     std::cout << "workload         " << toString(s.workload.phase) << ", " << s.workload.tokens_per_gpu
-              << " tokens per GPU per step, context " << s.workload.context_tokens << ", routing "
-              << toString(s.workload.routing.kind) << '\n';
+              << " tokens per GPU per step, context " << s.workload.context_tokens;
+    if (s.workload.context_cv > 0)
+        std::cout << " (cv " << s.workload.context_cv << ")";
+    std::cout << ", routing " << toString(s.workload.routing.kind) << '\n';
     const int slots = s.slotsPerGpu();
     std::cout << "placement        " << s.placement.strategy << ", " << slots << " expert slots per GPU ("
               << s.model.routed_experts << " experts";

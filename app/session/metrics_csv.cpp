@@ -32,7 +32,8 @@ std::string metricsToCsv(const StepMetrics& m)
       << num(s.tokens_per_s) << "\ntokens_per_s_per_gpu," << num(s.tokens_per_s_per_gpu) << "\ntokens_per_s_per_kw,"
       << num(s.tokens_per_s_per_kw) << "\nimbalance," << num(s.imbalance) << "\ndispatch_us," << num(s.dispatch_us)
       << "\ncombine_us," << num(s.combine_us) << "\nexpert_compute_us," << num(s.expert_compute_us) << "\nattention_us,"
-      << num(s.attention_us) << "\nmoe_time_us," << num(s.moe_time_us) << "\nmoe_time_balanced_us,"
+      << num(s.attention_us) << "\noverhead_us," << num(s.overhead_us) << "\ndp_sync_us," << num(s.dp_sync_us)
+      << "\nmoe_time_us," << num(s.moe_time_us) << "\nmoe_time_balanced_us,"
       << num(s.moe_time_balanced_us) << "\nhbm_used_gb_max," << num(s.hbm_used_gb_max)
       << "\nmax_concurrent_users," << s.max_concurrent_users << "\nbatch_per_gpu," << s.batch_per_gpu
       << "\nmemory_limited," << (s.memory_limited ? "true" : "false") << "\npower_kw," << num(s.power_kw)

@@ -15,6 +15,8 @@ nlohmann::json summaryToJson(const StepTotals& s)
             {"combine_us", s.combine_us},
             {"expert_compute_us", s.expert_compute_us},
             {"attention_us", s.attention_us},
+            {"overhead_us", s.overhead_us},
+            {"dp_sync_us", s.dp_sync_us},
             {"moe_time_us", s.moe_time_us},
             {"moe_time_balanced_us", s.moe_time_balanced_us},
             {"hbm_used_gb_max", s.hbm_used_gb_max},
@@ -104,6 +106,8 @@ StepTotals meanTotals(const std::vector<StepTotals>& steps)
         out.combine_us += s.combine_us / n;
         out.expert_compute_us += s.expert_compute_us / n;
         out.attention_us += s.attention_us / n;
+        out.overhead_us += s.overhead_us / n;
+        out.dp_sync_us += s.dp_sync_us / n;
         out.moe_time_us += s.moe_time_us / n;
         out.moe_time_balanced_us += s.moe_time_balanced_us / n;
         out.hbm_used_gb_max = std::max(out.hbm_used_gb_max, s.hbm_used_gb_max);

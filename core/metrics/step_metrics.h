@@ -51,6 +51,12 @@ struct StepTotals {
     double combine_us = 0;
     double expert_compute_us = 0;   // slowest GPU per layer, summed
     double attention_us = 0;        // attention, dense layers, embedding/head
+    // Small kernels on the compute stream: norms, top-k, activation quantisation, sampling
+    // (docs/MODEL.md section 9; under two-batch overlap partly hidden behind communication).
+    double overhead_us = 0;
+    // Data-parallel attention synchronisation: what the slowest rank's attention adds over the
+    // mean where ranks' decode batches differ in context (workload context_cv; 0 when equal).
+    double dp_sync_us = 0;
     double moe_time_us = 0;         // MoE layers only
     // MoE time had every layer's expert work (as placed) been spread so that all GPUs finish it
     // together (in proportion to speed), communication as simulated: the floor that balancing this

@@ -93,7 +93,7 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
     if (!YamlReader::has(root, "workload"))
         return;  // defaults: decode, 128 tokens per GPU, synthetic routing
     const YAML::Node node = root["workload"];
-    if (!c.r.expectMap(node, "workload", {"phase", "tokens_per_gpu", "context_tokens", "routing"}))
+    if (!c.r.expectMap(node, "workload", {"phase", "tokens_per_gpu", "context_tokens", "context_cv", "routing"}))
         return;
     if (auto p = c.r.getChoice(node, "phase", false, {"decode", "prefill"}))
         s.workload.phase = *p == 0 ? Phase::decode : Phase::prefill;
@@ -108,6 +108,8 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
     }
     if (auto t = c.r.getInt(node, "context_tokens", false, 1, 16 << 20))
         s.workload.context_tokens = static_cast<int>(*t);
+    if (auto v = c.r.getDouble(node, "context_cv", false, 0.0, 10.0))
+        s.workload.context_cv = *v;
     if (!YamlReader::has(node, "routing"))
         return;
     const YAML::Node routing = node["routing"];

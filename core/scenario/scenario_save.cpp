@@ -99,6 +99,8 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
     out << YAML::Key << "phase" << YAML::Value << std::string(toString(w.phase));
     out << YAML::Key << "tokens_per_gpu" << YAML::Value << w.tokens_per_gpu;
     out << YAML::Key << "context_tokens" << YAML::Value << w.context_tokens;
+    if (w.context_cv > 0)
+        out << YAML::Key << "context_cv" << YAML::Value << num(w.context_cv);
     out << YAML::Key << "routing" << YAML::Value << YAML::Flow << YAML::BeginMap;
     out << YAML::Key << "kind" << YAML::Value << std::string(toString(w.routing.kind));
     if (w.routing.kind == RoutingKind::synthetic) {

@@ -79,6 +79,7 @@ Calibration defaultCalibration(GpuArch arch)
         c.name = "cpu-default";
         c.gemm_tile_tokens = 1;
         c.gemm_launch_us = 0;
+        c.small_kernel_us = 0;
         c.dispatch_floor_us = 0;
         c.combine_floor_us = 0;
         c.activation_reserve_gb = 0;
@@ -136,6 +137,7 @@ const NumericKey kNumericKeys[] = {
     {"overlap_sm_share", &Calibration::overlap_sm_share, 0.01, 1.0},
     {"gemm_efficiency", &Calibration::gemm_efficiency, 0.01, 1.0},
     {"gemm_launch_us", &Calibration::gemm_launch_us, 0.0, kUs},
+    {"small_kernel_us", &Calibration::small_kernel_us, 0.0, kUs},
     {"hbm_efficiency", &Calibration::hbm_efficiency, 0.01, 1.0},
     {"attention_efficiency", &Calibration::attention_efficiency, 0.01, 1.0},
     {"activation_reserve_gb", &Calibration::activation_reserve_gb, 0.0, 1000.0},

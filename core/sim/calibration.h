@@ -56,6 +56,8 @@ struct Calibration {
     double gemm_efficiency = 0.7;      // fraction of the dense tensor peak large grouped GEMMs reach
     int gemm_tile_tokens = 64;         // GEMM M-tile: a slot's tokens are rounded up to it
     double gemm_launch_us = 4.0;       // per grouped-GEMM launch per layer (gate/up + down)
+    double small_kernel_us = 2.0;      // fixed cost of one small kernel (norm, top-k, activation, sampling)
+                                       // in a CUDA graph, before its bytes at HBM rate (docs/MODEL.md section 9)
     double hbm_efficiency = 0.85;      // achieved / peak HBM bandwidth for weight streaming
     double attention_efficiency = 0.6; // fraction of peak for attention math
     double activation_reserve_gb = 6;  // per GPU, activations and workspace, not for KV cache

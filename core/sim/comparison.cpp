@@ -26,6 +26,8 @@ std::vector<CompareTerm> compareTerms(const Scenario& sa, const StepTotals& x, c
         {"combine_us", "combine (all MoE layers)", x.combine_us, y.combine_us, "us", true, false},
         {"expert_compute_us", "expert compute (slowest GPU)", x.expert_compute_us, y.expert_compute_us, "us", true, false},
         {"attention_us", "attention + dense layers", x.attention_us, y.attention_us, "us", true, false},
+        {"overhead_us", "small kernels (norms, top-k, sampling)", x.overhead_us, y.overhead_us, "us", true, false},
+        {"dp_sync_us", "DP attention wait (context spread)", x.dp_sync_us, y.dp_sync_us, "us", true, false},
         {"step_time_us", "step time", x.step_time_us, y.step_time_us, "us", false, false},
         {"batch_per_gpu", "batch per GPU (memory limit)", d(x.batch_per_gpu), d(y.batch_per_gpu), "tokens", false, true},
         {"tokens_per_s_per_gpu", "tokens/s per GPU", x.tokens_per_s_per_gpu, y.tokens_per_s_per_gpu, "tok/s", false, true},

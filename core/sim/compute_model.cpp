@@ -169,6 +169,40 @@ double ComputeModel::roofline(double flops, double bytes, double peakTflops, dou
     return std::max(computeUs, memoryUs);
 }
 
+double ComputeModel::smallKernelUs(double bytes) const
+{
+    return m_cal.small_kernel_us + (m_gpu.hbm_bw_gbs > 0 ? bytes / (m_gpu.hbm_bw_gbs * 1e9 * m_cal.hbm_efficiency) * 1e6 : 0.0);
+}
+
+OverheadTimes ComputeModel::overheadTimes(double tokens, double quantBytesPerElement) const
+{
+    OverheadTimes o;
+    if (tokens <= 0 || m_cpu)
+        return o;
+    const double h = m_model.hidden_size;
+    // Fused residual add + RMSNorm: reads the residual and the sublayer's output, writes both (bf16).
+    const double norm = smallKernelUs(tokens * h * 2.0 * 4.0);
+    o.per_layer = 2.0 * norm;
+    // Top-k over the router's fp32 scores; quantisation reads bf16 and writes the low-precision
+    // activations with their scales.
+    o.per_moe_layer = smallKernelUs(tokens * m_model.routed_experts * 4.0);
+    if (quantBytesPerElement > 0)
+        o.per_moe_layer += smallKernelUs(tokens * h * (2.0 + quantBytesPerElement));
+    // The final norm, then sampling: softmax (or top-p) and the draw, each a pass over fp32 logits.
+    o.per_step = norm;
+    if (m_model.vocab_size > 0)
+        o.per_step += 2.0 * smallKernelUs(tokens * m_model.vocab_size * 4.0);
+    return o;
+}
+
+double ComputeModel::activationUs(double pairs) const
+{
+    if (pairs <= 0 || m_cpu)
+        return 0.0;
+    const bool gated = isGated(m_model.activation);
+    return smallKernelUs(pairs * m_model.moe_intermediate_size * 2.0 * (gated ? 3.0 : 2.0));
+}
+
 double ComputeModel::sharedAndRouterUs(double tokens) const
 {
     if (tokens <= 0)

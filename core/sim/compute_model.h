@@ -25,6 +25,16 @@ struct MixerTimes {
     [[nodiscard]] double halfOf(MixerKind k) const { return half[static_cast<int>(k)]; }
 };
 
+// The small kernels around the GEMMs and attention (docs/MODEL.md section 9), each costing the
+// calibration's small_kernel_us plus its bytes at the HBM rate. The activation between the expert
+// GEMMs is not here: it is part of each GPU's expert compute (ComputeModel::activationUs).
+struct OverheadTimes {
+    double per_layer = 0;      // every decoder layer: two fused residual-add + RMSNorm kernels
+    double per_moe_layer = 0;  // every MoE layer, before the dispatch: top-k selection and, where
+                               // the dispatch kernel does not quantise, the activations' quantisation
+    double per_step = 0;       // once a step: the final norm and sampling (two passes over the logits)
+};
+
 class ComputeModel {
 public:
     // `ranks`: GPUs of the topology; a CPU rank (GpuArch::cpu) shares the machine's cores with
@@ -64,6 +74,14 @@ public:
     [[nodiscard]] MixerTimes mixerTimes(double tokens, int context, Phase phase) const;
     [[nodiscard]] double denseFfnUs(double tokens) const;
     [[nodiscard]] double headUs(double tokens) const;
+    // The step's small kernels for `tokens` tokens per GPU; `quantBytesPerElement` > 0: a
+    // low-precision dispatch whose activations a kernel of their own quantises to that many bytes
+    // per element, scales included (not DeepEP's low-latency dispatch, which quantises as it
+    // sends). Zero on CPU ranks (the engine's measured curves hold its own).
+    [[nodiscard]] OverheadTimes overheadTimes(double tokens, double quantBytesPerElement) const;
+    // The activation kernel between one GPU's gate/up and down expert GEMMs over its `pairs`
+    // token-expert pairs (gated: reads gate and up, writes one; bf16). 0 without pairs or on CPU ranks.
+    [[nodiscard]] double activationUs(double pairs) const;
 
     // KV-cache and recurrent-state bytes of one sequence at `context` tokens, all layers
     // (ModelSpec::cacheBytesPerSequence at the KV-cache format).
@@ -89,6 +107,7 @@ public:
 
 private:
     [[nodiscard]] double roofline(double flops, double bytes, double peakTflops, double eff) const;
+    [[nodiscard]] double smallKernelUs(double bytes) const;
     [[nodiscard]] double attentionUs(const AttentionShape& a, int window, double tokens, int context, Phase phase) const;
     [[nodiscard]] double recurrentUs(double params, double stateElems, double convElems, double tokens, Phase phase) const;
 

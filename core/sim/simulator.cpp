@@ -31,6 +31,26 @@ double wireBytesPerElement(DType t)
 
 }  // namespace
 
+double expectedMaxOfNormals(int n)
+{
+    if (n <= 1)
+        return 0.0;
+    // E[max] = integral of x n phi(x) Phi(x)^(n-1): Simpson's rule on [-8, 8 + log n] (the
+    // density of the maximum is negligible outside it for n up to a million).
+    const double lo = -8.0, hi = 8.0 + std::log(static_cast<double>(n));
+    const int steps = 4000;
+    const double h = (hi - lo) / steps;
+    const double invSqrt2Pi = 0.3989422804014327;
+    double sum = 0;
+    for (int i = 0; i <= steps; ++i) {
+        const double x = lo + i * h;
+        const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+        const double f = x * n * invSqrt2Pi * std::exp(-0.5 * x * x) * std::pow(cdf, n - 1);
+        sum += f * (i == 0 || i == steps ? 1.0 : (i % 2 == 1 ? 4.0 : 2.0));
+    }
+    return sum * h / 3.0;
+}
+
 Simulator::Simulator(const Scenario& scenario, const Placement& placement, const Calibration& calibration)
     : m_scenario(scenario),
       m_placement(placement),
@@ -66,8 +86,24 @@ Simulator::Simulator(const Scenario& scenario, const Placement& placement, const
         ++m_aroundMixers[static_cast<int>(k.mixer)];
         m_aroundDense += k.ffn == FfnKind::dense ? 1 : 0;
     }
+    m_maxOfNormals = expectedMaxOfNormals(m_fabric.numGpus());
     setSpeeds(scenario.speeds);
     buildPlans();
+}
+
+OverheadTimes Simulator::overheads(double tokensPerGpu) const
+{
+    const DType d = m_scenario.precision.dispatch;
+    const bool lowPrecision = d != DType::bf16 && d != DType::fp16 && d != DType::fp32;
+    return m_compute.overheadTimes(tokensPerGpu, lowPrecision && !perPairMessages() ? wireBytesPerElement(d) : 0.0);
+}
+
+double Simulator::dpSyncShare(double sequencesPerGpu) const
+{
+    const double cv = m_scenario.workload.context_cv;
+    if (m_scenario.workload.phase != Phase::decode || cv <= 0 || sequencesPerGpu <= 0)
+        return 0.0;
+    return cv / std::sqrt(sequencesPerGpu) * m_maxOfNormals;
 }
 
 void Simulator::setSpeeds(const GpuSpeeds& speeds)
@@ -263,25 +299,30 @@ double Simulator::layerTimeUs(const RoutingSample& r, int layer)
     double slowest = 0, slowestHalf = 0, minSpeed = 1e9;
     m_compute.expertSlotsUs(m_slotTokens.data(), plan.slot_expert.size(), m_slotUs.data(), tbo ? m_slotUsHalf.data() : nullptr);
     for (int g = 0; g < G; ++g) {
-        double full = 0, half = 0;
+        double full = 0, half = 0, pairs = 0;
         const int end = plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1];
         for (int s = plan.gpu_slot_begin[static_cast<std::size_t>(g)]; s < end; ++s) {
+            pairs += m_slotTokens[static_cast<std::size_t>(s)];
             full += m_slotUs[static_cast<std::size_t>(s)];
             half += m_slotUsHalf[static_cast<std::size_t>(s)];  // stays 0 without two-batch overlap
         }
         const double inv = m_invSpeed[static_cast<std::size_t>(g)];
         minSpeed = std::min(minSpeed, m_speed[static_cast<std::size_t>(g)]);
-        slowest = std::max(slowest, (full + sharedLayer) * inv);
-        slowestHalf = std::max(slowestHalf, (half + sharedLayerHalf) * inv);
+        full += sharedLayer + m_compute.activationUs(pairs);
+        half += tbo ? sharedLayerHalf + m_compute.activationUs(0.5 * pairs) : 0.0;
+        slowest = std::max(slowest, full * inv);
+        slowestHalf = std::max(slowestHalf, half * inv);
     }
     if (!tbo)
-        return comm.dispatch.time_us + slowest + comm.combine.time_us;
+        return comm.dispatch.time_us + slowest + comm.combine.time_us + overheads(tokens).per_moe_layer / minSpeed;
     const Workload& w = m_scenario.workload;
-    const double attnLayerHalf = m_compute.mixerUs(m_moeMixer[static_cast<std::size_t>(layer)], tokens / 2.0,
-                                                   w.context_tokens, w.phase);
+    const MixerKind mixer = m_moeMixer[static_cast<std::size_t>(layer)];
+    const double attnLayerHalf = m_compute.mixerUs(mixer, tokens / 2.0, w.context_tokens, w.phase);
+    const double syncHalf = mixer == MixerKind::attention ? dpSyncShare(tokens / 2.0) * attnLayerHalf : 0.0;
+    const OverheadTimes ovHalf = overheads(tokens / 2.0);
     const double share = overlapComputeShare();
-    return twoBatchLayerUs(attnLayerHalf / minSpeed / share, slowestHalf / share, comm.dispatch.half_time_us,
-                           comm.combine.half_time_us);
+    return twoBatchLayerUs((attnLayerHalf + syncHalf + ovHalf.per_layer + ovHalf.per_moe_layer) / minSpeed / share,
+                           slowestHalf / share, comm.dispatch.half_time_us, comm.combine.half_time_us);
 }
 
 double Simulator::twoBatchLayerUs(double attentionHalf, double expertsHalf, double dispatchHalf, double combineHalf)

@@ -22,6 +22,10 @@ namespace moex {
 // prefill to high-throughput.
 enum class KernelMode { low_latency, high_throughput };
 
+// E[max of n independent standard normal variables] (0 for n = 1; 1/sqrt(pi) for 2), by
+// quadrature of n x phi(x) Phi(x)^(n-1); n from 1 to a million.
+double expectedMaxOfNormals(int n);
+
 class Simulator {
 public:
     Simulator(const Scenario& scenario, const Placement& placement, const Calibration& calibration);
@@ -48,6 +52,18 @@ public:
     {
         return m_mode == KernelMode::low_latency && m_scenario.a2a_kernel == A2AKernel::deepep;
     }
+
+    // The step's small kernels at `tokensPerGpu` (ComputeModel::overheadTimes): a low-precision
+    // dispatch needs a quantisation kernel of its own unless DeepEP's low-latency dispatch
+    // (perPairMessages) quantises as it sends.
+    [[nodiscard]] OverheadTimes overheads(double tokensPerGpu) const;
+    // Data-parallel attention synchronisation (docs/MODEL.md section 9): in decode, each of the G ranks
+    // runs `sequencesPerGpu` sequences whose contexts vary with the workload's context_cv, so a
+    // rank's full-attention time varies with its batch's total context (relative deviation
+    // cv / sqrt(B)) and the synchronous layer waits for the slowest: the expected excess over the
+    // mean is cv / sqrt(B) x E[max of G standard normals] of the attention time. 0 in prefill
+    // (chunked prefill balances tokens), with one GPU or cv 0.
+    [[nodiscard]] double dpSyncShare(double sequencesPerGpu) const;
 
     // Bytes one token occupies on the wire for dispatch (weights' format and block scales) and combine.
     [[nodiscard]] double dispatchBytesPerToken() const;
@@ -215,6 +231,7 @@ private:
     std::vector<double> m_weightsPerGpu;
     // The stack around the experts: each MoE layer's mixer, and the other layers' mixers and dense
     // FFNs by kind (ModelSpec::layerKind), counted once.
+    double m_maxOfNormals = 0;             // expectedMaxOfNormals(G)
     std::vector<MixerKind> m_moeMixer;    // [MoE layer]
     int m_aroundMixers[kMixerKinds] = {};  // non-MoE layers per mixer kind
     int m_aroundDense = 0;                 // non-MoE layers with a dense FFN

@@ -134,6 +134,14 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     double moeAttention = 0;  // the MoE layers' mixers, at full speed
     const double sharedLayer = m_compute.sharedAndRouterUs(tokens);
     const double sharedLayerHalf = m_compute.sharedAndRouterUs(tokens / 2.0);
+    // The small kernels (norms, top-k, quantisation, sampling) and the data-parallel attention
+    // wait: full-attention layers wait for the rank whose batch holds the most context
+    // (docs/MODEL.md section 9).
+    const OverheadTimes ov = overheads(tokens);
+    const OverheadTimes ovHalf = overheads(tokens / 2.0);
+    const double syncShare = dpSyncShare(tokens);
+    const double syncShareHalf = dpSyncShare(tokens / 2.0);
+    double overheadUs = 0, syncUs = 0;  // at full speed
 
     StepTotals& sum = out.summary;
     double moeTime = 0, balancedTime = 0, imbalanceSum = 0;
@@ -148,6 +156,9 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         lm.layer = model.moe_layers[static_cast<std::size_t>(l)];
         const double attnLayer = mixers.of(m_moeMixer[static_cast<std::size_t>(l)]);
         const double attnLayerHalf = mixers.halfOf(m_moeMixer[static_cast<std::size_t>(l)]);
+        const bool fullAttention = m_moeMixer[static_cast<std::size_t>(l)] == MixerKind::attention;
+        const double syncLayer = fullAttention ? syncShare * attnLayer : 0.0;
+        const double syncLayerHalf = fullAttention ? syncShareHalf * attnLayerHalf : 0.0;
         moeAttention += attnLayer;
 
         // 5.4 Expert compute per GPU: each slot by roofline with tile quantisation, plus shared
@@ -177,10 +188,13 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
                 half = 0.5 * full;
             }
             const double inv = m_invSpeed[static_cast<std::size_t>(g)];
-            work += full + sharedLayer;  // at speed 1
-            workHalf += half + sharedLayerHalf;
-            full = (full + sharedLayer) * inv;
-            half = (half + sharedLayerHalf) * inv;
+            // The activation between the GEMMs runs over the GPU's own pairs (0 on CPU ranks).
+            full += sharedLayer + m_compute.activationUs(pairs);
+            half += tbo ? sharedLayerHalf + m_compute.activationUs(0.5 * pairs) : 0.0;
+            work += full;  // at speed 1
+            workHalf += half;
+            full *= inv;
+            half *= inv;
             m_gpuCompute[static_cast<std::size_t>(g)] = full;
             m_gpuComputeHalf[static_cast<std::size_t>(g)] = half;
             m_gpuPairs[static_cast<std::size_t>(g)] = pairs;
@@ -232,17 +246,26 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         // hides one micro-batch's communication behind the other's attention and expert compute,
         // stage by stage (twoBatchLayerUs), compute on the SMs the communication kernels leave.
         // The balanced floor: every GPU finishes the layer's expert work together.
+        // The small kernels before the dispatch and the norms sit on the compute stream with
+        // the attention: under two-batch overlap in its stage, otherwise the routing kernels in the
+        // MoE layer and the norms beside the attention.
         double layerTime = 0, balancedLayer = 0;
         if (tbo) {
             const double share = overlapComputeShare();
-            const double attention = attnLayerHalf / minSpeed / share;
+            const double attention = (attnLayerHalf + syncLayerHalf + ovHalf.per_layer + ovHalf.per_moe_layer) / minSpeed / share;
             layerTime = twoBatchLayerUs(attention, slowestHalf / share, dispatch.half_time_us, combine.half_time_us);
             balancedLayer = twoBatchLayerUs(attention, workHalf / speedSum / share, dispatch.half_time_us,
                                             combine.half_time_us);
+            overheadUs += 2.0 * (ovHalf.per_layer + ovHalf.per_moe_layer);
+            syncUs += 2.0 * syncLayerHalf;
         } else {
-            layerTime = dispatch.time_us + slowest + combine.time_us;
-            balancedLayer = dispatch.time_us + work / speedSum + combine.time_us;
+            const double routing = ov.per_moe_layer / minSpeed;
+            layerTime = dispatch.time_us + slowest + combine.time_us + routing;
+            balancedLayer = dispatch.time_us + work / speedSum + combine.time_us + routing;
+            overheadUs += ov.per_layer + ov.per_moe_layer;
+            syncUs += syncLayer;
         }
+        const double besideLayer = tbo ? 0.0 : (attnLayer + syncLayer + ov.per_layer) / minSpeed;
         lm.time_us = layerTime;
         lm.dispatch_us = dispatch.time_us;
         lm.combine_us = combine.time_us;
@@ -250,15 +273,15 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         lm.slowest_gpu = slowestGpu;
         lm.imbalance = loadSum > 0 ? loadMax / (loadSum / G) : 1.0;
         imbalanceSum += lm.imbalance;
-        moeTime += layerTime + (tbo ? 0.0 : attnLayer / minSpeed);
-        balancedTime += balancedLayer + (tbo ? 0.0 : attnLayer / minSpeed);
+        moeTime += layerTime + besideLayer;
+        balancedTime += balancedLayer + besideLayer;
         sum.dispatch_us += dispatch.time_us;
         sum.combine_us += combine.time_us;
         sum.expert_compute_us += slowest;
 
         for (int g = 0; g < G; ++g) {
             GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
-            const double attn = attnLayer * m_invSpeed[static_cast<std::size_t>(g)];
+            const double attn = (attnLayer + ov.per_layer + ov.per_moe_layer) * m_invSpeed[static_cast<std::size_t>(g)];
             gm.compute_us += m_gpuCompute[static_cast<std::size_t>(g)];
             gm.attention_us += attn;
             gm.dispatch_us += m_gpuDispatch[static_cast<std::size_t>(g)];
@@ -282,14 +305,25 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
 
     // 5.6 Around the MoE layers: attention + FFN of the dense layers, and the LM head.
     // At full speed; the slowest GPU sets the step, each GPU is busy for its own speed's share.
+    // Every layer's norms, the step's final norm and sampling; the full-attention layers' wait.
     double aroundFullSpeedUs = m_aroundDense * m_compute.denseFfnUs(tokens) + m_compute.headUs(tokens);
     for (int k = 0; k < kMixerKinds; ++k)
         aroundFullSpeedUs += m_aroundMixers[k] * mixers.full[k];
-    const double aroundUs = aroundFullSpeedUs / minSpeed;
+    int aroundLayers = 0;
+    for (const int n : m_aroundMixers)
+        aroundLayers += n;
+    const double aroundOverhead = aroundLayers * ov.per_layer + ov.per_step;
+    const double aroundSync = m_aroundMixers[static_cast<int>(MixerKind::attention)] * syncShare * mixers.of(MixerKind::attention);
+    overheadUs += aroundOverhead;
+    syncUs += aroundSync;
+    aroundFullSpeedUs += aroundOverhead;
+    const double aroundUs = (aroundFullSpeedUs + aroundSync) / minSpeed;
     const double stepUs = moeTime + aroundUs;
     sum.moe_time_us = moeTime;
     sum.moe_time_balanced_us = balancedTime;
-    sum.attention_us = (moeAttention + aroundFullSpeedUs) / minSpeed;
+    sum.attention_us = (moeAttention + aroundFullSpeedUs - aroundOverhead) / minSpeed;
+    sum.overhead_us = overheadUs / minSpeed;
+    sum.dp_sync_us = syncUs / minSpeed;
     sum.step_time_us = stepUs;
     sum.imbalance = L > 0 ? imbalanceSum / L : 1.0;
     sum.batch_per_gpu = static_cast<std::int64_t>(tokens);

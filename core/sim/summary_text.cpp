@@ -46,6 +46,10 @@ std::string summaryText(const Scenario& s, const StepTotals& t)
     o << "combine          " << ms(t.combine_us) << " (" << fixed(t.combine_us / layers, 1) << " us per layer)\n";
     o << "expert compute   " << ms(t.expert_compute_us) << " (slowest GPU of each layer)\n";
     o << "attention+dense  " << ms(t.attention_us) << '\n';
+    o << "small kernels    " << ms(t.overhead_us) << " (norms, top-k, quantisation, sampling)\n";
+    if (t.dp_sync_us > 0)
+        o << "DP attn wait     " << ms(t.dp_sync_us) << " (slowest rank's context, cv "
+          << fixed(s.workload.context_cv, 2) << ")\n";
     o << "imbalance        " << fixed(t.imbalance, 3) << " (max/mean GPU load, mean over layers); straggler gpu"
       << t.straggler_gpu << '\n';
     if (t.moe_time_balanced_us > 0)

@@ -32,7 +32,11 @@ inline constexpr int kMaxTokensPerGpu = 65535;
 struct Workload {
     Phase phase = Phase::decode;
     int tokens_per_gpu = 128;        // per step per attention-DP rank
-    int context_tokens = 4096;       // KV-cache length per sequence
+    int context_tokens = 4096;       // KV-cache length per sequence (the mean)
+    // Coefficient of variation of the sequences' context lengths (standard deviation / mean, 0: all
+    // equal). Decode batches of different total context make the data-parallel attention ranks
+    // finish at different times; the synchronous MoE layer waits for the last (docs/MODEL.md section 9).
+    double context_cv = 0;
     RoutingSpec routing;
 };
 

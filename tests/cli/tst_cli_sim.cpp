@@ -39,7 +39,7 @@ qint64 sumOf(const QJsonArray& a)
 
 const char* const kSummaryKeys[] = {"step_time_us",    "tokens_per_s", "tokens_per_s_per_gpu", "tokens_per_s_per_kw",
                                     "imbalance",       "dispatch_us",  "combine_us",           "expert_compute_us",
-                                    "hbm_used_gb_max", "max_concurrent_users"};
+                                    "hbm_used_gb_max", "max_concurrent_users", "overhead_us", "dp_sync_us"};
 
 }  // namespace
 
@@ -54,6 +54,7 @@ private slots:
     void simulateBrokenScenario();
     void simulateSetOverrides();
     void simulateBalancedFloor();
+    void simulateBreakdownAddsUp();
     void compareExplainsTheDifference();
     void benchFidelity();
     void benchSim();
@@ -311,6 +312,30 @@ void TestCliSim::simulateBalancedFloor()
                              .arg((moe - floor) / 1000.0, 0, 'f', 2)
                              .arg(100.0 * (moe - floor) / moe, 0, 'f', 2);
     QVERIFY2(r.out.contains(line), qPrintable(line + QStringLiteral("\n") + r.out));
+}
+
+// Without overlap and at equal speeds the summary's terms add up to the step, the small kernels
+// and the data-parallel attention wait included; the text names both.
+void TestCliSim::simulateBreakdownAddsUp()
+{
+    const QStringList args = {QStringLiteral("simulate"), scenario("deepseek-r1-decode-hgx-h200x8"), QStringLiteral("--steps"),
+                              QStringLiteral("1"), QStringLiteral("--set"), QStringLiteral("overlap=none"),
+                              QStringLiteral("--set"), QStringLiteral("workload.context_cv=0.9")};
+    Result r = runCli(args + QStringList{QStringLiteral("--json"), QStringLiteral("-")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QString error;
+    const QJsonObject s = parse(r.out, &error).object().value(QStringLiteral("summary")).toObject();
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    auto v = [&](const char* key) { return s.value(QLatin1String(key)).toDouble(); };
+    QVERIFY(v("overhead_us") > 0);
+    QVERIFY(v("dp_sync_us") > 0);
+    const double sum = v("dispatch_us") + v("combine_us") + v("expert_compute_us") + v("attention_us") + v("overhead_us") + v("dp_sync_us");
+    QVERIFY2(std::abs(sum - v("step_time_us")) <= 1e-6 * v("step_time_us"),
+             qPrintable(QStringLiteral("terms %1, step %2").arg(sum).arg(v("step_time_us"))));
+    r = runCli(args);
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains(QStringLiteral("small kernels    %1 ms").arg(v("overhead_us") / 1000.0, 0, 'f', 2)), qPrintable(r.out));
+    QVERIFY2(r.out.contains(QStringLiteral("DP attn wait     %1 ms").arg(v("dp_sync_us") / 1000.0, 0, 'f', 2)), qPrintable(r.out));
 }
 
 void TestCliSim::simulateSetOverrides()

@@ -35,6 +35,7 @@ void compareCalibrations(const Calibration& got, const Calibration& want)
     QCOMPARE(got.gemm_efficiency, want.gemm_efficiency);
     QCOMPARE(got.gemm_tile_tokens, want.gemm_tile_tokens);
     QCOMPARE(got.gemm_launch_us, want.gemm_launch_us);
+    QCOMPARE(got.small_kernel_us, want.small_kernel_us);
     QCOMPARE(got.hbm_efficiency, want.hbm_efficiency);
     QCOMPARE(got.attention_efficiency, want.attention_efficiency);
     QCOMPARE(got.activation_reserve_gb, want.activation_reserve_gb);
@@ -57,6 +58,7 @@ Calibration oddBase()
     c.gemm_efficiency = 0.14;
     c.gemm_tile_tokens = 7;
     c.gemm_launch_us = 4.5;
+    c.small_kernel_us = 1.7;
     c.hbm_efficiency = 0.15;
     c.attention_efficiency = 0.16;
     c.activation_reserve_gb = 5.5;

@@ -38,6 +38,7 @@ void compareScenarios(const Scenario& a, const Scenario& b)
     QCOMPARE(static_cast<int>(b.workload.phase), static_cast<int>(a.workload.phase));
     QCOMPARE(b.workload.tokens_per_gpu, a.workload.tokens_per_gpu);
     QCOMPARE(b.workload.context_tokens, a.workload.context_tokens);
+    QCOMPARE(b.workload.context_cv, a.workload.context_cv);
     QCOMPARE(static_cast<int>(b.workload.routing.kind), static_cast<int>(a.workload.routing.kind));
     QCOMPARE(b.workload.routing.skew, a.workload.routing.skew);
     QCOMPARE(b.workload.routing.hot_experts, a.workload.routing.hot_experts);
@@ -207,6 +208,22 @@ void TestScenario::overrideErrors()
     } catch (const InputError& e) {
         QVERIFY(QString::fromStdString(e.diagnostics().format()).contains(QStringLiteral("'model' is not a mapping")));
     }
+    // The context spread: a number from 0 to 10, written back only when set.
+    for (const char* bad : {"-0.1", "10.5", "wide"}) {
+        try {
+            (void)loadScenarioFile(path, {{"workload.context_cv", bad}});
+            QFAIL(qPrintable(QStringLiteral("context_cv %1 was accepted").arg(QLatin1String(bad))));
+        } catch (const InputError& e) {
+            QVERIFY2(QString::fromStdString(e.diagnostics().format()).contains(QStringLiteral("context_cv")),
+                     e.diagnostics().format().c_str());
+        }
+    }
+    const Scenario spread = loadScenarioFile(path, {{"workload.context_cv", "0.75"}});
+    QCOMPARE(spread.workload.context_cv, 0.75);
+    const std::string spreadText = scenarioToYaml(spread);
+    QVERIFY(spreadText.find("context_cv: 0.75") != std::string::npos);
+    compareScenarios(spread, loadScenarioText(spreadText, spread.file));
+    QVERIFY(scenarioToYaml(loadScenarioFile(path)).find("context_cv") == std::string::npos);
     QVERIFY_THROWS_EXCEPTION(InputError, parseOverride("noequals"));
     QVERIFY_THROWS_EXCEPTION(InputError, parseOverride("=3"));
     QCOMPARE(parseOverride("a.b=c=d").second, std::string("c=d"));

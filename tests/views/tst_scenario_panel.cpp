@@ -126,8 +126,8 @@ private slots:
         for (QSpinBox* b : panel.findChildren<QSpinBox*>())
             if (b->isEnabled())
                 b->setValue(b->value() + 1);
-        for (QDoubleSpinBox* b : panel.findChildren<QDoubleSpinBox*>())
-            b->setValue(b->value() - 0.05);
+        for (QDoubleSpinBox* b : panel.findChildren<QDoubleSpinBox*>())  // one step, away from the bound
+            b->setValue(b->value() - 0.05 >= b->minimum() ? b->value() - 0.05 : b->value() + 0.05);
         QSet<QString> keys;
         for (const auto& [k, v] : emitted)
             keys.insert(k);
