@@ -58,11 +58,18 @@ std::string explainComparison(const Scenario& sa, const StepTotals& x, const Sce
     std::sort(parts.begin(), parts.end(), [](const CompareTerm* p, const CompareTerm* q) {
         return std::abs(p->delta()) > std::abs(q->delta());
     });
-    o << "Largest differences per step: ";
+    // The terms that moved (at least 0.005 ms: what shows at two decimals), largest first, at most four.
+    const auto moved = std::find_if(parts.begin(), parts.end(), [](const CompareTerm* p) { return std::abs(p->delta()) < 5.0; });
+    parts.erase(moved, parts.end());
+    if (parts.size() > 4)
+        parts.resize(4);
+    if (parts.empty())
+        o << "No term of the step differs by 0.01 ms or more.\n";
+    else
+        o << "Largest differences per step: ";
     for (std::size_t i = 0; i < parts.size(); ++i)
         o << (i ? ", " : "") << parts[i]->label << " " << (parts[i]->b >= parts[i]->a ? "+" : "")
-          << fixed(parts[i]->delta() / 1000.0, 2) << " ms";
-    o << ".\n";
+          << fixed(parts[i]->delta() / 1000.0, 2) << " ms" << (i + 1 == parts.size() ? ".\n" : "");
     const int da = sa.topology.numDomains(), db = sb.topology.numDomains();
     if (da != db)
         o << "A spans " << da << " NVLink domain(s), B " << db << ": all-to-all traffic between domains crosses NICs ("

@@ -65,6 +65,11 @@ private slots:
         const QString text = QString::fromStdString(r.explanation);
         QVERIFY2(text.contains(QStringLiteral("NVLink domain")), qPrintable(text));
         QVERIFY(text.contains(QStringLiteral("tokens/s per GPU")));
+        // Terms that did not move are left out of the list; with none moved the text says so.
+        QVERIFY2(!text.contains(QStringLiteral(" +0.00 ms")) && !text.contains(QStringLiteral(" -0.00 ms")), qPrintable(text));
+        const ComparisonResult same = compareScenarios(a.scenario(), a.placement(), a.scenario(), a.placement(), 2);
+        QVERIFY2(QString::fromStdString(same.explanation).contains(QStringLiteral("No term of the step differs")),
+                 same.explanation.c_str());
 
         CompareModel model;
         QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
