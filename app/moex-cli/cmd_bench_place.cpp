@@ -61,13 +61,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Matrix = std::vector<std::vector<double>>;
 
-constexpr int kLoadSteps = 8;  // what preparePlacement estimates the load from
-
-std::string samplesDir()
-{
-    const char* env = std::getenv("MOEX_SAMPLES");
-    return env ? env : MOEX_SAMPLES_DIR;
-}
 
 double msSince(Clock::time_point t0)
 {

@@ -4,6 +4,7 @@
 #include "metrics/metrics_json.h"
 #include "sim/scenario_run.h"
 
+#include <cstdlib>
 #include <iostream>
 
 namespace moex::cli {
@@ -37,6 +38,12 @@ std::vector<std::string> nodeNames(const Scenario& s)
     for (const auto& n : s.topology.nodes())
         names.push_back(n.name);
     return names;
+}
+
+std::string samplesDir()
+{
+    const char* env = std::getenv("MOEX_SAMPLES");
+    return env ? env : MOEX_SAMPLES_DIR;
 }
 
 void writeJson(const std::string& target, const std::string& text)

@@ -22,6 +22,9 @@ SimRun runSimulation(const Scenario& s, int steps, long long seed, const std::st
 // Node names of the topology, index -> name (for the JSON link list).
 std::vector<std::string> nodeNames(const Scenario& s);
 
+// The samples folder the benchmarks read ($MOEX_SAMPLES, else the source tree's samples/).
+std::string samplesDir();
+
 // Writes JSON to `target` ("-" = stdout) atomically.
 void writeJson(const std::string& target, const std::string& text);
 

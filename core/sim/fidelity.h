@@ -13,11 +13,16 @@ struct FidelityPoint {
     std::string name;
     double measured = 0;
     double predicted = 0;
-    std::string unit;     // "GB/s" or "us"
+    std::string unit;     // "GB/s", "us" or "tok/s/GPU"
     std::string source;   // where the measurement was published
     // "fit": a value of the default calibration was chosen with this point in view; "check": no
     // calibration value was chosen on it (a held-out measurement the model must predict).
     std::string role = "fit";
+    // "communication" (one all-to-all phase, target ±25%) or "end-to-end" (a deployment's
+    // throughput, run/fidelity_e2e.h, target ±30%).
+    std::string kind = "communication";
+    // The term of the model that bounds the error, where one is known (docs/CALIBRATION.md).
+    std::string bound_by{};
     [[nodiscard]] double error() const { return measured != 0 ? (predicted - measured) / measured : 0.0; }
 };
 

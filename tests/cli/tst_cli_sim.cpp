@@ -463,6 +463,8 @@ void TestCliSim::benchFidelity()
     QVERIFY(doc.isArray());
     const QJsonArray points = doc.array();
     QVERIFY(points.size() >= 15);
+    int checks = 0, endToEnd = 0;
+    bool met = true;
     for (const QJsonValue& v : points) {
         const QJsonObject p = v.toObject();
         QVERIFY(!p.value(QStringLiteral("name")).toString().isEmpty());
@@ -473,10 +475,23 @@ void TestCliSim::benchFidelity()
         const double e = p.value(QStringLiteral("error")).toDouble();
         const double expected = p.value(QStringLiteral("predicted")).toDouble() / p.value(QStringLiteral("measured")).toDouble() - 1;
         QVERIFY(std::abs(e - expected) < 1e-9);
-        QVERIFY2(std::abs(e) <= 0.25, qPrintable(p.value(QStringLiteral("name")).toString() + QStringLiteral(": ")
-                                                 + QString::number(e)));
+        const bool check = p.value(QStringLiteral("role")).toString() == QLatin1String("check");
+        checks += check ? 1 : 0;
+        if (p.value(QStringLiteral("kind")).toString() == QLatin1String("end-to-end")) {
+            ++endToEnd;
+            QVERIFY(check);  // no end-to-end figure was used to choose a calibration value
+            met = met && std::abs(e) <= 0.30;
+        } else {
+            QCOMPARE(p.value(QStringLiteral("kind")).toString(), QStringLiteral("communication"));
+            QVERIFY2(std::abs(e) <= 0.25, qPrintable(p.value(QStringLiteral("name")).toString() + QStringLiteral(": ")
+                                                     + QString::number(e)));
+        }
     }
-    QCOMPARE(r.exitCode, 0);
+    // At least a third of the points are held out, end-to-end results among them; the exit
+    // status says whether every target was met.
+    QVERIFY(endToEnd >= 5);
+    QVERIFY2(3 * checks >= points.size(), qPrintable(QStringLiteral("%1 check points of %2").arg(checks).arg(points.size())));
+    QCOMPARE(r.exitCode, met ? 0 : 1);
 }
 
 void TestCliSim::benchSim()
