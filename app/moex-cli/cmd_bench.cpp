@@ -308,10 +308,12 @@ int benchFidelity(const Args& args)
     }
     std::cout << std::left << std::setw(40) << "measurement" << std::right << std::setw(11) << "measured" << std::setw(11)
               << "predicted" << std::setw(10) << "unit" << std::setw(9) << "error" << std::setw(7) << "role" << "\n";
-    for (const auto& p : points)
-        std::cout << std::left << std::setw(40) << p.name << std::right << std::setw(11) << fixed(p.measured, 1)
-                  << std::setw(11) << fixed(p.predicted, 1) << std::setw(10) << p.unit << std::setw(8)
+    for (const auto& p : points) {
+        const int digits = p.unit == "x" ? 3 : 1;  // ratios
+        std::cout << std::left << std::setw(40) << p.name << std::right << std::setw(11) << fixed(p.measured, digits)
+                  << std::setw(11) << fixed(p.predicted, digits) << std::setw(10) << p.unit << std::setw(8)
                   << fixed(100 * p.error(), 1) << "%" << std::setw(7) << p.role << "\n";
+    }
     for (const auto& p : points)
         if (!p.bound_by.empty())
             std::cout << p.name << ": bounded by " << p.bound_by << "\n";

@@ -52,6 +52,8 @@ struct Calibration {
     double ll_message_us = 0.0;        // DeepEP low-latency kernels: cost per (token, expert) message sent off-GPU
     double overlap_sm_share = 1.0;     // two-batch overlap with normal (high-throughput) kernels: the share of
                                        // SMs compute keeps while the communication kernels hold theirs
+    double ll_overlap_efficiency = 1.0;  // two-batch overlap with low-latency kernels: the share of the shorter
+                                         // side of each stage that is hidden (1: all; docs/MODEL.md section 5)
     // Compute
     double gemm_efficiency = 0.7;      // fraction of the dense tensor peak large grouped GEMMs reach
     int gemm_tile_tokens = 64;         // GEMM M-tile: a slot's tokens are rounded up to it

@@ -322,13 +322,17 @@ double Simulator::layerTimeUs(const RoutingSample& r, int layer)
     const OverheadTimes ovHalf = overheads(tokens / 2.0);
     const double share = overlapComputeShare();
     return twoBatchLayerUs((attnLayerHalf + syncHalf + ovHalf.per_layer + ovHalf.per_moe_layer) / minSpeed / share,
-                           slowestHalf / share, comm.dispatch.half_time_us, comm.combine.half_time_us);
+                           slowestHalf / share, comm.dispatch.half_time_us, comm.combine.half_time_us, overlapHidden());
 }
 
-double Simulator::twoBatchLayerUs(double attentionHalf, double expertsHalf, double dispatchHalf, double combineHalf)
+double Simulator::twoBatchLayerUs(double attentionHalf, double expertsHalf, double dispatchHalf, double combineHalf,
+                                  double hidden)
 {
-    return std::max(attentionHalf, combineHalf) + std::max(attentionHalf, dispatchHalf)
-           + std::max(expertsHalf, dispatchHalf) + std::max(expertsHalf, combineHalf);
+    // Each stage: the longer of its pair, plus the part of the shorter that does not overlap.
+    const double exposed = 1.0 - hidden;
+    auto stage = [exposed](double x, double y) { return std::max(x, y) + exposed * std::min(x, y); };
+    return stage(attentionHalf, combineHalf) + stage(attentionHalf, dispatchHalf) + stage(expertsHalf, dispatchHalf)
+           + stage(expertsHalf, combineHalf);
 }
 
 }  // namespace moex

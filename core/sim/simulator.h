@@ -95,14 +95,23 @@ public:
     // attention A, attention B, experts A, experts B while the communication stream runs
     // combine B (of the layer before), dispatch A, dispatch B, combine A; each stage lasts as long
     // as the longer of its pair.
+    // `hidden`: the share of the shorter side of each stage that overlaps (the calibration's
+    // ll_overlap_efficiency with low-latency kernels, overlapHidden()); the rest adds to the stage.
     [[nodiscard]] static double twoBatchLayerUs(double attentionHalf, double expertsHalf, double dispatchHalf,
-                                                double combineHalf);
+                                                double combineHalf, double hidden = 1.0);
     // Compute's share of the SMs while the phases run under two-batch overlap: the calibration's
     // overlap_sm_share with normal (high-throughput) kernels, 1 with low-latency ones, which
     // overlap through receive hooks without holding SMs (DeepEP docs/legacy.md).
     [[nodiscard]] double overlapComputeShare() const
     {
         return m_mode == KernelMode::high_throughput ? m_cal.overlap_sm_share : 1.0;
+    }
+    // The share of each stage's shorter side that two-batch overlap hides: the calibration's
+    // ll_overlap_efficiency with low-latency kernels; 1 with normal ones, whose cost is the SMs
+    // they hold (overlapComputeShare).
+    [[nodiscard]] double overlapHidden() const
+    {
+        return m_mode == KernelMode::low_latency ? m_cal.ll_overlap_efficiency : 1.0;
     }
 
 private:

@@ -253,9 +253,10 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         if (tbo) {
             const double share = overlapComputeShare();
             const double attention = (attnLayerHalf + syncLayerHalf + ovHalf.per_layer + ovHalf.per_moe_layer) / minSpeed / share;
-            layerTime = twoBatchLayerUs(attention, slowestHalf / share, dispatch.half_time_us, combine.half_time_us);
+            const double hidden = overlapHidden();
+            layerTime = twoBatchLayerUs(attention, slowestHalf / share, dispatch.half_time_us, combine.half_time_us, hidden);
             balancedLayer = twoBatchLayerUs(attention, workHalf / speedSum / share, dispatch.half_time_us,
-                                            combine.half_time_us);
+                                            combine.half_time_us, hidden);
             overheadUs += 2.0 * (ovHalf.per_layer + ovHalf.per_moe_layer);
             syncUs += 2.0 * syncLayerHalf;
         } else {

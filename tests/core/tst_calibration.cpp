@@ -32,6 +32,7 @@ void compareCalibrations(const Calibration& got, const Calibration& want)
     QCOMPARE(got.combine_floor_us, want.combine_floor_us);
     QCOMPARE(got.ll_message_us, want.ll_message_us);
     QCOMPARE(got.overlap_sm_share, want.overlap_sm_share);
+    QCOMPARE(got.ll_overlap_efficiency, want.ll_overlap_efficiency);
     QCOMPARE(got.gemm_efficiency, want.gemm_efficiency);
     QCOMPARE(got.gemm_tile_tokens, want.gemm_tile_tokens);
     QCOMPARE(got.gemm_launch_us, want.gemm_launch_us);
@@ -55,6 +56,7 @@ Calibration oddBase()
     c.combine_floor_us = 2.5;
     c.ll_message_us = 3.5;
     c.overlap_sm_share = 0.17;
+    c.ll_overlap_efficiency = 0.19;
     c.gemm_efficiency = 0.14;
     c.gemm_tile_tokens = 7;
     c.gemm_launch_us = 4.5;

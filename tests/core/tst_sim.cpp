@@ -946,6 +946,11 @@ void TestSim::twoBatchOverlapStageByStage()
     // combine is short: 3 + 3 + 3 + 1 = 10, not max(2 (3 + 1), 2 (3 + 1)) = 8.
     QCOMPARE(Simulator::twoBatchLayerUs(3, 1, 3, 1), 10.0);
     QCOMPARE(Simulator::twoBatchLayerUs(1, 3, 3, 1), 1.0 + 3.0 + 3.0 + 3.0);  // combine B hides behind attention A
+    // Half of each stage's shorter side hidden: (3 + 0.5) + (3 + 1.5) + (3 + 0.5) + (1 + 0.5); none
+    // hidden: the two half batches one after the other, every term twice.
+    QCOMPARE(Simulator::twoBatchLayerUs(3, 1, 3, 1, 0.5), 13.0);
+    QCOMPARE(Simulator::twoBatchLayerUs(3, 1, 3, 1, 0.0), 2.0 * (3 + 1 + 3 + 1));
+    QCOMPARE(Simulator::twoBatchLayerUs(3, 1, 3, 1, 1.0), Simulator::twoBatchLayerUs(3, 1, 3, 1));
 
     // Normal kernels hold SMs: with less of them left to compute a compute-bound prefill layer
     // stretches in proportion; decode's low-latency kernels hold none, so the share is ignored.
