@@ -12,6 +12,7 @@
 #include "common/diagnostics.h"
 #include "scenario/scenario_yaml.h"
 #include "run/fidelity_e2e.h"
+#include "run/fidelity_lopo.h"
 #include "sim/fidelity.h"
 #include "sim/scenario_run.h"
 #include "sim/simulator.h"
@@ -322,6 +323,12 @@ int benchFidelity(const Args& args)
                   << fixed(100 * wn.first, 1) << "% (target " << fixed(100 * (key.first == "end-to-end" ? kEndToEndTarget : kCommunicationTarget), 0)
                   << "%)\n";
     std::cout << (met ? "every target met\n" : "a target is missed (see the points above)\n");
+    // Leave one publication out: its values chosen again without it, its points predicted.
+    std::cout << "\nleave one publication out (worst |error| of its points: with the defaults -> chosen without it)\n";
+    for (const LopoFold& f : leaveOnePublicationOut(points, samplesDir() + "/models")) {
+        std::cout << "  " << f.publication << ", " << f.points << " points: " << fixed(100 * f.in_sample, 1) << "% -> "
+                  << fixed(100 * f.left_out, 1) << "%\n    chosen again: " << f.refit << "\n";
+    }
     return met ? 0 : 1;
 }
 

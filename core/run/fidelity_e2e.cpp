@@ -87,13 +87,18 @@ std::string scenarioText(const Deployment& d, const std::string& modelPath)
 
 }  // namespace
 
-std::vector<FidelityPoint> runEndToEndFidelity(const std::string& modelsDir, int steps)
+std::vector<FidelityPoint> runEndToEndFidelity(const std::string& modelsDir, int steps, const FidelityCalibrations& cals)
 {
     const std::string model = modelsDir + "/deepseek-r1.yaml";
+    auto run = [&](const Scenario& s) {
+        SourceOptions options;
+        options.calibration = cals.of(s.topology.gpu.arch);
+        return runScenario(s, steps, options);
+    };
     std::vector<FidelityPoint> points;
     for (const Deployment& d : kDeployments) {
         const Scenario s = loadScenarioText(scenarioText(d, model), modelsDir + "/" + d.name + ".yaml");
-        const RunResult r = runScenario(s, steps);
+        const RunResult r = run(s);
         FidelityPoint p;
         p.name = d.name;
         p.measured = d.measured;
@@ -108,9 +113,9 @@ std::vector<FidelityPoint> runEndToEndFidelity(const std::string& modelsDir, int
     for (const OverlapGain& g : kOverlapGains) {
         Deployment d = kDeployments[0];
         d.tokens_per_gpu = g.tokens_per_gpu;
-        const RunResult with = runScenario(loadScenarioText(scenarioText(d, model), modelsDir + "/" + g.name + ".yaml"), steps);
+        const RunResult with = run(loadScenarioText(scenarioText(d, model), modelsDir + "/" + g.name + ".yaml"));
         d.overlap = "none";
-        const RunResult without = runScenario(loadScenarioText(scenarioText(d, model), modelsDir + "/" + g.name + ".yaml"), steps);
+        const RunResult without = run(loadScenarioText(scenarioText(d, model), modelsDir + "/" + g.name + ".yaml"));
         FidelityPoint p;
         p.name = g.name;
         p.measured = g.measured;

@@ -17,7 +17,9 @@ inline constexpr double kEndToEndTarget = 0.30;
 // The communication target: |error| at most 25% on every point.
 inline constexpr double kCommunicationTarget = 0.25;
 
-// Runs every end-to-end point with the models of `modelsDir` (samples/models) for `steps` steps.
-std::vector<FidelityPoint> runEndToEndFidelity(const std::string& modelsDir, int steps = 5);
+// Runs every end-to-end point with the models of `modelsDir` (samples/models) for `steps` steps,
+// with the calibrations given (every deployment here is Hopper).
+std::vector<FidelityPoint> runEndToEndFidelity(const std::string& modelsDir, int steps = 5,
+                                               const FidelityCalibrations& calibrations = {});
 
 }  // namespace moex

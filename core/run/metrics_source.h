@@ -9,7 +9,10 @@
 #include "scenario/scenario.h"
 #include "workload/routing_sample.h"
 
+#include "sim/calibration.h"
+
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace moex {
@@ -44,6 +47,7 @@ public:
 struct SourceOptions {
     long long seed = -1;              // routing seed override (-1: the scenario's)
     std::string calibration_file;     // sim: calibration override ("" = the scenario's)
+    std::optional<Calibration> calibration;  // sim: this calibration as it is (before calibration_file)
     // sim: the routing source to step (rewound by configure) instead of making the scenario's, e.g.
     // resolvePlacementAndRouting's; the seed override does not apply to it.
     std::shared_ptr<RoutingSource> routing;

@@ -21,7 +21,8 @@ public:
 
     void configure(const Scenario& scenario, const Placement& placement) override
     {
-        const Calibration cal = resolveCalibration(scenario, m_options.calibration_file);
+        const Calibration cal = m_options.calibration ? *m_options.calibration
+                                                      : resolveCalibration(scenario, m_options.calibration_file);
         std::shared_ptr<RoutingSource> routing = m_options.routing;
         const bool own = !routing;
         if (own && m_routing && m_routingScenario && sameRouting(*m_routingScenario, scenario))

@@ -101,7 +101,7 @@ double hitTokens(const RoutingSample& r, int src, int firstGpu, int numGpus, int
     return T * (1.0 - notHit);
 }
 
-Phases simulate(const Setup& setup)
+Phases simulate(const Setup& setup, const FidelityCalibrations& cals)
 {
     Scenario s;
     s.name = "fidelity";
@@ -122,7 +122,7 @@ Phases simulate(const Setup& setup)
     s.a2a_kernel = setup.kernel;
     const int G = s.topology.numGpus();
     const Placement p = contiguousPlacement(s.model.routed_experts, G, 1);
-    Calibration cal = defaultCalibration(s.topology.gpu.arch);
+    Calibration cal = cals.of(s.topology.gpu.arch);
     cal.activation_reserve_gb = 0;
     Simulator sim(s, p, cal);
     sim.setKernelMode(setup.mode);
@@ -173,7 +173,7 @@ Topology hgx(const char* key, int nodes)
 
 }  // namespace
 
-std::vector<FidelityPoint> runFidelity()
+std::vector<FidelityPoint> runFidelity(const FidelityCalibrations& cals)
 {
     std::vector<FidelityPoint> points;
     const std::string deepep = "DeepEP docs/legacy.md (H800 + CX7, 4096 tokens, FP8 dispatch, BF16 combine)";
@@ -182,7 +182,7 @@ std::vector<FidelityPoint> runFidelity()
     // DeepEP normal kernels, intranode EP8: NVLink bandwidth as DeepEP reports it (bytes received
     // over NVLink per GPU / kernel time).
     {
-        const Phases ph = simulate({hgx("hgx-h800", 1), 1, 1, 4096, DType::fp8, DType::bf16, KernelMode::high_throughput});
+        const Phases ph = simulate({hgx("hgx-h800", 1), 1, 1, 4096, DType::fp8, DType::bf16, KernelMode::high_throughput}, cals);
         // DeepEP counts FP8 dispatch at 1 + 4/128 bytes per element and BF16 combine at 2.
         const double dispatchBytes = ph.deepep_nvl_tokens_per_gpu * 7168 * (1.0 + 4.0 / 128.0);
         const double combineBytes = ph.deepep_nvl_tokens_per_gpu * 7168 * 2.0;
@@ -197,7 +197,7 @@ std::vector<FidelityPoint> runFidelity()
     for (const auto& x : internode) {
         const int nodes = x.ep / 8;
         const Phases ph = simulate({hgx("hgx-h800", nodes), nodes, std::min(nodes, 4), 4096, DType::fp8, DType::bf16,
-                                    KernelMode::high_throughput});
+                                    KernelMode::high_throughput}, cals);
         const std::string ep = "ep" + std::to_string(x.ep);
         const double dispatchBytes = ph.deepep_rdma_tokens_per_gpu * 7168 * (1.0 + 4.0 / 128.0);
         const double combineBytes = ph.deepep_rdma_tokens_per_gpu * 7168 * 2.0;
@@ -213,9 +213,9 @@ std::vector<FidelityPoint> runFidelity()
         const auto oneSided = [](int gpus, int tokens) {
             return Setup{nvlDomain(gpus), 1, 1, tokens, DType::bf16, DType::bf16, KernelMode::low_latency, A2AKernel::one_sided};
         };
-        const Phases ep8 = simulate(oneSided(8, 2048));
-        const Phases ep64 = simulate(oneSided(64, 2048));
-        const Phases small = simulate(oneSided(8, 32));
+        const Phases ep8 = simulate(oneSided(8, 2048), cals);
+        const Phases ep64 = simulate(oneSided(64, 2048), cals);
+        const Phases small = simulate(oneSided(8, 32), cals);
         points.push_back({"gb200-a2a-ep8-2048-dispatch", 312, ep8.dispatch_us, "us", trtllm});
         points.push_back({"gb200-a2a-ep8-2048-combine", 323, ep8.combine_us, "us", trtllm});
         points.push_back({"gb200-a2a-ep64-2048-dispatch", 399, ep64.dispatch_us, "us", trtllm});
@@ -236,7 +236,7 @@ std::vector<FidelityPoint> runFidelity()
         for (const auto& x : lowLatency) {
             const int nodes = x.ep / 8;
             const Phases ph = simulate({hgx("hgx-h800", nodes), 1, 1, 128, DType::fp8, DType::bf16, KernelMode::low_latency,
-                                        A2AKernel::deepep});
+                                        A2AKernel::deepep}, cals);
             const std::string ep = "deepep-ll-ep" + std::to_string(x.ep);
             points.push_back({ep + "-dispatch", x.dispatch, ph.dispatch_us, "us", ll, "fit"});
             points.push_back({ep + "-combine", x.combine, ph.combine_us, "us", ll, "check"});
@@ -249,7 +249,7 @@ std::vector<FidelityPoint> runFidelity()
         s.topology = hgx("hgx-h100", 1);
         const int G = s.topology.numGpus();
         const Placement p = contiguousPlacement(s.model.routed_experts, G, 1);
-        Simulator sim(s, p, defaultCalibration(s.topology.gpu.arch));
+        Simulator sim(s, p, cals.of(s.topology.gpu.arch));
         sim.setKernelMode(KernelMode::low_latency);
         const double perGpu = 1024.0 * 1024 * 1024;  // 1 GiB per rank, as nccl-tests' large sizes
         std::vector<double> pairs(static_cast<std::size_t>(G) * G, perGpu / G);

@@ -4,6 +4,8 @@
 //   moex-cli bench fidelity [--json OUT]
 #pragma once
 
+#include "sim/calibration.h"
+
 #include <string>
 #include <vector>
 
@@ -26,6 +28,13 @@ struct FidelityPoint {
     [[nodiscard]] double error() const { return measured != 0 ? (predicted - measured) / measured : 0.0; }
 };
 
-std::vector<FidelityPoint> runFidelity();
+// The calibrations the points are predicted with: one per generation the bench covers.
+struct FidelityCalibrations {
+    Calibration hopper = defaultCalibration(GpuArch::hopper);
+    Calibration blackwell = defaultCalibration(GpuArch::blackwell);
+    [[nodiscard]] const Calibration& of(GpuArch arch) const { return arch == GpuArch::blackwell ? blackwell : hopper; }
+};
+
+std::vector<FidelityPoint> runFidelity(const FidelityCalibrations& calibrations = {});
 
 }  // namespace moex

@@ -4,6 +4,7 @@
 // target except where the point names the term that bounds it, and never beyond 40%.
 #ifndef Q_MOC_RUN  // moc of Qt 6.4 cannot parse C++20 standard headers
 #include "run/fidelity_e2e.h"
+#include "run/fidelity_lopo.h"
 #endif
 
 #include <QtTest>
@@ -17,6 +18,7 @@ class TestFidelityE2e : public QObject {
     Q_OBJECT
 private slots:
     void pointsAsPublished();
+    void leaveOnePublicationOut();
 };
 
 void TestFidelityE2e::pointsAsPublished()
@@ -69,6 +71,39 @@ void TestFidelityE2e::pointsAsPublished()
         else
             QVERIFY2(std::abs(p.error()) > kEndToEndTarget, qPrintable(what + QStringLiteral(": names a bound but meets the target")));
     }
+}
+
+void TestFidelityE2e::leaveOnePublicationOut()
+{
+    // Three publications' points: DeepEP's intranode pair and NCCL's all-to-all share Hopper's
+    // nvlink_efficiency; TensorRT-LLM's two small-batch points set Blackwell's floors alone.
+    std::vector<FidelityPoint> points;
+    for (FidelityPoint& p : runFidelity())
+        if (p.name.rfind("deepep-intranode-", 0) == 0 || p.name.rfind("nccl-", 0) == 0 || p.name.find("-floor") != std::string::npos)
+            points.push_back(std::move(p));
+    QCOMPARE(points.size(), std::size_t(5));
+    const auto folds = moex::leaveOnePublicationOut(points, MOEX_SOURCE_DIR "/samples/models", 1);
+    QCOMPARE(folds.size(), std::size_t(3));
+    QCOMPARE(folds[0].publication, std::string("DeepEP docs/legacy.md"));
+    QCOMPARE(folds[1].publication, std::string("TensorRT-LLM tech blog 18"));
+    QCOMPARE(folds[2].publication, std::string("NVIDIA/nccl-tests#212"));
+    // Without DeepEP, nvlink_efficiency is refitted on NCCL's point alone (and ll_message_us, chosen
+    // on DeepEP only, returns to 0); DeepEP's points are then predicted worse than with the default.
+    QVERIFY2(QString::fromStdString(folds[0].refit).contains(QStringLiteral("hopper nvlink_efficiency"))
+                 && QString::fromStdString(folds[0].refit).contains(QStringLiteral("refit on 1 point)"))
+                 && QString::fromStdString(folds[0].refit).contains(QStringLiteral("ll_message_us 0 (prior)")),
+             folds[0].refit.c_str());
+    QCOMPARE(folds[0].points, 2);
+    QVERIFY(folds[0].left_out > folds[0].in_sample);
+    // Without TensorRT-LLM the floors return to the struct's 20 / 30 us: the measured 19 / 31 us
+    // are then off by 1/19 and 1/31; in sample they are read off the measurement (0%).
+    QCOMPARE(folds[1].points, 2);
+    QVERIFY(folds[1].in_sample < 1e-9);
+    QVERIFY2(std::abs(folds[1].left_out - 1.0 / 19.0) < 1e-6, qPrintable(QString::number(folds[1].left_out)));
+    // Without NCCL, nvlink_efficiency comes from DeepEP's two intranode points alone.
+    QVERIFY2(QString::fromStdString(folds[2].refit).contains(QStringLiteral("refit on 2 points")), folds[2].refit.c_str());
+    QCOMPARE(folds[2].points, 1);
+    QVERIFY(folds[2].left_out > folds[2].in_sample);
 }
 
 QTEST_MAIN(TestFidelityE2e)
