@@ -115,6 +115,12 @@ void Simulator::setSpeeds(const GpuSpeeds& speeds)
         m_speed[static_cast<std::size_t>(g)] = speeds.of(g);
         m_invSpeed[static_cast<std::size_t>(g)] = 1.0 / m_speed[static_cast<std::size_t>(g)];
     }
+    m_minSpeed = 1e9;
+    m_speedSum = 0;
+    for (const double v : m_speed) {
+        m_minSpeed = std::min(m_minSpeed, v);
+        m_speedSum += v;
+    }
 }
 
 const char* Simulator::routeKernelName()
@@ -292,37 +298,20 @@ double Simulator::layerTimeUs(const RoutingSample& r, int layer)
     const double tokens = m_memory.tokens;
     const bool tbo = m_scenario.overlap == Overlap::two_batch;
     routeLayer(r, layer, tokens);
-    const LayerComm comm = communicate(tokens, false);
-    const LayerPlan& plan = m_plans[static_cast<std::size_t>(layer)];
-    const double sharedLayer = m_compute.sharedAndRouterUs(tokens);
-    const double sharedLayerHalf = m_compute.sharedAndRouterUs(tokens / 2.0);
-    double slowest = 0, slowestHalf = 0, minSpeed = 1e9;
-    m_compute.expertSlotsUs(m_slotTokens.data(), plan.slot_expert.size(), m_slotUs.data(), tbo ? m_slotUsHalf.data() : nullptr);
-    for (int g = 0; g < G; ++g) {
-        double full = 0, half = 0, pairs = 0;
-        const int end = plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1];
-        for (int s = plan.gpu_slot_begin[static_cast<std::size_t>(g)]; s < end; ++s) {
-            pairs += m_slotTokens[static_cast<std::size_t>(s)];
-            full += m_slotUs[static_cast<std::size_t>(s)];
-            half += m_slotUsHalf[static_cast<std::size_t>(s)];  // stays 0 without two-batch overlap
-        }
-        const double inv = m_invSpeed[static_cast<std::size_t>(g)];
-        minSpeed = std::min(minSpeed, m_speed[static_cast<std::size_t>(g)]);
-        full += sharedLayer + m_compute.activationUs(pairs);
-        half += tbo ? sharedLayerHalf + m_compute.activationUs(0.5 * pairs) : 0.0;
-        slowest = std::max(slowest, full * inv);
-        slowestHalf = std::max(slowestHalf, half * inv);
-    }
-    if (!tbo)
-        return comm.dispatch.time_us + slowest + comm.combine.time_us + overheads(tokens).per_moe_layer / minSpeed;
+    LayerComm comm = communicate(tokens, false);
+    const LayerCompute c = computeLayer(layer, tokens, tbo);
+    if (m_compute.cpu())
+        comm = hostExchange(tokens);
     const Workload& w = m_scenario.workload;
     const MixerKind mixer = m_moeMixer[static_cast<std::size_t>(layer)];
-    const double attnLayerHalf = m_compute.mixerUs(mixer, tokens / 2.0, w.context_tokens, w.phase);
-    const double syncHalf = mixer == MixerKind::attention ? dpSyncShare(tokens / 2.0) * attnLayerHalf : 0.0;
-    const OverheadTimes ovHalf = overheads(tokens / 2.0);
-    const double share = overlapComputeShare();
-    return twoBatchLayerUs((attnLayerHalf + syncHalf + ovHalf.per_layer + ovHalf.per_moe_layer) / minSpeed / share,
-                           slowestHalf / share, comm.dispatch.half_time_us, comm.combine.half_time_us, overlapHidden());
+    double attentionHalf = 0;
+    if (tbo) {
+        const double attnLayerHalf = m_compute.mixerUs(mixer, tokens / 2.0, w.context_tokens, w.phase);
+        const double syncHalf = mixer == MixerKind::attention ? dpSyncShare(tokens / 2.0) * attnLayerHalf : 0.0;
+        const OverheadTimes ovHalf = overheads(tokens / 2.0);
+        attentionHalf = (attnLayerHalf + syncHalf + ovHalf.per_layer + ovHalf.per_moe_layer) / m_minSpeed / overlapComputeShare();
+    }
+    return layerTimes(c, comm, tbo, attentionHalf, tbo ? 0.0 : overheads(tokens).per_moe_layer / m_minSpeed).time;
 }
 
 double Simulator::twoBatchLayerUs(double attentionHalf, double expertsHalf, double dispatchHalf, double combineHalf,

@@ -170,6 +170,32 @@ private:
     // The CPU engine's exchange on host-cpu (GpuArch::cpu): phase times from the bytes each rank
     // copies; needs m_gpuPairs of the layer.
     LayerComm hostExchange(double tokensPerGpu);
+    // One MoE layer's expert compute on every GPU after routeLayer (docs/MODEL.md section 4): each
+    // slot by roofline, plus the shared experts and router for the GPU's own tokens and the
+    // activation over its pairs, over its speed (CPU ranks: their workers, and cores shared where
+    // ranks outnumber them). Fills m_gpuCompute, m_gpuComputeHalf (with `halves`) and m_gpuPairs.
+    struct LayerCompute {
+        double slowest = 0, slowest_half = 0;  // the slowest GPU, after its speed
+        int slowest_gpu = 0;
+        double work = 0, work_half = 0;        // every GPU's expert work at speed 1 (the balanced floor's)
+        double load_sum = 0, load_max = 0;     // token-expert pairs
+    };
+    LayerCompute computeLayer(int layer, double tokensPerGpu, bool halves);
+    // The layer's time and its balanced floor (docs/MODEL.md section 5): without overlap dispatch +
+    // slowest GPU + combine + `routingUs`; under two-batch overlap its four stages, with the
+    // compute stream's attention stage `attentionHalfUs` (over speed and SM share already).
+    struct LayerTimes {
+        double time = 0, balanced = 0;
+    };
+    [[nodiscard]] LayerTimes layerTimes(const LayerCompute& c, const LayerComm& comm, bool tbo, double attentionHalfUs,
+                                        double routingUs) const;
+    // The layer's loads into `lm` (gpu_load, and expert_load scaled to the batch run; rounded with
+    // their sums kept) and each GPU's pairs into `out`.
+    void recordLoads(const RoutingSample& r, double tokensPerGpu, LayerMetrics& lm, StepMetrics& out);
+    // After the layers: the GPU x GPU traffic of the step; each GPU's idle time and power, the
+    // system's; the per-link view.
+    void addTraffic(StepMetrics& out) const;
+    void addPowerAndLinks(StepMetrics& out, double aroundFullSpeedUs);
     // One NVLink domain: GPU g's bytes this layer on its two NVLink ports. Dispatch puts the
     // tokens it sends on nvOut(g) and those it receives on nvIn(g); combine the reverse.
     struct NvlinkBytes {
@@ -197,6 +223,8 @@ private:
     std::vector<LayerPlan> m_plans;
     std::vector<double> m_speed;       // [gpu] m_scenario.speeds.of(gpu), read in every layer
     std::vector<double> m_invSpeed;    // [gpu] 1 / m_speed: a layer's times scale by it (no division per GPU per layer)
+    double m_minSpeed = 1;             // the slowest GPU's speed: it sets the pace of attention
+    double m_speedSum = 1;             // the balanced floor spreads work over all speeds
     std::vector<double> m_invPortRate;  // [port] microseconds per byte (1 / portRate), 0 if it cannot carry any
     std::vector<std::pair<int, int>> m_gpuPorts;  // (port, owner GPU) of the ports in a GPU's own phase time
 

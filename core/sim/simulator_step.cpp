@@ -101,22 +101,16 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     out.source = "sim";
 
     const Workload& w = m_scenario.workload;
-    const ModelSpec& model = m_scenario.model;
-    const GpuSpec& gpu = m_scenario.topology.gpu;
     const bool tbo = m_scenario.overlap == Overlap::two_batch;
 
     // 5.7 Memory (memoryBudget): the KV cache left after weights bounds the decode batch.
-    const std::vector<double>& weightsPerGpu = m_weightsPerGpu;
     const MemoryBudget& mb = m_memory;
     const double reserve = m_cal.activation_reserve_gb * 1e9;
-    const double kvPerSeq = mb.kv_per_sequence;
-    const std::int64_t usersPerGpu = mb.users_per_gpu;
     const double tokens = mb.tokens;
-    const bool memoryLimited = mb.limited;
     const double sequences = w.phase == Phase::decode ? tokens : 1.0;
     for (int g = 0; g < G; ++g) {
         GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
-        gm.hbm_used_gb = (weightsPerGpu[static_cast<std::size_t>(g)] + reserve + sequences * kvPerSeq) / 1e9;
+        gm.hbm_used_gb = (m_weightsPerGpu[static_cast<std::size_t>(g)] + reserve + sequences * mb.kv_per_sequence) / 1e9;
         gm.speed = m_speed[static_cast<std::size_t>(g)];
         gm.tokens = static_cast<std::int64_t>(tokens);
     }
@@ -125,15 +119,11 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     std::fill(m_stragglerCount.begin(), m_stragglerCount.end(), 0);
     std::fill(m_sentSum.begin(), m_sentSum.end(), 0.0f);
 
-    double minSpeed = 1e9;
-    for (int g = 0; g < G; ++g)
-        minSpeed = std::min(minSpeed, m_speed[static_cast<std::size_t>(g)]);
     // 5.6 Attention per layer (data-parallel attention: every GPU runs its own tokens); layers
     // are synchronous, so the slowest GPU's attention sets the pace.
+    const double minSpeed = m_minSpeed;
     const MixerTimes mixers = m_compute.mixerTimes(tokens, w.context_tokens, w.phase);
     double moeAttention = 0;  // the MoE layers' mixers, at full speed
-    const double sharedLayer = m_compute.sharedAndRouterUs(tokens);
-    const double sharedLayerHalf = m_compute.sharedAndRouterUs(tokens / 2.0);
     // The small kernels (norms, top-k, quantisation, sampling) and the data-parallel attention
     // wait: full-attention layers wait for the rank whose batch holds the most context
     // (docs/MODEL.md section 9).
@@ -145,140 +135,54 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
 
     StepTotals& sum = out.summary;
     double moeTime = 0, balancedTime = 0, imbalanceSum = 0;
-    double speedSum = 0;
-    for (int g = 0; g < G; ++g)
-        speedSum += m_speed[static_cast<std::size_t>(g)];
     for (int l = 0; l < L; ++l) {
         routeLayer(r, l, tokens);
         LayerComm comm = communicate(tokens, true);
-        const LayerPlan& plan = m_plans[static_cast<std::size_t>(l)];
         LayerMetrics& lm = out.layers[static_cast<std::size_t>(l)];
-        lm.layer = model.moe_layers[static_cast<std::size_t>(l)];
-        const double attnLayer = mixers.of(m_moeMixer[static_cast<std::size_t>(l)]);
-        const double attnLayerHalf = mixers.halfOf(m_moeMixer[static_cast<std::size_t>(l)]);
-        const bool fullAttention = m_moeMixer[static_cast<std::size_t>(l)] == MixerKind::attention;
+        lm.layer = m_scenario.model.moe_layers[static_cast<std::size_t>(l)];
+        const MixerKind mixer = m_moeMixer[static_cast<std::size_t>(l)];
+        const double attnLayer = mixers.of(mixer);
+        const double attnLayerHalf = mixers.halfOf(mixer);
+        const bool fullAttention = mixer == MixerKind::attention;
         const double syncLayer = fullAttention ? syncShare * attnLayer : 0.0;
         const double syncLayerHalf = fullAttention ? syncShareHalf * attnLayerHalf : 0.0;
         moeAttention += attnLayer;
 
-        // 5.4 Expert compute per GPU: each slot by roofline with tile quantisation, plus shared
-        // experts and router for the GPU's own tokens, divided by the GPU's speed.
-        double slowest = 0, slowestHalf = 0, loadSum = 0, loadMax = 0, work = 0, workHalf = 0;
-        int slowestGpu = 0;
-        m_compute.expertSlotsUs(m_slotTokens.data(), plan.slot_expert.size(), m_slotUs.data(), tbo ? m_slotUsHalf.data() : nullptr);
-        for (int g = 0; g < G; ++g) {
-            double full = 0, half = 0, pairs = 0;
-            const int first = plan.gpu_slot_begin[static_cast<std::size_t>(g)], end = plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1];
-            for (int s = first; s < end; ++s) {
-                pairs += m_slotTokens[static_cast<std::size_t>(s)];
-                full += m_slotUs[static_cast<std::size_t>(s)];
-                half += m_slotUsHalf[static_cast<std::size_t>(s)];  // stays 0 without two-batch overlap
-            }
-            if (m_compute.cpu()) {
-                // A CPU rank's workers take its slots in turn (slot j to worker j mod w), as the
-                // engine does: the busiest worker sets the rank's expert time.
-                const int workers = m_compute.cpuWorkers(end - first);
-                full = 0;
-                for (int k = 0; k < workers; ++k) {
-                    double sumK = 0;
-                    for (int s = first + k; s < end; s += workers)
-                        sumK += m_slotUs[static_cast<std::size_t>(s)];
-                    full = std::max(full, sumK);
-                }
-                half = 0.5 * full;
-            }
-            const double inv = m_invSpeed[static_cast<std::size_t>(g)];
-            // The activation between the GEMMs runs over the GPU's own pairs (0 on CPU ranks).
-            full += sharedLayer + m_compute.activationUs(pairs);
-            half += tbo ? sharedLayerHalf + m_compute.activationUs(0.5 * pairs) : 0.0;
-            work += full;  // at speed 1
-            workHalf += half;
-            full *= inv;
-            half *= inv;
-            m_gpuCompute[static_cast<std::size_t>(g)] = full;
-            m_gpuComputeHalf[static_cast<std::size_t>(g)] = half;
-            m_gpuPairs[static_cast<std::size_t>(g)] = pairs;
-            loadSum += pairs;
-            loadMax = std::max(loadMax, pairs);
-            if (full > slowest) {
-                slowest = full;
-                slowestGpu = g;
-            }
-            slowestHalf = std::max(slowestHalf, half);
-        }
-        if (m_compute.cpu() && m_compute.cpuShare() > 1) {
-            // More CPU ranks than cores: the ranks' threads share the cores, and a rank that is done
-            // leaves its core to the others, so the layer's experts end when the busiest rank's own
-            // work is done or when the cores have done everyone's, whichever is later.
-            double allRanks = 0, most = 0;
-            for (int g = 0; g < G; ++g) {
-                allRanks += m_gpuCompute[static_cast<std::size_t>(g)];
-                most = std::max(most, m_gpuCompute[static_cast<std::size_t>(g)]);
-            }
-            const double end = std::max(most, allRanks / std::max(1, m_compute.cpuCores()));
-            for (int g = 0; g < G; ++g) {
-                double& c = m_gpuCompute[static_cast<std::size_t>(g)];
-                c = std::min(end, c * m_compute.cpuShare());
-                m_gpuComputeHalf[static_cast<std::size_t>(g)] = 0.5 * c;
-            }
-            slowest = end;
-            slowestHalf = 0.5 * end;
-        }
-        ++m_stragglerCount[static_cast<std::size_t>(slowestGpu)];
-        roundPreservingSum(m_gpuPairs.data(), lm.gpu_load.data(), m_gpuPairs.size(), m_roundScratch);
-        for (int g = 0; g < G; ++g)
-            out.gpus[static_cast<std::size_t>(g)].expert_pairs += lm.gpu_load[static_cast<std::size_t>(g)];
-        if (tokens == r.tokens_per_gpu) {
-            std::copy(m_expertTotals.begin(), m_expertTotals.end(), lm.expert_load.begin());
-        } else {
-            const double scale = r.tokens_per_gpu > 0 ? tokens / r.tokens_per_gpu : 0.0;
-            for (int e = 0; e < E; ++e)
-                m_expertScaled[static_cast<std::size_t>(e)] = m_expertTotals[static_cast<std::size_t>(e)] * scale;
-            roundPreservingSum(m_expertScaled.data(), lm.expert_load.data(), m_expertScaled.size(), m_roundScratch);
-        }
-
+        // 5.4 Expert compute per GPU.
+        const LayerCompute c = computeLayer(l, tokens, tbo);
+        ++m_stragglerCount[static_cast<std::size_t>(c.slowest_gpu)];
+        recordLoads(r, tokens, lm, out);
         if (m_compute.cpu())
             comm = hostExchange(tokens);
-        const PhaseResult& dispatch = comm.dispatch;
-        const PhaseResult& combine = comm.combine;
 
-        // 5.5 Layer time: synchronous layers, the slowest GPU sets the pace. Two-batch overlap
-        // hides one micro-batch's communication behind the other's attention and expert compute,
-        // stage by stage (twoBatchLayerUs), compute on the SMs the communication kernels leave.
-        // The balanced floor: every GPU finishes the layer's expert work together.
-        // The small kernels before the dispatch and the norms sit on the compute stream with
-        // the attention: under two-batch overlap in its stage, otherwise the routing kernels in the
+        // 5.5 Layer time: synchronous layers, the slowest GPU sets the pace; two-batch overlap
+        // hides one micro-batch's communication behind the other's compute, stage by stage. The
+        // small kernels before the dispatch and the norms sit on the compute stream with the
+        // attention: under two-batch overlap in its stage, otherwise the routing kernels in the
         // MoE layer and the norms beside the attention.
-        double layerTime = 0, balancedLayer = 0;
+        const double attentionHalf = (attnLayerHalf + syncLayerHalf + ovHalf.per_layer + ovHalf.per_moe_layer) / minSpeed
+                                     / overlapComputeShare();
+        const LayerTimes t = layerTimes(c, comm, tbo, attentionHalf, ov.per_moe_layer / minSpeed);
         if (tbo) {
-            const double share = overlapComputeShare();
-            const double attention = (attnLayerHalf + syncLayerHalf + ovHalf.per_layer + ovHalf.per_moe_layer) / minSpeed / share;
-            const double hidden = overlapHidden();
-            layerTime = twoBatchLayerUs(attention, slowestHalf / share, dispatch.half_time_us, combine.half_time_us, hidden);
-            balancedLayer = twoBatchLayerUs(attention, workHalf / speedSum / share, dispatch.half_time_us,
-                                            combine.half_time_us, hidden);
             overheadUs += 2.0 * (ovHalf.per_layer + ovHalf.per_moe_layer);
             syncUs += 2.0 * syncLayerHalf;
         } else {
-            const double routing = ov.per_moe_layer / minSpeed;
-            layerTime = dispatch.time_us + slowest + combine.time_us + routing;
-            balancedLayer = dispatch.time_us + work / speedSum + combine.time_us + routing;
             overheadUs += ov.per_layer + ov.per_moe_layer;
             syncUs += syncLayer;
         }
         const double besideLayer = tbo ? 0.0 : (attnLayer + syncLayer + ov.per_layer) / minSpeed;
-        lm.time_us = layerTime;
-        lm.dispatch_us = dispatch.time_us;
-        lm.combine_us = combine.time_us;
-        lm.compute_us = slowest;
-        lm.slowest_gpu = slowestGpu;
-        lm.imbalance = loadSum > 0 ? loadMax / (loadSum / G) : 1.0;
+        lm.time_us = t.time;
+        lm.dispatch_us = comm.dispatch.time_us;
+        lm.combine_us = comm.combine.time_us;
+        lm.compute_us = c.slowest;
+        lm.slowest_gpu = c.slowest_gpu;
+        lm.imbalance = c.load_sum > 0 ? c.load_max / (c.load_sum / G) : 1.0;
         imbalanceSum += lm.imbalance;
-        moeTime += layerTime + besideLayer;
-        balancedTime += balancedLayer + besideLayer;
-        sum.dispatch_us += dispatch.time_us;
-        sum.combine_us += combine.time_us;
-        sum.expert_compute_us += slowest;
+        moeTime += t.time + besideLayer;
+        balancedTime += t.balanced + besideLayer;
+        sum.dispatch_us += comm.dispatch.time_us;
+        sum.combine_us += comm.combine.time_us;
+        sum.expert_compute_us += c.slowest;
 
         for (int g = 0; g < G; ++g) {
             GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
@@ -292,21 +196,11 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
                                                           : own + m_gpuCompute[static_cast<std::size_t>(g)] + attn;
         }
     }
+    addTraffic(out);
 
-    // GPU x GPU traffic over the step: dispatch src -> dst, combine dst -> src.
-    {
-        const double bd = dispatchBytesPerToken(), bc = combineBytesPerToken();
-        for (int s = 0; s < G; ++s)
-            for (int d = 0; d < G; ++d) {
-                const double t = m_sentSum[detail::notSentIndex(s, d, G)];
-                out.traffic[static_cast<std::size_t>(s) * G + d] += t * bd;
-                out.traffic[static_cast<std::size_t>(d) * G + s] += t * bc;
-            }
-    }
-
-    // 5.6 Around the MoE layers: attention + FFN of the dense layers, and the LM head.
-    // At full speed; the slowest GPU sets the step, each GPU is busy for its own speed's share.
-    // Every layer's norms, the step's final norm and sampling; the full-attention layers' wait.
+    // 5.6 Around the MoE layers: attention + FFN of the dense layers, and the LM head; every
+    // layer's norms, the step's final norm and sampling; the full-attention layers' wait. At full
+    // speed; the slowest GPU sets the step, each GPU is busy for its own speed's share.
     double aroundFullSpeedUs = m_aroundDense * m_compute.denseFfnUs(tokens) + m_compute.headUs(tokens);
     for (int k = 0; k < kMixerKinds; ++k)
         aroundFullSpeedUs += m_aroundMixers[k] * mixers.full[k];
@@ -318,8 +212,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     overheadUs += aroundOverhead;
     syncUs += aroundSync;
     aroundFullSpeedUs += aroundOverhead;
-    const double aroundUs = (aroundFullSpeedUs + aroundSync) / minSpeed;
-    const double stepUs = moeTime + aroundUs;
+    const double stepUs = moeTime + (aroundFullSpeedUs + aroundSync) / minSpeed;
     sum.moe_time_us = moeTime;
     sum.moe_time_balanced_us = balancedTime;
     sum.attention_us = (moeAttention + aroundFullSpeedUs - aroundOverhead) / minSpeed;
@@ -328,18 +221,143 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     sum.step_time_us = stepUs;
     sum.imbalance = L > 0 ? imbalanceSum / L : 1.0;
     sum.batch_per_gpu = static_cast<std::int64_t>(tokens);
-    sum.memory_limited = memoryLimited;
-    sum.max_concurrent_users = usersPerGpu * G;
+    sum.memory_limited = mb.limited;
+    sum.max_concurrent_users = mb.users_per_gpu * G;
     const double stepTokens = tokens * G;
     sum.tokens_per_s = stepUs > 0 ? stepTokens / (stepUs * 1e-6) : 0.0;
     sum.tokens_per_s_per_gpu = G > 0 ? sum.tokens_per_s / G : 0.0;
+    addPowerAndLinks(out, aroundFullSpeedUs);
+    out.sim_wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
 
-    // 5.8 Power: idle + (TDP - idle) x utilisation per GPU, plus switches and NICs.
-    double powerW = m_scenario.topology.switch_power_w;
+Simulator::LayerCompute Simulator::computeLayer(int layer, double tokens, bool halves)
+{
+    // Each slot by roofline with tile quantisation, plus shared experts and router for the GPU's
+    // own tokens and the activation over its pairs, divided by the GPU's speed.
+    const int G = m_fabric.numGpus();
+    const LayerPlan& plan = m_plans[static_cast<std::size_t>(layer)];
+    const double sharedLayer = m_compute.sharedAndRouterUs(tokens);
+    const double sharedLayerHalf = halves ? m_compute.sharedAndRouterUs(tokens / 2.0) : 0.0;
+    LayerCompute c;
+    m_compute.expertSlotsUs(m_slotTokens.data(), plan.slot_expert.size(), m_slotUs.data(), halves ? m_slotUsHalf.data() : nullptr);
     for (int g = 0; g < G; ++g) {
-        GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
+        double full = 0, half = 0, pairs = 0;
+        const int first = plan.gpu_slot_begin[static_cast<std::size_t>(g)], end = plan.gpu_slot_begin[static_cast<std::size_t>(g) + 1];
+        for (int s = first; s < end; ++s) {
+            pairs += m_slotTokens[static_cast<std::size_t>(s)];
+            full += m_slotUs[static_cast<std::size_t>(s)];
+            half += m_slotUsHalf[static_cast<std::size_t>(s)];  // stays 0 without halves
+        }
+        if (m_compute.cpu()) {
+            // A CPU rank's workers take its slots in turn (slot j to worker j mod w), as the
+            // engine does: the busiest worker sets the rank's expert time.
+            const int workers = m_compute.cpuWorkers(end - first);
+            full = 0;
+            for (int k = 0; k < workers; ++k) {
+                double sumK = 0;
+                for (int s = first + k; s < end; s += workers)
+                    sumK += m_slotUs[static_cast<std::size_t>(s)];
+                full = std::max(full, sumK);
+            }
+            half = 0.5 * full;
+        }
+        const double inv = m_invSpeed[static_cast<std::size_t>(g)];
+        // The activation between the GEMMs runs over the GPU's own pairs (0 on CPU ranks).
+        full += sharedLayer + m_compute.activationUs(pairs);
+        half += halves ? sharedLayerHalf + m_compute.activationUs(0.5 * pairs) : 0.0;
+        c.work += full;  // at speed 1
+        c.work_half += half;
+        full *= inv;
+        half *= inv;
+        m_gpuCompute[static_cast<std::size_t>(g)] = full;
+        m_gpuComputeHalf[static_cast<std::size_t>(g)] = half;
+        m_gpuPairs[static_cast<std::size_t>(g)] = pairs;
+        c.load_sum += pairs;
+        c.load_max = std::max(c.load_max, pairs);
+        if (full > c.slowest) {
+            c.slowest = full;
+            c.slowest_gpu = g;
+        }
+        c.slowest_half = std::max(c.slowest_half, half);
+    }
+    if (m_compute.cpu() && m_compute.cpuShare() > 1) {
+        // More CPU ranks than cores: the ranks' threads share the cores, and a rank that is done
+        // leaves its core to the others, so the layer's experts end when the busiest rank's own
+        // work is done or when the cores have done everyone's, whichever is later.
+        double allRanks = 0, most = 0;
+        for (int g = 0; g < G; ++g) {
+            allRanks += m_gpuCompute[static_cast<std::size_t>(g)];
+            most = std::max(most, m_gpuCompute[static_cast<std::size_t>(g)]);
+        }
+        const double end = std::max(most, allRanks / std::max(1, m_compute.cpuCores()));
+        for (int g = 0; g < G; ++g) {
+            double& t = m_gpuCompute[static_cast<std::size_t>(g)];
+            t = std::min(end, t * m_compute.cpuShare());
+            m_gpuComputeHalf[static_cast<std::size_t>(g)] = 0.5 * t;
+        }
+        c.slowest = end;
+        c.slowest_half = 0.5 * end;
+    }
+    return c;
+}
+
+Simulator::LayerTimes Simulator::layerTimes(const LayerCompute& c, const LayerComm& comm, bool tbo, double attentionHalfUs,
+                                            double routingUs) const
+{
+    // The balanced floor: every GPU finishes the layer's expert work together.
+    if (tbo) {
+        const double share = overlapComputeShare();
+        const double hidden = overlapHidden();
+        const PhaseResult& d = comm.dispatch;
+        const PhaseResult& m = comm.combine;
+        return {twoBatchLayerUs(attentionHalfUs, c.slowest_half / share, d.half_time_us, m.half_time_us, hidden),
+                twoBatchLayerUs(attentionHalfUs, c.work_half / m_speedSum / share, d.half_time_us, m.half_time_us, hidden)};
+    }
+    return {comm.dispatch.time_us + c.slowest + comm.combine.time_us + routingUs,
+            comm.dispatch.time_us + c.work / m_speedSum + comm.combine.time_us + routingUs};
+}
+
+void Simulator::recordLoads(const RoutingSample& r, double tokens, LayerMetrics& lm, StepMetrics& out)
+{
+    const int G = m_fabric.numGpus();
+    const int E = m_scenario.model.routed_experts;
+    roundPreservingSum(m_gpuPairs.data(), lm.gpu_load.data(), m_gpuPairs.size(), m_roundScratch);
+    for (int g = 0; g < G; ++g)
+        out.gpus[static_cast<std::size_t>(g)].expert_pairs += lm.gpu_load[static_cast<std::size_t>(g)];
+    if (tokens == r.tokens_per_gpu) {
+        std::copy(m_expertTotals.begin(), m_expertTotals.end(), lm.expert_load.begin());
+    } else {
+        const double scale = r.tokens_per_gpu > 0 ? tokens / r.tokens_per_gpu : 0.0;
+        for (int e = 0; e < E; ++e)
+            m_expertScaled[static_cast<std::size_t>(e)] = m_expertTotals[static_cast<std::size_t>(e)] * scale;
+        roundPreservingSum(m_expertScaled.data(), lm.expert_load.data(), m_expertScaled.size(), m_roundScratch);
+    }
+}
+
+void Simulator::addTraffic(StepMetrics& out) const
+{
+    // GPU x GPU traffic over the step: dispatch src -> dst, combine dst -> src.
+    const int G = m_fabric.numGpus();
+    const double bd = dispatchBytesPerToken(), bc = combineBytesPerToken();
+    for (int s = 0; s < G; ++s)
+        for (int d = 0; d < G; ++d) {
+            const double t = m_sentSum[detail::notSentIndex(s, d, G)];
+            out.traffic[static_cast<std::size_t>(s) * G + d] += t * bd;
+            out.traffic[static_cast<std::size_t>(d) * G + s] += t * bc;
+        }
+}
+
+void Simulator::addPowerAndLinks(StepMetrics& out, double aroundFullSpeedUs)
+{
+    // 5.8 Power: idle + (TDP - idle) x utilisation per GPU, plus switches and NICs.
+    StepTotals& sum = out.summary;
+    const GpuSpec& gpu = m_scenario.topology.gpu;
+    const double stepUs = sum.step_time_us;
+    double powerW = m_scenario.topology.switch_power_w;
+    for (std::size_t g = 0; g < out.gpus.size(); ++g) {
+        GpuMetrics& gm = out.gpus[g];
         gm.attention_us += aroundFullSpeedUs / gm.speed;
-        const double busy = m_gpuBusy[static_cast<std::size_t>(g)] + aroundFullSpeedUs / gm.speed;
+        const double busy = m_gpuBusy[g] + aroundFullSpeedUs / gm.speed;
         gm.idle_us = std::max(0.0, stepUs - busy);
         const double util = stepUs > 0 ? std::min(1.0, (gm.compute_us + gm.attention_us + m_cal.power_comm_weight * (gm.dispatch_us + gm.combine_us)) / stepUs) : 0.0;
         gm.power_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * util;
@@ -365,7 +383,6 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
                                  link.capacity_gbs, std::min(1.0, util)});
         }
     }
-    out.sim_wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
 Simulator::LayerComm Simulator::hostExchange(double tokensPerGpu)
