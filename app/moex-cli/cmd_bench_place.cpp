@@ -158,7 +158,7 @@ Result runCase(Case& c, int runs, int steps, double budgetMs, std::uint64_t seed
     std::unique_ptr<RoutingSource> own = c.routing ? nullptr : makeRoutingSource(s);
     RoutingSource& routing = c.routing ? *c.routing : *own;
     if (c.load.empty())
-        c.load = estimateLoad(routing, kLoadSteps);
+        c.load = estimateLoad(routing, c.scenario.placement.load_steps);
     // Held out: the steps after the ones the strategies saw, as every run shows them.
     std::vector<RoutingSample> held(static_cast<std::size_t>(steps));
     startRunWindow(routing);

@@ -20,10 +20,18 @@ struct SourceRef {
     std::string path;  // absolute (resolved against the scenario file); written back relative on save
 };
 
+// Routing steps a load-driven placement (eplb, gem) is fitted to, before the steps a run shows.
+// An assumption, not a measurement: a serving system's rebalancer fits a window of past steps
+// (SGLang records its expert distribution over a window before rebalancing); 8 steps of a decode
+// batch are enough for the estimate to settle on the samples (docs/MODEL.md, "Placement from the
+// past"). The scenario key placement.load_steps changes it.
+inline constexpr int kDefaultLoadSteps = 8;
+
 struct PlacementSpec {
     std::string strategy = "contiguous";  // contiguous | round-robin | eplb | gem | search | explicit
     int redundant_slots = 0;
     double budget_ms = 1000;              // for search
+    int load_steps = kDefaultLoadSteps;   // steps the placement's load is estimated from (1..10,000)
     std::optional<Placement> explicit_slots;
     int line = 0;  // where placement.strategy (or placement) was set, for located errors; 0 = not from a file
     int column = 0;

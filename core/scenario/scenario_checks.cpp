@@ -159,7 +159,7 @@ void readPlacementPart(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
     if (!YamlReader::has(root, "placement"))
         return;
     const YAML::Node node = root["placement"];
-    if (!c.r.expectMap(node, "placement", {"strategy", "redundant_slots", "budget_ms", "slots", "layers", "shares"}))
+    if (!c.r.expectMap(node, "placement", {"strategy", "redundant_slots", "budget_ms", "load_steps", "slots", "layers", "shares"}))
         return;
     PlacementSpec& p = s.placement;
     const YAML::Node at = YamlReader::has(node, "strategy") ? node["strategy"] : node;
@@ -172,6 +172,8 @@ void readPlacementPart(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
         p.redundant_slots = static_cast<int>(*v);
     if (auto v = c.r.getDouble(node, "budget_ms", false, 1.0, 3.6e6))
         p.budget_ms = *v;
+    if (auto v = c.r.getInt(node, "load_steps", false, 1, 10000))
+        p.load_steps = static_cast<int>(*v);
 
     const bool hasSlots = YamlReader::has(node, "slots");
     const bool hasLayers = YamlReader::has(node, "layers");

@@ -145,6 +145,8 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
         if (p.strategy == "search")
             out << YAML::Key << "budget_ms" << YAML::Value << num(p.budget_ms);
     }
+    if (p.load_steps != kDefaultLoadSteps)
+        out << YAML::Key << "load_steps" << YAML::Value << p.load_steps;
     out << YAML::EndMap;
 
     if (s.speeds.default_speed != 1.0 || !s.speeds.per_gpu.empty()) {

@@ -27,7 +27,7 @@ SyntheticRoutingOptions syntheticOptions(const Workload& w)
     return o;
 }
 
-// The generator, keeping its first kLoadSteps samples: after reset() it replays them (a copy is
+// The generator, keeping its first loadSteps() samples: after reset() it replays them (a copy is
 // far cheaper than drawing a step again), then draws on; when a run went past them before the
 // reset, a fresh generator redraws them first. The sequence is so exactly a fresh generator's,
 // and a placement's load estimate and the run after it (startRunWindow) share one sequence.
@@ -52,7 +52,7 @@ public:
         }
         m_gen->next(out);
         ++m_drawn;
-        if (m_drawn <= kLoadSteps)
+        if (m_drawn <= loadSteps())
             m_kept.push_back(out);
         ++m_position;
     }
@@ -136,7 +136,9 @@ LayerCounts countsFromStatistics(const std::string& path, const ModelSpec& model
     return counts;
 }
 
-std::unique_ptr<RoutingSource> makeRoutingSource(const Scenario& s, long long seedOverride)
+namespace {
+
+std::unique_ptr<RoutingSource> makeSource(const Scenario& s, long long seedOverride)
 {
     Workload w = s.workload;
     if (seedOverride >= 0)
@@ -161,6 +163,15 @@ std::unique_ptr<RoutingSource> makeRoutingSource(const Scenario& s, long long se
     }
     }
     throw std::logic_error("unknown routing kind");
+}
+
+}  // namespace
+
+std::unique_ptr<RoutingSource> makeRoutingSource(const Scenario& s, long long seedOverride)
+{
+    std::unique_ptr<RoutingSource> source = makeSource(s, seedOverride);
+    source->setLoadSteps(s.placement.load_steps);
+    return source;
 }
 
 namespace {
@@ -205,13 +216,14 @@ std::vector<std::vector<std::vector<double>>> stepLoadOf(const std::vector<Routi
 bool sameRouting(const Scenario& a, const Scenario& b)
 {
     return a.model == b.model && a.topology.numGpus() == b.topology.numGpus() && a.workload.phase == b.workload.phase
-        && a.workload.tokens_per_gpu == b.workload.tokens_per_gpu && a.workload.routing == b.workload.routing;
+        && a.workload.tokens_per_gpu == b.workload.tokens_per_gpu && a.workload.routing == b.workload.routing
+        && a.placement.load_steps == b.placement.load_steps;
 }
 
 void startRunWindow(RoutingSource& source)
 {
     source.reset();
-    source.skip(kLoadSteps);
+    source.skip(source.loadSteps());
 }
 
 std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps, const CancelToken& cancel)
@@ -278,7 +290,7 @@ PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector
         req.step_load = stepLoadOf(samples);
     }
     if (req.load.empty() && strategy != "contiguous" && strategy != "round-robin")
-        req.load = estimateLoad(source(), kLoadSteps, cancel);
+        req.load = estimateLoad(source(), s.placement.load_steps, cancel);
     if (strategy == "gem" || strategy == "search") {
         for (int g = 0; g < req.num_gpus; ++g)
             req.gpu_speed.push_back(s.speeds.of(g));
@@ -304,7 +316,7 @@ PlacementAndRouting resolvePlacementAndRouting(const Scenario& s)
     const std::string& strategy = s.placement.strategy;
     const bool estimates = !s.placement.explicit_slots && strategy != "contiguous" && strategy != "round-robin" &&
                            strategy != "search";
-    out.placement = resolvePlacement(s, estimates ? estimateLoad(*out.routing, kLoadSteps)
+    out.placement = resolvePlacement(s, estimates ? estimateLoad(*out.routing, s.placement.load_steps)
                                                   : std::vector<std::vector<double>>{});
     return out;
 }

@@ -30,9 +30,16 @@ public:
         for (int i = 0; i < steps; ++i)
             next(unused);
     }
+    // The steps a placement's load is estimated from, before a run's window (startRunWindow):
+    // the scenario's placement.load_steps (makeRoutingSource sets it).
+    [[nodiscard]] int loadSteps() const { return m_loadSteps; }
+    void setLoadSteps(int steps) { m_loadSteps = steps; }
+
+private:
+    int m_loadSteps = kDefaultLoadSteps;
 };
 
-// Rewinds `source` to the first step a run shows: the one after the kLoadSteps steps a placement's
+// Rewinds `source` to the first step a run shows: the one after the loadSteps() steps a placement's
 // load is estimated from (estimateLoad, preparePlacement read the source from its first step). A
 // placement fitted to past routing is so judged on steps it has not seen, as a serving system's
 // rebalancer (EPLB's window of past steps) is; explicit and load-blind placements run the same
@@ -56,7 +63,7 @@ std::unique_ptr<RoutingSource> makeRoutingSource(const Scenario& s, long long se
 
 // What makePlacement needs for the scenario's strategy, with R = experts +
 // placement.redundant_slots: `load` ([MoE layer][expert]; empty = the routing's expected load,
-// estimated from kLoadSteps steps, for the strategies that use load); for gem and search the GPUs' speed
+// estimated from placement.load_steps steps, for the strategies that use load); for gem and search the GPUs' speed
 // factors (gpus.speed) and the routing's co-activation (the generator's expectedCoactivation, or a
 // per-token trace's; none for counts); for search a SimObjective over the routing's first
 // kObjectiveSamples steps (default calibration of the scenario), placement.budget_ms and `seed`.
@@ -78,8 +85,6 @@ Placement resolvePlacement(const Scenario& s, const std::vector<std::vector<doub
 
 // Routing steps the search objective of preparePlacement averages over.
 inline constexpr int kObjectiveSamples = 8;
-// Routing steps preparePlacement estimates the load from.
-inline constexpr int kLoadSteps = 8;
 
 // resolvePlacement(s), with the routing source the load was estimated from: a run starts it at
 // startRunWindow, right after those steps (the synthetic source keeps them, so they are not drawn

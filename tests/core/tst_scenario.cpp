@@ -224,6 +224,13 @@ void TestScenario::overrideErrors()
     QVERIFY(spreadText.find("context_cv: 0.75") != std::string::npos);
     compareScenarios(spread, loadScenarioText(spreadText, spread.file));
     QVERIFY(scenarioToYaml(loadScenarioFile(path)).find("context_cv") == std::string::npos);
+    // The steps a placement is fitted to: 1 to 10,000, written back only when not the default.
+    for (const char* bad : {"0", "10001", "many", "2.5"})
+        QVERIFY_THROWS_EXCEPTION(InputError, loadScenarioFile(path, {{"placement.load_steps", bad}}));
+    const Scenario window = loadScenarioFile(path, {{"placement.load_steps", "32"}});
+    QCOMPARE(window.placement.load_steps, 32);
+    QCOMPARE(loadScenarioText(scenarioToYaml(window), window.file).placement.load_steps, 32);
+    QVERIFY(scenarioToYaml(loadScenarioFile(path)).find("load_steps") == std::string::npos);
     QVERIFY_THROWS_EXCEPTION(InputError, parseOverride("noequals"));
     QVERIFY_THROWS_EXCEPTION(InputError, parseOverride("=3"));
     QCOMPARE(parseOverride("a.b=c=d").second, std::string("c=d"));

@@ -171,6 +171,7 @@ Placement withShares(Placement p)
 class TestSim : public QObject {
     Q_OBJECT
 private slots:
+    void placementIsJudgedOnLaterSteps_data();
     void placementIsJudgedOnLaterSteps();
     void moreLinkCapacityNeverSlowsAStep_data();
     void moreLinkCapacityNeverSlowsAStep();
@@ -216,13 +217,24 @@ private slots:
 // --- more link capacity never slows a step -------------------------------------------------------
 
 // DESIGN: a placement is fitted to past routing and judged on the steps after it (issue 20 item 6):
-// the load comes from the source's first kLoadSteps steps, a run starts right after them, and
-// a reset returns there exactly, however far the run went.
+// the load comes from the source's first placement.load_steps steps (8 unless the scenario says),
+// a run starts right after them, and a reset returns there exactly, however far the run went.
+void TestSim::placementIsJudgedOnLaterSteps_data()
+{
+    QTest::addColumn<int>("loadSteps");
+    QTest::newRow("default") << 0;
+    QTest::newRow("placement.load_steps 3") << 3;
+}
+
 void TestSim::placementIsJudgedOnLaterSteps()
 {
-    const Scenario s = load(kMixtral);
+    QFETCH(int, loadSteps);
+    const Scenario s = loadSteps > 0 ? load(kMixtral, {{"placement.load_steps", std::to_string(loadSteps)}}) : load(kMixtral);
+    const int n = s.placement.load_steps;
+    QCOMPARE(n, loadSteps > 0 ? loadSteps : kDefaultLoadSteps);
     auto fresh = makeRoutingSource(s);
-    std::vector<RoutingSample> steps(kLoadSteps + 12);
+    QCOMPARE(fresh->loadSteps(), n);
+    std::vector<RoutingSample> steps(static_cast<std::size_t>(n) + 12);
     for (auto& r : steps)
         fresh->next(r);
     auto expertsOf = [](const RoutingSample& r) {
@@ -232,13 +244,13 @@ void TestSim::placementIsJudgedOnLaterSteps()
 
     PlacementAndRouting placed = resolvePlacementAndRouting(s);
     std::vector<std::vector<double>> history;
-    for (int i = 0; i < kLoadSteps; ++i)
+    for (int i = 0; i < n; ++i)
         history.push_back(expertsOf(steps[static_cast<std::size_t>(i)]));
-    // The placement is eplb's on the first kLoadSteps steps only.
-    QVERIFY(placed.placement == resolvePlacement(s, estimateLoad(*makeRoutingSource(s), kLoadSteps)));
+    // The placement is eplb's on the first n steps only.
+    QVERIFY(placed.placement == resolvePlacement(s, estimateLoad(*makeRoutingSource(s), n)));
     RoutingSample r;
     startRunWindow(*placed.routing);
-    for (int i = kLoadSteps; i < kLoadSteps + 12; ++i) {
+    for (int i = n; i < n + 12; ++i) {
         placed.routing->next(r);
         QCOMPARE(expertsOf(r), expertsOf(steps[static_cast<std::size_t>(i)]));
         for (const auto& past : history)
@@ -246,9 +258,9 @@ void TestSim::placementIsJudgedOnLaterSteps()
     }
     startRunWindow(*placed.routing);  // after 12 steps past the kept ones
     placed.routing->next(r);
-    QCOMPARE(expertsOf(r), expertsOf(steps[kLoadSteps]));
+    QCOMPARE(expertsOf(r), expertsOf(steps[static_cast<std::size_t>(n)]));
     placed.routing->next(r);
-    QCOMPARE(expertsOf(r), expertsOf(steps[kLoadSteps + 1]));
+    QCOMPARE(expertsOf(r), expertsOf(steps[static_cast<std::size_t>(n) + 1]));
 }
 
 void TestSim::moreLinkCapacityNeverSlowsAStep_data()
@@ -1192,7 +1204,7 @@ void TestSim::placementAndRoutingReplayTheFreshSequence()
     for (int pass = 0; pass < 2; ++pass) {
         placed.routing->reset();
         fresh->reset();
-        for (int step = 0; step < kLoadSteps + 3; ++step) {
+        for (int step = 0; step < s.placement.load_steps + 3; ++step) {
             placed.routing->next(a);
             fresh->next(b);
             QVERIFY2(a.all_counts == b.all_counts, qPrintable(QStringLiteral("pass %1 step %2").arg(pass).arg(step)));
