@@ -1,11 +1,15 @@
-// moex --screenshot: the PNG exists, has the requested size and is not blank; bad flags exit 2;
+// moex --screenshot: the PNG exists, has the requested size, is not blank and shows the expert
+// load on its colour map (both ends of viridis, pixel by pixel); bad flags exit 2;
 // with no display `moex SCENARIO` prints the headless summary.
+#include <QColor>
 #include <QImage>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <cstdlib>
 
 namespace {
 
@@ -44,6 +48,19 @@ int distinctColours(const QImage& img)
     return static_cast<int>(colours.size());
 }
 
+// Pixels within `tolerance` of `c` in every channel.
+int pixelsNear(const QImage& img, QColor c, int tolerance = 8)
+{
+    int n = 0;
+    for (int y = 0; y < img.height(); ++y)
+        for (int x = 0; x < img.width(); ++x) {
+            const QColor p = img.pixelColor(x, y);
+            n += std::abs(p.red() - c.red()) <= tolerance && std::abs(p.green() - c.green()) <= tolerance
+                 && std::abs(p.blue() - c.blue()) <= tolerance;
+        }
+    return n;
+}
+
 }  // namespace
 
 class TestScreenshot : public QObject {
@@ -73,6 +90,13 @@ private slots:
             QImage img(out);
             QCOMPARE(img.size(), QSize(900, 600));
             QVERIFY2(distinctColours(img) > 50, view);
+            if (QLatin1String(view) == QLatin1String("compare"))
+                continue;
+            // Expert load is drawn on viridis from the least to the most loaded expert (the
+            // topology's expert cells, the heatmap's cells): both ends of the map are on screen,
+            // matplotlib's #440154 and #fde725.
+            QVERIFY2(pixelsNear(img, QColor(0x44, 0x01, 0x54)) >= 9, view);
+            QVERIFY2(pixelsNear(img, QColor(0xfd, 0xe7, 0x25)) >= 9, view);
         }
     }
 
