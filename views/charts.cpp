@@ -232,7 +232,8 @@ struct GpuBreakdownChart::Impl {
 GpuBreakdownChart::GpuBreakdownChart(QWidget* parent) : QWidget(parent), d(std::make_unique<Impl>())
 {
     d->chart->setTitle(tr("Per-GPU step time breakdown"));
-    const QStringList names = {tr("expert compute"), tr("attention + dense"), tr("dispatch"), tr("combine"), tr("idle")};
+    const QStringList names = {tr("expert compute"), tr("attention + dense"), tr("dispatch (not hidden)"),
+                               tr("combine (not hidden)"), tr("idle")};
     const QColor colors[] = {QColor(0x1f, 0x77, 0xb4), QColor(0x9e, 0xc5, 0xe8), QColor(0xff, 0x7f, 0x0e),
                              QColor(0x2c, 0xa0, 0x2c), QColor(0xd0, 0xd4, 0xda)};
     for (int i = 0; i < names.size(); ++i) {
@@ -277,12 +278,19 @@ void GpuBreakdownChart::setMetrics(const StepMetrics& m)
     QList<qreal> values[5];
     double hi = 0;
     for (const GpuMetrics& g : m.gpus) {
+        // The communication not hidden behind the GPU's compute: its busy time (the step less its
+        // idle time) beyond compute and attention, shared out over dispatch and combine. Without
+        // overlap that is all of it.
+        const double work = g.compute_us + g.attention_us;
+        const double comm = g.dispatch_us + g.combine_us;
+        const double exposed = std::clamp(m.summary.step_time_us - g.idle_us - work, 0.0, comm);
+        const double shown = comm > 0 ? exposed / comm : 0.0;
         values[0] << g.compute_us;
         values[1] << g.attention_us;
-        values[2] << g.dispatch_us;
-        values[3] << g.combine_us;
+        values[2] << g.dispatch_us * shown;
+        values[3] << g.combine_us * shown;
         values[4] << g.idle_us;
-        hi = std::max(hi, g.compute_us + g.attention_us + g.dispatch_us + g.combine_us + g.idle_us);
+        hi = std::max(hi, work + exposed + g.idle_us);
     }
     if (n != d->bars) {
         QStringList cats;
@@ -310,6 +318,15 @@ void GpuBreakdownChart::setMetrics(const StepMetrics& m)
     if (d->selected >= n)
         d->selected = -1;
     setSelectedGpu(d->selected);
+}
+
+std::vector<double> GpuBreakdownChart::barValues(int gpu) const
+{
+    std::vector<double> out;
+    for (const QBarSet* set : d->sets)
+        if (gpu >= 0 && gpu < set->count())
+            out.push_back(set->at(gpu));
+    return out;
 }
 
 void GpuBreakdownChart::setSelectedGpu(int gpu)

@@ -41,9 +41,13 @@ class GpuBreakdownChart : public QWidget {
 public:
     explicit GpuBreakdownChart(QWidget* parent = nullptr);
     ~GpuBreakdownChart() override;
-    void setMetrics(const StepMetrics& m);  // one stacked bar per GPU (compute, attention, dispatch, combine, idle)
+    // One stacked bar per GPU: compute, attention, the dispatch and combine time that overlap did
+    // not hide, idle. Each bar adds up to the step: under two-batch overlap a GPU's communication
+    // runs beside its compute, and only the part that outlasts it takes time of its own.
+    void setMetrics(const StepMetrics& m);
     void setSelectedGpu(int gpu);
     [[nodiscard]] int barCount() const;  // bars (GPUs) shown
+    [[nodiscard]] std::vector<double> barValues(int gpu) const;  // the stacked values of GPU `gpu`, bottom first
     [[nodiscard]] QChart* chart() const;
 signals:
     void gpuSelected(int gpu);

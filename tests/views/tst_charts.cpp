@@ -76,6 +76,40 @@ private slots:
         QVERIFY(!chart.grab().isNull());
     }
 
+    void breakdownBarsAddUpToTheStep()
+    {
+        // With and without two-batch overlap every bar is the step time: communication that
+        // overlap hides is not stacked on top of the compute it ran beside.
+        for (const char* overlap : {"two-batch", "none"}) {
+            Sample s;
+            s.scenario = moex::loadScenarioFile(samplePath("deepseek-r1-decode-hgx-h200x8.yaml"), {{"overlap", overlap}});
+            s.placement = moex::resolvePlacement(s.scenario);
+            auto routing = moex::makeRoutingSource(s.scenario);
+            moex::RoutingSample sample;
+            routing->next(sample);
+            moex::Simulator sim(s.scenario, s.placement, moex::resolveCalibration(s.scenario));
+            sim.step(sample, s.metrics);
+            GpuBreakdownChart chart;
+            chart.setMetrics(s.metrics);
+            const double step = s.metrics.summary.step_time_us;
+            bool hidden = false;
+            for (int g = 0; g < chart.barCount(); ++g) {
+                const auto v = chart.barValues(g);
+                QCOMPARE(v.size(), std::size_t(5));
+                const double total = v[0] + v[1] + v[2] + v[3] + v[4];
+                QVERIFY2(std::abs(total - step) <= 1e-6 * step, qPrintable(QStringLiteral("%1, GPU %2: bar %3 us, step %4 us")
+                                                                              .arg(QLatin1String(overlap)).arg(g).arg(total).arg(step)));
+                const moex::GpuMetrics& m = s.metrics.gpus[static_cast<std::size_t>(g)];
+                hidden = hidden || v[2] + v[3] < m.dispatch_us + m.combine_us - 1e-6;
+                if (QLatin1String(overlap) == QLatin1String("none")) {  // nothing hides: all of it shown
+                    QVERIFY(std::abs(v[2] - m.dispatch_us) <= 1e-6 * step);
+                    QVERIFY(std::abs(v[3] - m.combine_us) <= 1e-6 * step);
+                }
+            }
+            QCOMPARE(hidden, QLatin1String(overlap) == QLatin1String("two-batch"));
+        }
+    }
+
     void histogramCountsEveryExpert()
     {
         LoadHistogramChart chart;
