@@ -49,12 +49,29 @@ bool matches(const FidelityPoint& p, const std::pair<std::string, std::string>& 
            && p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool hasEndToEnd(const std::vector<FidelityPoint>& points, const Chosen& c)
+// The x in [lo, hi] where `f` is least (f unimodal there), by golden-section search.
+template <typename F>
+double goldenSectionMin(F f, double lo, double hi, int iterations = 16)
 {
-    return std::any_of(points.begin(), points.end(), [&](const FidelityPoint& p) {
-        return p.kind == "end-to-end"
-               && std::any_of(c.points.begin(), c.points.end(), [&](const auto& pattern) { return matches(p, pattern); });
-    });
+    const double g = (std::sqrt(5.0) - 1) / 2;
+    double x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
+    double f1 = f(x1), f2 = f(x2);
+    for (int i = 0; i < iterations; ++i) {
+        if (f1 <= f2) {
+            hi = x2;
+            x2 = x1;
+            f2 = f1;
+            x1 = hi - g * (hi - lo);
+            f1 = f(x1);
+        } else {
+            lo = x1;
+            x1 = x2;
+            f1 = f2;
+            x2 = lo + g * (hi - lo);
+            f2 = f(x2);
+        }
+    }
+    return (lo + hi) / 2;
 }
 
 void setValue(FidelityCalibrations& cals, const Chosen& c, double v)
@@ -91,14 +108,16 @@ std::vector<LopoFold> leaveOnePublicationOut(const std::vector<FidelityPoint>& p
                 continue;
             // The points of the other publications it was chosen on.
             std::vector<std::string> names;
+            bool e2e = false;  // whether predicting them needs the end-to-end runs
             for (const FidelityPoint& p : points)
                 if (publicationOf(p) != left && std::find(c.publications.begin(), c.publications.end(), publicationOf(p)) != c.publications.end()
-                    && std::any_of(c.points.begin(), c.points.end(), [&](const auto& pattern) { return matches(p, pattern); }))
+                    && std::any_of(c.points.begin(), c.points.end(), [&](const auto& pattern) { return matches(p, pattern); })) {
                     names.push_back(p.name);
+                    e2e = e2e || p.kind == "end-to-end";
+                }
             double value = prior.*c.field;
             if (!names.empty()) {
-                // Least squares of the relative errors over those points, by golden-section search.
-                const bool e2e = hasEndToEnd(points, c);
+                // Least squares of the relative errors over those points.
                 auto cost = [&](double v) {
                     FidelityCalibrations trial = cals;
                     setValue(trial, c, v);
@@ -112,26 +131,7 @@ std::vector<LopoFold> leaveOnePublicationOut(const std::vector<FidelityPoint>& p
                             sum += p.error() * p.error();
                     return sum;
                 };
-                const double g = (std::sqrt(5.0) - 1) / 2;
-                double a = c.lo, b = c.hi;
-                double x1 = b - g * (b - a), x2 = a + g * (b - a);
-                double f1 = cost(x1), f2 = cost(x2);
-                for (int i = 0; i < 16; ++i) {
-                    if (f1 <= f2) {
-                        b = x2;
-                        x2 = x1;
-                        f2 = f1;
-                        x1 = b - g * (b - a);
-                        f1 = cost(x1);
-                    } else {
-                        a = x1;
-                        x1 = x2;
-                        f1 = f2;
-                        x2 = a + g * (b - a);
-                        f2 = cost(x2);
-                    }
-                }
-                value = (a + b) / 2;
+                value = goldenSectionMin(cost, c.lo, c.hi);
             }
             setValue(cals, c, value);
             std::ostringstream v;

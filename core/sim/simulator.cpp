@@ -299,7 +299,8 @@ double Simulator::layerTimeUs(const RoutingSample& r, int layer)
     const bool tbo = m_scenario.overlap == Overlap::two_batch;
     routeLayer(r, layer, tokens);
     LayerComm comm = communicate(tokens, false);
-    const LayerCompute c = computeLayer(layer, tokens, tbo);
+    const LayerCompute c = computeLayer(layer, tbo, m_compute.sharedAndRouterUs(tokens),
+                                        tbo ? m_compute.sharedAndRouterUs(tokens / 2.0) : 0.0);
     if (m_compute.cpu())
         comm = hostExchange(tokens);
     const Workload& w = m_scenario.workload;

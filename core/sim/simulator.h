@@ -173,14 +173,16 @@ private:
     // One MoE layer's expert compute on every GPU after routeLayer (docs/MODEL.md section 4): each
     // slot by roofline, plus the shared experts and router for the GPU's own tokens and the
     // activation over its pairs, over its speed (CPU ranks: their workers, and cores shared where
-    // ranks outnumber them). Fills m_gpuCompute, m_gpuComputeHalf (with `halves`) and m_gpuPairs.
+    // ranks outnumber them). `sharedUs` / `sharedHalfUs`: sharedAndRouterUs of the batch and of
+    // half of it (the caller's, once per step). Fills m_gpuCompute, m_gpuComputeHalf (with
+    // `halves`) and m_gpuPairs.
     struct LayerCompute {
         double slowest = 0, slowest_half = 0;  // the slowest GPU, after its speed
         int slowest_gpu = 0;
         double work = 0, work_half = 0;        // every GPU's expert work at speed 1 (the balanced floor's)
         double load_sum = 0, load_max = 0;     // token-expert pairs
     };
-    LayerCompute computeLayer(int layer, double tokensPerGpu, bool halves);
+    LayerCompute computeLayer(int layer, bool halves, double sharedUs, double sharedHalfUs);
     // The layer's time and its balanced floor (docs/MODEL.md section 5): without overlap dispatch +
     // slowest GPU + combine + `routingUs`; under two-batch overlap its four stages, with the
     // compute stream's attention stage `attentionHalfUs` (over speed and SM share already).

@@ -132,6 +132,8 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     const double syncShare = dpSyncShare(tokens);
     const double syncShareHalf = dpSyncShare(tokens / 2.0);
     double overheadUs = 0, syncUs = 0;  // at full speed
+    const double sharedUs = m_compute.sharedAndRouterUs(tokens);
+    const double sharedHalfUs = tbo ? m_compute.sharedAndRouterUs(tokens / 2.0) : 0.0;
 
     StepTotals& sum = out.summary;
     double moeTime = 0, balancedTime = 0, imbalanceSum = 0;
@@ -149,7 +151,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         moeAttention += attnLayer;
 
         // 5.4 Expert compute per GPU.
-        const LayerCompute c = computeLayer(l, tokens, tbo);
+        const LayerCompute c = computeLayer(l, tbo, sharedUs, sharedHalfUs);
         ++m_stragglerCount[static_cast<std::size_t>(c.slowest_gpu)];
         recordLoads(r, tokens, lm, out);
         if (m_compute.cpu())
@@ -230,14 +232,12 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
     out.sim_wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
-Simulator::LayerCompute Simulator::computeLayer(int layer, double tokens, bool halves)
+Simulator::LayerCompute Simulator::computeLayer(int layer, bool halves, double sharedLayer, double sharedLayerHalf)
 {
     // Each slot by roofline with tile quantisation, plus shared experts and router for the GPU's
     // own tokens and the activation over its pairs, divided by the GPU's speed.
     const int G = m_fabric.numGpus();
     const LayerPlan& plan = m_plans[static_cast<std::size_t>(layer)];
-    const double sharedLayer = m_compute.sharedAndRouterUs(tokens);
-    const double sharedLayerHalf = halves ? m_compute.sharedAndRouterUs(tokens / 2.0) : 0.0;
     LayerCompute c;
     m_compute.expertSlotsUs(m_slotTokens.data(), plan.slot_expert.size(), m_slotUs.data(), halves ? m_slotUsHalf.data() : nullptr);
     for (int g = 0; g < G; ++g) {
