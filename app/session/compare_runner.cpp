@@ -2,73 +2,67 @@
 
 #include "qt_text.h"
 
-#include <QPointer>
-#include <QRunnable>
-#include <QThread>
-#include <QThreadPool>
-
 namespace moex::session {
 
 ComparisonResult compareScenarios(const Scenario& a, const Placement& pa, const Scenario& b, const Placement& pb,
-                                  int steps)
+                                  int steps, const std::function<bool()>& cancelled)
 {
     ComparisonResult r;
-    r.a = summarize(a, pa, steps);
-    r.b = summarize(b, pb, steps);
+    r.a = summarize(a, pa, steps, cancelled);
+    r.b = summarize(b, pb, steps, cancelled);
     r.terms = compareTerms(r.a, r.b);
     r.explanation = explainComparison(r.a, r.b, r.terms);
     return r;
 }
 
-struct CompareRunner::Jobs {
-    std::atomic<quint64> generation{0};
-    std::atomic<int> running{0};
-};
-
-CompareRunner::CompareRunner(QObject* parent) : QObject(parent), m_jobs(std::make_shared<Jobs>()) {}
+CompareRunner::CompareRunner(QObject* parent) : QObject(parent)
+{
+    m_pool.setMaxThreadCount(1);
+    m_pool.setObjectName(QStringLiteral("moex-compare"));
+}
 
 CompareRunner::~CompareRunner()
 {
-    ++m_jobs->generation;  // results of running jobs are dropped
-    while (m_jobs->running.load() > 0)
-        QThread::msleep(2);
+    ++m_generation;  // the running request stops after its current step and delivers nothing
+    m_pool.clear();
+    m_pool.waitForDone();
 }
 
 void CompareRunner::request(const Scenario& a, const Placement& pa, const Scenario& b, const Placement& pb, int steps)
 {
-    auto jobs = m_jobs;
-    const quint64 gen = ++jobs->generation;
+    const quint64 gen = ++m_generation;
     m_busy = true;
-    QPointer<CompareRunner> self(this);
-    ++jobs->running;
-    QThreadPool::globalInstance()->start([self, jobs, gen, a, pa, b, pb, steps] {
+    m_pool.clear();  // superseded requests that have not started
+    // The runner outlives its jobs (its destructor waits for them), so `this` is safe on the pool
+    // thread; the queued delivery is dropped by Qt if the runner is gone by then.
+    m_pool.start([this, gen, a, pa, b, pb, steps] {
+        const auto superseded = [this, gen] { return m_generation.load() != gen; };
         std::shared_ptr<const ComparisonResult> result;
         QString error;
         try {
-            result = std::make_shared<const ComparisonResult>(compareScenarios(a, pa, b, pb, steps));
+            result = std::make_shared<const ComparisonResult>(compareScenarios(a, pa, b, pb, steps, superseded));
+        } catch (const SummaryCancelled&) {
+            ++m_cancelled;
+            return;
         } catch (const std::exception& e) {
             error = errorText(e);
         }
-        if (jobs->generation.load() != gen) {
-            --jobs->running;
+        if (superseded())
             return;
-        }
         QMetaObject::invokeMethod(
-            self.data(),
-            [self, jobs, gen, result, error] {
-                CompareRunner* r = self.data();
-                if (r == nullptr || jobs->generation.load() != gen)
+            this,
+            [this, gen, result, error] {
+                if (m_generation.load() != gen)
                     return;
-                r->m_busy = false;
+                m_busy = false;
                 if (result) {
-                    r->m_result = result;
-                    emit r->ready();
+                    m_result = result;
+                    emit ready();
                 } else {
-                    emit r->failed(error);
+                    emit failed(error);
                 }
             },
             Qt::QueuedConnection);
-        --jobs->running;
     });
 }
 

@@ -5,10 +5,19 @@
 
 namespace moex::session {
 
-RunSummary summarize(const Scenario& s, const Placement& p, int steps)
+RunSummary summarize(const Scenario& s, const Placement& p, int steps, const std::function<bool()>& cancelled)
 {
     auto source = makeSimSource();
-    const RunResult run = runSteps(*source, s, p, steps);
+    RunProgress progress;
+    if (cancelled) {
+        const auto check = [&] {
+            if (cancelled())
+                throw SummaryCancelled{};
+        };
+        progress.configured = [check](const MetricsSource&) { check(); };
+        progress.stepped = [check](int, const StepMetrics&) { check(); };
+    }
+    const RunResult run = runSteps(*source, s, p, steps, 0, progress);
     RunSummary r;
     r.scenario = s;
     r.last = run.last;

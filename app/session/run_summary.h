@@ -7,6 +7,7 @@
 #include "run/run_loop.h"
 #include "scenario/scenario.h"
 
+#include <functional>
 #include <string>
 
 namespace moex::session {
@@ -19,8 +20,13 @@ struct RunSummary {
     std::string calibration;
 };
 
-// Throws (InputError, std::invalid_argument) like the simulator.
-RunSummary summarize(const Scenario& s, const Placement& p, int steps = kSummarySteps);
+// Thrown by summarize when `cancelled` answers true between steps.
+struct SummaryCancelled {};
+
+// Throws (InputError, std::invalid_argument) like the simulator; SummaryCancelled when `cancelled`
+// (asked after the source is configured and after each step) answers true.
+RunSummary summarize(const Scenario& s, const Placement& p, int steps = kSummarySteps,
+                     const std::function<bool()>& cancelled = {});
 
 // The plain-text summary `moex SCENARIO` prints when there is no display (like moex-cli simulate).
 std::string headlessSummary(const RunSummary& r);

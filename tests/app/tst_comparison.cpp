@@ -12,6 +12,7 @@
 #include "common/diagnostics.h"
 
 #include <algorithm>
+#include <memory>
 
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
@@ -106,6 +107,40 @@ private slots:
         QCOMPARE(step->a, summarize(a.scenario(), a.placement(), 2).mean.step_time_us);
         QCOMPARE(step->b, summarize(b.scenario(), b.placement(), 2).mean.step_time_us);
         QVERIFY(step->b < step->a);
+    }
+
+    void newerRequestSupersedesOlder()
+    {
+        ScenarioDocument a;
+        QVERIFY(a.load(sample("mixtral-8x7b-decode-hgx-h100.yaml")));
+        CompareRunner runner;
+        QSignalSpy ready(&runner, &CompareRunner::ready);
+        QSignalSpy failed(&runner, &CompareRunner::failed);
+        // A request of 20,000 steps a side (a minute or more) is superseded at once: were it not
+        // cancelled, the runner's one thread would still be busy with it when the test times out.
+        runner.request(a.scenario(), a.placement(), a.scenario(), a.placement(), 20000);
+        runner.request(a.scenario(), a.placement(), a.scenario(), a.placement(), 2);
+        QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 30000);
+        QCOMPARE(runner.result()->a.steps, 2);
+        QCOMPARE(runner.result()->b.steps, 2);
+        QVERIFY(!runner.busy());
+        QCOMPARE(failed.count(), 0);
+        // Nothing of the superseded request arrives later.
+        QTest::qWait(50);
+        QCOMPARE(ready.count(), 1);
+    }
+
+    void destroyingRunnerStopsItsRequest()
+    {
+        ScenarioDocument a;
+        QVERIFY(a.load(sample("mixtral-8x7b-decode-hgx-h100.yaml")));
+        auto runner = std::make_unique<CompareRunner>();
+        QSignalSpy ready(runner.get(), &CompareRunner::ready);
+        runner->request(a.scenario(), a.placement(), a.scenario(), a.placement(), 20000);
+        QVERIFY(runner->busy());
+        QTest::qWait(20);  // let the job start its steps
+        runner.reset();    // cancels and waits one step at most (a hang here is the failure)
+        QCOMPARE(ready.count(), 0);
     }
 
     void heatmapDataAndHistory()
