@@ -49,10 +49,13 @@ struct SimShared {
     quint64 latestConfig = 0;     // mutex
     std::atomic<bool> notifyPending{false};
 
-    // With sourceMutex held: takes the pending requests and applies them to the source. Returns
-    // what changed: 0 nothing, 1 placement, 2 scenario (or source). Throws what the source throws;
-    // the requests it was applying are then dropped and the last good configuration stays current.
-    int applyPending()
+    // What applyPending changed, from least to most.
+    enum class Change { nothing, placement, scenario };
+
+    // With sourceMutex held: takes the pending requests and applies them to the source, and says
+    // what changed (a new source counts as a new scenario). Throws what the source throws; the
+    // requests it was applying are then dropped and the last good configuration stays current.
+    Change applyPending()
     {
         std::unique_ptr<MetricsSource> nextSource;
         std::optional<std::pair<Scenario, Placement>> nextScenario;
@@ -69,7 +72,7 @@ struct SimShared {
             if (nextSource && !nextScenario)
                 nextScenario = current;
         }
-        int changed = 0;
+        Change changed = Change::nothing;
         if (nextScenario) {
             // A new source is configured before it replaces the old one: when that fails, the old
             // source runs on with its configuration, and the request counts as answered (failed),
@@ -95,7 +98,7 @@ struct SimShared {
             appliedConfig = config;
             QMutexLocker lock(&mutex);
             current = std::move(nextScenario);
-            changed = 2;
+            changed = Change::scenario;
         } else if (nextSource) {
             source = std::move(nextSource);
             appliedConfig = config;
@@ -107,7 +110,7 @@ struct SimShared {
                 current->second = nextPlacement->first;
                 current->first.speeds = nextPlacement->second;
             }
-            changed = std::max(changed, 1);
+            changed = std::max(changed, Change::placement);
         }
         return changed;
     }
@@ -131,8 +134,10 @@ public:
     {
         m_timer->setInterval(100);
         connect(m_timer, &QTimer::timeout, this, [this] {
-            if (!produce(false))
+            if (!produce(false)) {
                 m_timer->stop();
+                emit stopped();
+            }
         });
     }
 
@@ -156,14 +161,15 @@ public:
     void applyPending()
     {
         QMutexLocker lock(&m_shared->sourceMutex);
-        int changed = 0;
+        using Change = SimShared::Change;
+        Change changed = Change::nothing;
         try {
             changed = m_shared->applyPending();
-            if (changed == 2)
+            if (changed == Change::scenario)
                 m_shared->source->next(m_shared->scratch);
-            else if (changed == 1)
+            else if (changed == Change::placement)
                 m_shared->source->repeat(m_shared->scratch);
-            if (changed)
+            if (changed != Change::nothing)
                 m_shared->publish();
         } catch (const std::exception& e) {
             lock.unlock();
@@ -171,13 +177,14 @@ public:
             return;
         }
         lock.unlock();
-        if (changed)
+        if (changed != Change::nothing)
             notify();
     }
 
 signals:
     void produced();
     void failed(const QString& message);
+    void stopped();  // a run's timer stopped by itself: nothing to step (no scenario) or a failure
 
 private:
     bool produce(bool repeat)
@@ -230,6 +237,12 @@ SimRunner::SimRunner(QObject* parent) : QObject(parent), m_shared(std::make_shar
             emit runningChanged(false);
         }
         emit errorOccurred(message);
+    }, Qt::QueuedConnection);
+    connect(m_worker, &SimWorker::stopped, this, [this] {
+        if (m_running) {
+            m_running = false;
+            emit runningChanged(false);
+        }
     }, Qt::QueuedConnection);
     m_coalesce.setSingleShot(true);
     connect(&m_coalesce, &QTimer::timeout, this, &SimRunner::flush);

@@ -12,6 +12,10 @@
 using moex::session::MetricsPtr;
 using moex::session::ScenarioDocument;
 using moex::session::SimRunner;
+using moex::ExpertId;
+using moex::GpuId;
+using moex::MoeLayerId;
+using moex::session::MoeLayers;
 
 namespace {
 
@@ -152,6 +156,29 @@ private slots:
         QCOMPARE(running.count(), 2);  // the explicit step did not start a run
     }
 
+    // A run with nothing to step (no scenario yet) stops by itself, and the UI hears of it: the
+    // Run button must not stay pressed on a runner that is not running.
+    void runWithoutScenarioStopsAndSaysSo()
+    {
+        SimRunner runner;
+        QSignalSpy running(&runner, &SimRunner::runningChanged);
+        QSignalSpy spy(&runner, &SimRunner::metricsReady);
+        runner.setStepsPerSecond(50);
+        runner.run();
+        QVERIFY(runner.isRunning());
+        QTRY_COMPARE_WITH_TIMEOUT(running.count(), 2, kWaitMs);
+        QCOMPARE(running.at(0).first().toBool(), true);
+        QCOMPARE(running.at(1).first().toBool(), false);
+        QVERIFY(!runner.isRunning());
+        QCOMPARE(spy.count(), 0);
+        // Once configured, a new run runs.
+        runner.setScenario(m_doc.scenario(), m_doc.placement());
+        runner.run();
+        QTRY_VERIFY_WITH_TIMEOUT(spy.count() >= 2, kWaitMs);
+        QVERIFY(runner.isRunning());
+        runner.pause();
+    }
+
     void resetRestartsAtStepZero()
     {
         SimRunner runner;
@@ -207,9 +234,9 @@ private slots:
                 if (e.value == hot)
                     from = g;
         int to = (from + 1) % 72;
-        QString r = doc.moveExpert(0, hot, from, to);
+        QString r = doc.moveExpert(MoeLayers::only(MoeLayerId(0)), ExpertId(hot), GpuId(from), GpuId(to));
         for (int k = 2; !r.isEmpty() && k < 72; ++k)
-            r = doc.moveExpert(0, hot, from, to = (from + k) % 72);
+            r = doc.moveExpert(MoeLayers::only(MoeLayerId(0)), ExpertId(hot), GpuId(from), GpuId(to = (from + k) % 72));
         QVERIFY2(r.isEmpty(), qPrintable(r));
         QElapsedTimer t;
         t.start();
