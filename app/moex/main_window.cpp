@@ -46,6 +46,16 @@ namespace moex::app {
 using session::MetricsPtr;
 using session::ScenarioDocument;
 
+namespace {
+
+// The canvas's layer selector: a MoE ordinal, or -1 for "all layers".
+session::MoeLayers canvasLayers(int canvasLayer)
+{
+    return canvasLayer < 0 ? session::MoeLayers::all() : session::MoeLayers::only(MoeLayerId(canvasLayer));
+}
+
+}  // namespace
+
 MainWindow::MainWindow(const QString& samplesDir, QWidget* parent)
     : QMainWindow(parent),
       m_samplesDir(samplesDir),
@@ -208,20 +218,21 @@ void MainWindow::buildViews()
     };
     connect(m_canvas, &views::TopologyCanvas::expertMoveRequested, this, [this, refuseEngineEdit](int l, int e, int from, int to) {
         if (!refuseEngineEdit())
-            pushEdit(undoStack(), new MoveExpertCommand(document(), l, e, from, to));
+            pushEdit(undoStack(), new MoveExpertCommand(document(), canvasLayers(l), ExpertId(e), GpuId(from), GpuId(to)));
     });
     connect(m_canvas, &views::TopologyCanvas::expertReplicateRequested, this, [this, refuseEngineEdit](int l, int e, int to) {
         if (!refuseEngineEdit())
-            pushEdit(undoStack(), new ReplicateExpertCommand(document(), l, e, to));
+            pushEdit(undoStack(), new ReplicateExpertCommand(document(), canvasLayers(l), ExpertId(e), GpuId(to)));
     });
     connect(m_canvas, &views::TopologyCanvas::expertSwapRequested, this, [this, refuseEngineEdit](int l, int ea, int ga, int eb, int gb) {
         if (!refuseEngineEdit())
-            pushEdit(undoStack(), new SwapExpertsCommand(document(), l, ea, ga, eb, gb));
+            pushEdit(undoStack(),
+                     new SwapExpertsCommand(document(), canvasLayers(l), ExpertId(ea), GpuId(ga), ExpertId(eb), GpuId(gb)));
     });
     connect(m_canvas, &views::TopologyCanvas::gpuSpeedRequested, this,
             [this, refuseEngineEdit](int g, double s) {
                 if (!refuseEngineEdit())
-                    pushEdit(undoStack(), new GpuSpeedCommand(document(), g, s));
+                    pushEdit(undoStack(), new GpuSpeedCommand(document(), GpuId(g), s));
             });
     connect(m_canvas, &views::TopologyCanvas::gpuSelected, this, &MainWindow::selectGpu);
     connect(m_canvas, &views::TopologyCanvas::layerChanged, this, [this](int l) {

@@ -13,6 +13,7 @@
 
 #ifndef Q_MOC_RUN
 #include "metrics_ptr.h"
+#include "placement/exporters.h"
 #include "run/metrics_source.h"
 #include "scenario/scenario_yaml.h"
 #endif
@@ -75,8 +76,8 @@ public:
     void selectGpu(int gpu);
     // The File > Export actions without their file dialogs; each returns an error message, or an
     // empty string when the file was written (atomically).
-    // format: an ExportFormat. Returns the error ("" = written); `note` says what was repaired.
-    QString exportPlacementTo(int format, const QString& path, QString* note = nullptr);
+    // Returns the error ("" = written); `note` says what was repaired.
+    QString exportPlacementTo(ExportFormat format, const QString& path, QString* note = nullptr);
     QString exportViewTo(const QString& path, bool svg);
     QString exportMetricsTo(const QString& path, bool json);
     void setLayer(int moeLayer);
@@ -153,8 +154,8 @@ private:
     bool saveAs();
     void open();
     void newFromSample();
-    void exportPlacement(int format);
-    [[nodiscard]] Placement placementForFormat(int format, QString* note) const;
+    void exportPlacement(ExportFormat format);
+    [[nodiscard]] Placement placementForFormat(ExportFormat format, QString* note) const;
     void exportView(bool svg);
     void exportMetrics(bool json);
     void about();

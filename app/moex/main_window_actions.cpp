@@ -79,7 +79,7 @@ void MainWindow::buildMenus()
     for (ExportFormat f : allExportFormats()) {
         const QString name = session::qs(std::string(toString(f)));
         QAction* a = exportPlacementMenu->addAction(name + QStringLiteral("\u2026"), this,
-                                                    [this, f] { exportPlacement(static_cast<int>(f)); });
+                                                    [this, f] { exportPlacement(f); });
         a->setObjectName(QStringLiteral("actionExportPlacement_") + name);
     }
     QMenu* exportViewMenu = file->addMenu(tr("Export &View"));
@@ -309,9 +309,9 @@ bool MainWindow::startTour(const QString& tourFile)
     }
 }
 
-// The document's placement as `fmt` carries it: copies of one expert on one GPU separated where the
+// The document's placement as `format` carries it: copies of one expert on one GPU separated where the
 // format's consumer cannot load them, judged by the latest step's expert loads.
-Placement MainWindow::placementForFormat(int format, QString* note) const
+Placement MainWindow::placementForFormat(ExportFormat format, QString* note) const
 {
     const session::ScenarioDocument* doc = document();
     const Placement& p = doc->placement();
@@ -321,20 +321,19 @@ Placement MainWindow::placementForFormat(int format, QString* note) const
             load.emplace_back(layer.expert_load.begin(), layer.expert_load.end());
     const auto& topo = doc->scenario().topology;
     std::optional<SeparationReport> separated;
-    Placement out = placementForExport(p, static_cast<ExportFormat>(format), load,
+    Placement out = placementForExport(p, format, load,
                                        topo.numGpus() / std::max(1, topo.numDomains()), separated);
     if (note)
         *note = separated ? session::qs(describeSeparation(*separated)) : QString();
     return out;
 }
 
-QString MainWindow::exportPlacementTo(int format, const QString& path, QString* note)
+QString MainWindow::exportPlacementTo(ExportFormat fmt, const QString& path, QString* note)
 {
     const session::ScenarioDocument* doc = document();
     if (!doc->hasScenario())
         return tr("No scenario is loaded");
-    const auto fmt = static_cast<ExportFormat>(format);
-    const Placement placement = placementForFormat(format, note);
+    const Placement placement = placementForFormat(fmt, note);
     const auto problems = exportProblems(placement, doc->scenario().model, fmt);
     if (!problems.empty()) {
         QStringList lines;
@@ -350,17 +349,16 @@ QString MainWindow::exportPlacementTo(int format, const QString& path, QString* 
     return {};
 }
 
-void MainWindow::exportPlacement(int format)
+void MainWindow::exportPlacement(ExportFormat fmt)
 {
     const session::ScenarioDocument* doc = document();
     if (!doc->hasScenario())
         return;
-    const auto fmt = static_cast<ExportFormat>(format);
     const QString name = session::qs(std::string(toString(fmt)));
     // Refuse before asking for a file name when the placement cannot be written in this format.
-    if (const auto problems = exportProblems(placementForFormat(format, nullptr), doc->scenario().model, fmt);
+    if (const auto problems = exportProblems(placementForFormat(fmt, nullptr), doc->scenario().model, fmt);
         !problems.empty()) {
-        showError(tr("This placement cannot be exported as %1").arg(name), exportPlacementTo(format, QString()));
+        showError(tr("This placement cannot be exported as %1").arg(name), exportPlacementTo(fmt, QString()));
         return;
     }
     const bool yaml = fmt == ExportFormat::native || fmt == ExportFormat::trtllm;
@@ -369,7 +367,7 @@ void MainWindow::exportPlacement(int format)
     if (path.isEmpty())
         return;
     QString note;
-    if (const QString error = exportPlacementTo(format, path, &note); !error.isEmpty())
+    if (const QString error = exportPlacementTo(fmt, path, &note); !error.isEmpty())
         showError(tr("Export failed"), error);
     else
         statusBar()->showMessage(tr("Exported the placement as %1 to %2").arg(name, path)

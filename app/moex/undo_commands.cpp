@@ -7,9 +7,9 @@ namespace moex::app {
 
 namespace {
 
-QString layerText(int layer)
+QString layerText(session::MoeLayers layers)
 {
-    return layer < 0 ? QObject::tr("all layers") : QObject::tr("layer %1").arg(layer);
+    return layers.isAll() ? QObject::tr("all layers") : QObject::tr("layer %1").arg(layers.layer().value);
 }
 
 }  // namespace
@@ -72,39 +72,44 @@ void DocumentEditCommand::undo()
         m_doc->restoreState(m_before);
 }
 
-MoveExpertCommand::MoveExpertCommand(session::ScenarioDocument* doc, int layer, int expert, int fromGpu, int toGpu)
+MoveExpertCommand::MoveExpertCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expert,
+                                     GpuId fromGpu, GpuId toGpu)
     : DocumentEditCommand(doc,
                           QObject::tr("Move expert %1 from GPU %2 to GPU %3 (%4)")
-                              .arg(expert).arg(fromGpu).arg(toGpu).arg(layerText(layer)),
-                          [=] { return doc->moveExpert(layer, expert, fromGpu, toGpu); })
+                              .arg(expert.value).arg(fromGpu.value).arg(toGpu.value).arg(layerText(layers)),
+                          [=] { return doc->moveExpert(layers, expert, fromGpu, toGpu); })
 {
 }
 
-ReplicateExpertCommand::ReplicateExpertCommand(session::ScenarioDocument* doc, int layer, int expert, int toGpu)
+ReplicateExpertCommand::ReplicateExpertCommand(session::ScenarioDocument* doc, session::MoeLayers layers,
+                                               ExpertId expert, GpuId toGpu)
     : DocumentEditCommand(doc,
-                          QObject::tr("Replicate expert %1 on GPU %2 (%3)").arg(expert).arg(toGpu).arg(layerText(layer)),
-                          [=] { return doc->replicateExpert(layer, expert, toGpu); })
+                          QObject::tr("Replicate expert %1 on GPU %2 (%3)")
+                              .arg(expert.value).arg(toGpu.value).arg(layerText(layers)),
+                          [=] { return doc->replicateExpert(layers, expert, toGpu); })
 {
 }
 
-SwapExpertsCommand::SwapExpertsCommand(session::ScenarioDocument* doc, int layer, int expertA, int gpuA, int expertB,
-                                       int gpuB)
+SwapExpertsCommand::SwapExpertsCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expertA,
+                                       GpuId gpuA, ExpertId expertB, GpuId gpuB)
     : DocumentEditCommand(doc,
                           QObject::tr("Swap expert %1 (GPU %2) with expert %3 (GPU %4) (%5)")
-                              .arg(expertA).arg(gpuA).arg(expertB).arg(gpuB).arg(layerText(layer)),
-                          [=] { return doc->swapExperts(layer, expertA, gpuA, expertB, gpuB); })
+                              .arg(expertA.value).arg(gpuA.value).arg(expertB.value).arg(gpuB.value).arg(layerText(layers)),
+                          [=] { return doc->swapExperts(layers, expertA, gpuA, expertB, gpuB); })
 {
 }
 
-RemoveReplicaCommand::RemoveReplicaCommand(session::ScenarioDocument* doc, int layer, int expert, int gpu)
+RemoveReplicaCommand::RemoveReplicaCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expert,
+                                           GpuId gpu)
     : DocumentEditCommand(doc,
-                          QObject::tr("Remove replica of expert %1 from GPU %2 (%3)").arg(expert).arg(gpu).arg(layerText(layer)),
-                          [=] { return doc->removeReplica(layer, expert, gpu); })
+                          QObject::tr("Remove replica of expert %1 from GPU %2 (%3)")
+                              .arg(expert.value).arg(gpu.value).arg(layerText(layers)),
+                          [=] { return doc->removeReplica(layers, expert, gpu); })
 {
 }
 
-GpuSpeedCommand::GpuSpeedCommand(session::ScenarioDocument* doc, int gpu, double speed)
-    : DocumentEditCommand(doc, QObject::tr("Set GPU %1 speed to %2").arg(gpu).arg(speed, 0, 'g', 3),
+GpuSpeedCommand::GpuSpeedCommand(session::ScenarioDocument* doc, GpuId gpu, double speed)
+    : DocumentEditCommand(doc, QObject::tr("Set GPU %1 speed to %2").arg(gpu.value).arg(speed, 0, 'g', 3),
                           [=] { return doc->setGpuSpeed(gpu, speed); })
 {
 }

@@ -42,27 +42,29 @@ QString pushEdit(QUndoStack* stack, DocumentEditCommand* cmd);
 
 class MoveExpertCommand : public DocumentEditCommand {
 public:
-    MoveExpertCommand(session::ScenarioDocument* doc, int layer, int expert, int fromGpu, int toGpu);
+    MoveExpertCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expert, GpuId fromGpu,
+                      GpuId toGpu);
 };
 
 class ReplicateExpertCommand : public DocumentEditCommand {
 public:
-    ReplicateExpertCommand(session::ScenarioDocument* doc, int layer, int expert, int toGpu);
+    ReplicateExpertCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expert, GpuId toGpu);
 };
 
 class SwapExpertsCommand : public DocumentEditCommand {
 public:
-    SwapExpertsCommand(session::ScenarioDocument* doc, int layer, int expertA, int gpuA, int expertB, int gpuB);
+    SwapExpertsCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expertA, GpuId gpuA,
+                       ExpertId expertB, GpuId gpuB);
 };
 
 class RemoveReplicaCommand : public DocumentEditCommand {
 public:
-    RemoveReplicaCommand(session::ScenarioDocument* doc, int layer, int expert, int gpu);
+    RemoveReplicaCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expert, GpuId gpu);
 };
 
 class GpuSpeedCommand : public DocumentEditCommand {
 public:
-    GpuSpeedCommand(session::ScenarioDocument* doc, int gpu, double speed);
+    GpuSpeedCommand(session::ScenarioDocument* doc, GpuId gpu, double speed);
 };
 
 class OverrideCommand : public DocumentEditCommand {

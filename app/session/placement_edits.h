@@ -4,9 +4,11 @@
 // HBM. Plain C++ on core types: a refused edit returns the reason and leaves the placement as it was.
 #pragma once
 
+#include "common/ids.h"
 #include "placement/placement.h"
 #include "scenario/scenario.h"
 
+#include <optional>
 #include <string>
 
 namespace moex::session {
@@ -24,14 +26,29 @@ struct MemoryRule {
 };
 MemoryRule memoryRuleOf(const Scenario& s);
 
-// Each returns "" when applied, else why it was refused (placement untouched). `layer` is a MoE
-// layer index, or -1 for every layer (applied where it can be, refused if it can be nowhere).
-std::string moveExpert(Placement& p, const MemoryRule& mem, int layer, int expert, int fromGpu, int toGpu);
-std::string replicateExpert(Placement& p, const MemoryRule& mem, int layer, int expert, int toGpu);
-std::string swapExperts(Placement& p, int layer, int expertA, int gpuA, int expertB, int gpuB);
-std::string removeReplica(Placement& p, int layer, int expert, int gpu);
+// The MoE layers an edit applies to: one, by its MoE ordinal, or every one (applied in each layer
+// where it can be, refused only if it can be in none).
+class MoeLayers {
+public:
+    static MoeLayers all() { return MoeLayers(); }
+    static MoeLayers only(MoeLayerId layer) { return MoeLayers(layer); }
+    [[nodiscard]] bool isAll() const { return !m_only.has_value(); }
+    [[nodiscard]] MoeLayerId layer() const { return m_only.value(); }  // only when !isAll()
+
+private:
+    MoeLayers() = default;
+    explicit MoeLayers(MoeLayerId layer) : m_only(layer) {}
+    std::optional<MoeLayerId> m_only;
+};
+
+// Each returns "" when applied, else why it was refused (placement untouched).
+std::string moveExpert(Placement& p, const MemoryRule& mem, MoeLayers layers, ExpertId expert, GpuId fromGpu,
+                       GpuId toGpu);
+std::string replicateExpert(Placement& p, const MemoryRule& mem, MoeLayers layers, ExpertId expert, GpuId toGpu);
+std::string swapExperts(Placement& p, MoeLayers layers, ExpertId expertA, GpuId gpuA, ExpertId expertB, GpuId gpuB);
+std::string removeReplica(Placement& p, MoeLayers layers, ExpertId expert, GpuId gpu);
 
 // Slots one GPU holds over all layers.
-long long slotsOnGpu(const Placement& p, int gpu);
+long long slotsOnGpu(const Placement& p, GpuId gpu);
 
 }  // namespace moex::session

@@ -200,42 +200,42 @@ QString ScenarioDocument::editPlacement(const std::function<std::string(Placemen
     return {};
 }
 
-QString ScenarioDocument::moveExpert(int layer, int expert, int fromGpu, int toGpu)
+QString ScenarioDocument::moveExpert(MoeLayers layers, ExpertId expert, GpuId fromGpu, GpuId toGpu)
 {
-    return editPlacement([&](Placement& p) { return session::moveExpert(p, m_memory, layer, expert, fromGpu, toGpu); });
+    return editPlacement([&](Placement& p) { return session::moveExpert(p, m_memory, layers, expert, fromGpu, toGpu); });
 }
 
-QString ScenarioDocument::replicateExpert(int layer, int expert, int toGpu)
+QString ScenarioDocument::replicateExpert(MoeLayers layers, ExpertId expert, GpuId toGpu)
 {
-    return editPlacement([&](Placement& p) { return session::replicateExpert(p, m_memory, layer, expert, toGpu); });
+    return editPlacement([&](Placement& p) { return session::replicateExpert(p, m_memory, layers, expert, toGpu); });
 }
 
-QString ScenarioDocument::swapExperts(int layer, int expertA, int gpuA, int expertB, int gpuB)
+QString ScenarioDocument::swapExperts(MoeLayers layers, ExpertId expertA, GpuId gpuA, ExpertId expertB, GpuId gpuB)
 {
-    return editPlacement([&](Placement& p) { return session::swapExperts(p, layer, expertA, gpuA, expertB, gpuB); });
+    return editPlacement([&](Placement& p) { return session::swapExperts(p, layers, expertA, gpuA, expertB, gpuB); });
 }
 
-QString ScenarioDocument::removeReplica(int layer, int expert, int gpu)
+QString ScenarioDocument::removeReplica(MoeLayers layers, ExpertId expert, GpuId gpu)
 {
-    return editPlacement([&](Placement& p) { return session::removeReplica(p, layer, expert, gpu); });
+    return editPlacement([&](Placement& p) { return session::removeReplica(p, layers, expert, gpu); });
 }
 
-QString ScenarioDocument::setGpuSpeed(int gpu, double speed)
+QString ScenarioDocument::setGpuSpeed(GpuId gpu, double speed)
 {
     if (!m_loaded)
         return refuse("no scenario is loaded");
-    if (gpu < 0 || gpu >= m_state.scenario.topology.numGpus())
-        return refuse("GPU " + std::to_string(gpu) + " does not exist (0.."
+    if (!gpu.valid() || gpu.value >= m_state.scenario.topology.numGpus())
+        return refuse("GPU " + std::to_string(gpu.value) + " does not exist (0.."
                       + std::to_string(m_state.scenario.topology.numGpus() - 1) + ")");
     if (!std::isfinite(speed) || speed < 0.01 || speed > 10.0)
         return refuse("a GPU's speed factor must be between 0.01 and 10 (1 = nominal, slower < 1)");
     GpuSpeeds& speeds = m_state.scenario.speeds;
-    if (speeds.of(gpu) == speed)
-        return refuse("GPU " + std::to_string(gpu) + " already runs at that speed");
+    if (speeds.of(gpu.value) == speed)
+        return refuse("GPU " + std::to_string(gpu.value) + " already runs at that speed");
     if (speed == speeds.default_speed)
-        speeds.per_gpu.erase(gpu);
+        speeds.per_gpu.erase(gpu.value);
     else
-        speeds.per_gpu[gpu] = speed;
+        speeds.per_gpu[gpu.value] = speed;
     m_lastError.clear();
     touched();
     emit placementChanged();

@@ -70,13 +70,13 @@ public:
     // The companion change the last adopted override made ("" = none), e.g. redundant slots rounded.
     [[nodiscard]] QString lastNote() const { return m_lastNote; }
 
-    // Placement edits: "" when applied, else the refusal (and editRefused is emitted). layer -1:
-    // every MoE layer where the edit applies.
-    QString moveExpert(int layer, int expert, int fromGpu, int toGpu);
-    QString replicateExpert(int layer, int expert, int toGpu);
-    QString swapExperts(int layer, int expertA, int gpuA, int expertB, int gpuB);
-    QString removeReplica(int layer, int expert, int gpu);
-    QString setGpuSpeed(int gpu, double speed);
+    // Placement edits (placement_edits.h): "" when applied, else the refusal (and editRefused is
+    // emitted).
+    QString moveExpert(MoeLayers layers, ExpertId expert, GpuId fromGpu, GpuId toGpu);
+    QString replicateExpert(MoeLayers layers, ExpertId expert, GpuId toGpu);
+    QString swapExperts(MoeLayers layers, ExpertId expertA, GpuId gpuA, ExpertId expertB, GpuId gpuB);
+    QString removeReplica(MoeLayers layers, ExpertId expert, GpuId gpu);
+    QString setGpuSpeed(GpuId gpu, double speed);
 
     [[nodiscard]] bool hasScenario() const { return m_loaded; }
     [[nodiscard]] const Scenario& scenario() const { return m_state.scenario; }

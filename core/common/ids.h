@@ -21,8 +21,10 @@ struct StrongId {
 
 using GpuId = StrongId<struct GpuTag>;
 using ExpertId = StrongId<struct ExpertTag>;
-using SlotId = StrongId<struct SlotTag>;
-using LayerId = StrongId<struct LayerTag>;
+// A MoE layer by its ordinal among the model's MoE layers (0 = the first MoE layer), which is what
+// a Placement's layers and every export are indexed by; the decoder-layer index (LayerMetrics::
+// decoder_layer, ModelSpec::moe_layers) is a different number whenever dense layers come first.
+using MoeLayerId = StrongId<struct MoeLayerTag>;
 using NodeId = StrongId<struct NodeTag>;   // any vertex of the topology graph
 using LinkId = StrongId<struct LinkTag>;   // a directed link of the topology graph
 

@@ -45,6 +45,8 @@
 using moex::app::MainWindow;
 using namespace moex::app::test;
 using moex::session::MetricsPtr;
+using moex::ExpertId;
+using moex::GpuId;
 
 namespace {
 
@@ -119,7 +121,7 @@ private slots:
                                ExportFormat::eplb}) {
             const QString name = QString::fromStdString(std::string(moex::toString(f)));
             const QString path = dir.filePath(QStringLiteral("placement-") + name);
-            const QString error = w.exportPlacementTo(static_cast<int>(f), path);
+            const QString error = w.exportPlacementTo(f, path);
             QVERIFY2(error.isEmpty(), qPrintable(name + QStringLiteral(": ") + error));
             const std::string text = moex::readFile(path.toStdString());
             const moex::Placement back = moex::parsePlacementExport(text, doc.scenario().model, G, f, path.toStdString());
@@ -235,7 +237,7 @@ private slots:
                                 .arg(first->layers.size())
                                 .arg(first->step)));
         QCOMPARE(first->layers.size(), std::size_t{1});  // the first MoE layer
-        QCOMPARE(first->layers[0].layer, 1);
+        QCOMPARE(first->layers[0].decoder_layer, 1);
         QVERIFY(first->summary.moe_time_us > 0);
         QVERIFY(w.statusText().contains(QStringLiteral("source: cpu")));
         QVERIFY(w.action(QStringLiteral("actionSourceEngine"))->isChecked());
@@ -549,7 +551,7 @@ private slots:
         QVERIFY(w.openScenario(sample("mixtral-8x7b-decode-hgx-h100.yaml")));
         QVERIFY(w.findChild<QMenu*>(QStringLiteral("menuRecent"))->actions().size() >= 1);
         QTemporaryDir dir;
-        QVERIFY(w.documentA()->setGpuSpeed(2, 0.9).isEmpty());
+        QVERIFY(w.documentA()->setGpuSpeed(GpuId(2), 0.9).isEmpty());
         const QString saved = dir.filePath(QStringLiteral("s.yaml"));
         QVERIFY(w.documentA()->saveAs(saved));
         QVERIFY(!w.isWindowModified());

@@ -10,6 +10,10 @@
 #include <algorithm>
 
 using moex::session::ScenarioDocument;
+using moex::ExpertId;
+using moex::GpuId;
+using moex::MoeLayerId;
+using moex::session::MoeLayers;
 
 namespace {
 
@@ -165,7 +169,7 @@ private slots:
         auto [e, g] = singleReplica(doc.placement(), 0);
         QVERIFY(e >= 0);
         const int to = (g + 1) % 72;
-        QVERIFY(doc.moveExpert(0, e, g, to).isEmpty());
+        QVERIFY(doc.moveExpert(MoeLayers::only(MoeLayerId(0)), ExpertId(e), GpuId(g), GpuId(to)).isEmpty());
         QVERIFY(doc.applyOverride(QStringLiteral("workload.context_tokens"), QStringLiteral("8192")));
         QVERIFY(doc.placementEdited());
         QVERIFY(holds(doc.placement(), 0, to, e));
@@ -186,29 +190,48 @@ private slots:
         const int to = (g + 5) % 72;
 
         // Move.
-        QVERIFY(doc.moveExpert(layer, e, g, to).isEmpty());
+        QVERIFY(doc.moveExpert(MoeLayers::only(MoeLayerId(layer)), ExpertId(e), GpuId(g), GpuId(to)).isEmpty());
         QVERIFY(holds(doc.placement(), layer, to, e));
         QVERIFY(!holds(doc.placement(), layer, g, e));
         QCOMPARE(placementChanged.count(), 1);
         QVERIFY(doc.isModified());
 
-        // Moving from a GPU that does not hold it is refused.
-        QVERIFY(!doc.moveExpert(layer, e, g, to).isEmpty());
+        // Moving from a GPU that does not hold it is refused, and the refusal names the layer asked
+        // for; asked for every layer, it says that no layer has it there.
+        const QString notThere = doc.moveExpert(MoeLayers::only(MoeLayerId(layer)), ExpertId(e), GpuId(g), GpuId(to));
+        QCOMPARE(notThere, QStringLiteral("GPU %1 holds no replica of expert %2 in MoE layer %3").arg(g).arg(e).arg(layer));
+        int without = -1;  // a GPU that holds e in no layer
+        for (int gg = 0; gg < 72 && without < 0; ++gg) {
+            bool any = false;
+            for (int l = 0; l < doc.placement().numLayers(); ++l)
+                any = any || holds(doc.placement(), l, gg, e);
+            if (!any)
+                without = gg;
+        }
+        QVERIFY(without >= 0);
+        const auto beforeAll = doc.placement();
+        const QString nowhere = doc.moveExpert(MoeLayers::all(), ExpertId(e), GpuId(without), GpuId((without + 1) % 72));
+        QCOMPARE(nowhere, QStringLiteral("GPU %1 holds no replica of expert %2 in any layer").arg(without).arg(e));
+        QVERIFY(beforeAll == doc.placement());
+        QCOMPARE(doc.moveExpert(MoeLayers::only(MoeLayerId(99)), ExpertId(e), GpuId(g), GpuId(to)),
+                 QStringLiteral("MoE layer 99 does not exist (0..%1)").arg(doc.placement().numLayers() - 1));
+        QCOMPARE(doc.moveExpert(MoeLayers::only(MoeLayerId(layer)), ExpertId(e), GpuId(-1), GpuId(to)),
+                 QStringLiteral("GPU -1 does not exist (0..71)"));
 
         // Replicate, then a duplicate replica on the same GPU is refused.
-        QVERIFY(doc.replicateExpert(layer, e, g).isEmpty());
+        QVERIFY(doc.replicateExpert(MoeLayers::only(MoeLayerId(layer)), ExpertId(e), GpuId(g)).isEmpty());
         QCOMPARE(replicas(doc.placement(), layer, e), 2);
         const auto beforeDup = doc.placement();
-        const QString dup = doc.replicateExpert(layer, e, g);
+        const QString dup = doc.replicateExpert(MoeLayers::only(MoeLayerId(layer)), ExpertId(e), GpuId(g));
         QVERIFY2(dup.contains(QStringLiteral("already holds")), qPrintable(dup));
         QVERIFY(beforeDup == doc.placement());
         // Moving a replica onto a GPU that has one is refused too.
-        QVERIFY(!doc.moveExpert(layer, e, g, to).isEmpty());
+        QVERIFY(!doc.moveExpert(MoeLayers::only(MoeLayerId(layer)), ExpertId(e), GpuId(g), GpuId(to)).isEmpty());
 
         // Remove one replica; removing the last is refused.
-        QVERIFY(doc.removeReplica(layer, e, g).isEmpty());
+        QVERIFY(doc.removeReplica(MoeLayers::only(MoeLayerId(layer)), ExpertId(e), GpuId(g)).isEmpty());
         QCOMPARE(replicas(doc.placement(), layer, e), 1);
-        const QString last = doc.removeReplica(layer, e, to);
+        const QString last = doc.removeReplica(MoeLayers::only(MoeLayerId(layer)), ExpertId(e), GpuId(to));
         QVERIFY2(last.contains(QStringLiteral("at least one slot")), qPrintable(last));
         QCOMPARE(replicas(doc.placement(), layer, e), 1);
 
@@ -223,10 +246,10 @@ private slots:
                     break;
                 }
         QVERIFY(other >= 0);
-        QVERIFY(doc.swapExperts(layer, e, to, other, og).isEmpty());
+        QVERIFY(doc.swapExperts(MoeLayers::only(MoeLayerId(layer)), ExpertId(e), GpuId(to), ExpertId(other), GpuId(og)).isEmpty());
         QVERIFY(holds(doc.placement(), layer, og, e));
         QVERIFY(holds(doc.placement(), layer, to, other));
-        QVERIFY(!doc.swapExperts(layer, e, og, other, og).isEmpty());  // same GPU
+        QVERIFY(!doc.swapExperts(MoeLayers::only(MoeLayerId(layer)), ExpertId(e), GpuId(og), ExpertId(other), GpuId(og)).isEmpty());  // same GPU
         QVERIFY(refused.count() >= 4);
         QVERIFY(moex::checkPlacement(doc.placement(), doc.scenario().model.routed_experts, 72).empty());
     }
@@ -243,7 +266,7 @@ private slots:
                 g0 = g;
         QVERIFY(g0 >= 0);
         const int to = (g0 + 1) % p.numGpus();
-        QVERIFY(doc.moveExpert(-1, 0, g0, to).isEmpty());
+        QVERIFY(doc.moveExpert(MoeLayers::all(), ExpertId(0), GpuId(g0), GpuId(to)).isEmpty());
         int moved = 0;
         for (int l = 0; l < doc.placement().numLayers(); ++l)
             moved += holds(doc.placement(), l, to, 0) ? 1 : 0;
@@ -260,13 +283,13 @@ private slots:
         QString refusal;
         for (int e = 0; e < doc.scenario().model.routed_experts && refusal.isEmpty(); ++e) {
             const auto before = doc.placement();
-            refusal = doc.replicateExpert(-1, e, 0);
+            refusal = doc.replicateExpert(MoeLayers::all(), ExpertId(e), GpuId(0));
             if (refusal.contains(QStringLiteral("already holds")))
                 refusal.clear();
             if (!refusal.isEmpty())
                 QVERIFY(before == doc.placement());
         }
-        QVERIFY(moex::session::slotsOnGpu(doc.placement(), 0) <= limit);
+        QVERIFY(moex::session::slotsOnGpu(doc.placement(), GpuId(0)) <= limit);
         if (!refusal.isEmpty())
             QVERIFY2(refusal.contains(QStringLiteral("memory")), qPrintable(refusal));
     }
@@ -275,10 +298,10 @@ private slots:
     {
         ScenarioDocument doc;
         QVERIFY(doc.load(sample("deepseek-r1-decode-nvl72.yaml")));
-        QVERIFY(doc.setGpuSpeed(17, 0.8).isEmpty());
+        QVERIFY(doc.setGpuSpeed(GpuId(17), 0.8).isEmpty());
         QCOMPARE(doc.scenario().speeds.of(17), 0.8);
-        QVERIFY(!doc.setGpuSpeed(17, 0.0).isEmpty());
-        QVERIFY(!doc.setGpuSpeed(99, 0.9).isEmpty());
+        QVERIFY(!doc.setGpuSpeed(GpuId(17), 0.0).isEmpty());
+        QVERIFY(!doc.setGpuSpeed(GpuId(99), 0.9).isEmpty());
         QCOMPARE(doc.scenario().speeds.of(17), 0.8);
     }
 
@@ -288,8 +311,8 @@ private slots:
         QVERIFY(doc.load(sample("deepseek-r1-decode-nvl72.yaml")));
         const ScenarioDocument::State before = doc.state();
         auto [e, g] = singleReplica(doc.placement(), 0);
-        QVERIFY(doc.moveExpert(0, e, g, (g + 1) % 72).isEmpty());
-        QVERIFY(doc.setGpuSpeed(3, 0.7).isEmpty());
+        QVERIFY(doc.moveExpert(MoeLayers::only(MoeLayerId(0)), ExpertId(e), GpuId(g), GpuId((g + 1) % 72)).isEmpty());
+        QVERIFY(doc.setGpuSpeed(GpuId(3), 0.7).isEmpty());
         QSignalSpy scen(&doc, &ScenarioDocument::scenarioChanged);
         doc.restoreState(before);
         QCOMPARE(scen.count(), 0);  // same scenario: a placement update, no rebuild
@@ -303,8 +326,8 @@ private slots:
         ScenarioDocument doc;
         QVERIFY(doc.load(sample("deepseek-r1-decode-nvl72.yaml")));
         auto [e, g] = singleReplica(doc.placement(), 5);
-        QVERIFY(doc.moveExpert(5, e, g, (g + 7) % 72).isEmpty());
-        QVERIFY(doc.setGpuSpeed(11, 0.85).isEmpty());
+        QVERIFY(doc.moveExpert(MoeLayers::only(MoeLayerId(5)), ExpertId(e), GpuId(g), GpuId((g + 7) % 72)).isEmpty());
+        QVERIFY(doc.setGpuSpeed(GpuId(11), 0.85).isEmpty());
         QTemporaryDir dir;
         const QString path = dir.filePath(QStringLiteral("edited.yaml"));
         QVERIFY2(doc.saveAs(path), qPrintable(doc.lastError()));
@@ -332,7 +355,7 @@ private slots:
         QVERIFY(doc.load(sample("deepseek-r1-decode-nvl72-slow-gpus.yaml")));
         auto [e, g] = singleReplica(doc.placement(), 0);
         QVERIFY(e >= 0);
-        QVERIFY(doc.moveExpert(0, e, g, (g + 1) % 72).isEmpty());
+        QVERIFY(doc.moveExpert(MoeLayers::only(MoeLayerId(0)), ExpertId(e), GpuId(g), GpuId((g + 1) % 72)).isEmpty());
         QTemporaryDir dir;
         const QString path = dir.filePath(QStringLiteral("gem-edited.yaml"));
         QVERIFY2(doc.saveAs(path), qPrintable(doc.lastError()));

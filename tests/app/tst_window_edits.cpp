@@ -26,6 +26,7 @@
 using moex::app::MainWindow;
 
 using namespace moex::app::test;
+using moex::GpuId;
 
 namespace {
 
@@ -225,7 +226,7 @@ private slots:
         auto* doc = w.documentA();
         doc->requestOverride(QStringLiteral("workload.routing.seed"), QStringLiteral("12345"));
         QVERIFY(doc->isBusy());
-        QVERIFY(doc->setGpuSpeed(3, 0.7).isEmpty());
+        QVERIFY(doc->setGpuSpeed(GpuId(3), 0.7).isEmpty());
         QTRY_VERIFY_WITH_TIMEOUT(!doc->isBusy(), 30000);
         QCOMPARE(static_cast<long long>(doc->scenario().workload.routing.seed), 12345LL);
         QCOMPARE(doc->scenario().speeds.of(3), 0.7);
