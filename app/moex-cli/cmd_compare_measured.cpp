@@ -76,7 +76,7 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
     }
     for (const auto& l : field<nlohmann::json>(j, "layers", runFile, "the file")) {
         LayerMetrics lm;
-        lm.layer = field<int>(l, "layer", runFile, "a \"layers\" entry");
+        lm.decoder_layer = field<int>(l, "layer", runFile, "a \"layers\" entry");
         lm.expert_load = field<std::vector<std::int64_t>>(l, "expert_load", runFile, "a \"layers\" entry");
         measured.layers.push_back(lm);
     }
@@ -88,7 +88,7 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
     std::vector<LayerMetrics> means;
     for (const auto& l : field<nlohmann::json>(j, timesKey, runFile, "the file")) {
         LayerMetrics lm;
-        lm.layer = field<int>(l, "layer", runFile, entry);
+        lm.decoder_layer = field<int>(l, "layer", runFile, entry);
         lm.time_us = field<double>(l, "time_us", runFile, entry);
         lm.dispatch_us = field<double>(l, "dispatch_us", runFile, entry);
         lm.compute_us = field<double>(l, "compute_us", runFile, entry);

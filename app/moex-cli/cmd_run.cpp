@@ -110,7 +110,7 @@ int cmdRun(const Argv& argv)
         const auto layerTimes = [](const std::vector<LayerMetrics>& layers) {
             nlohmann::json list = nlohmann::json::array();
             for (const LayerMetrics& l : layers)
-                list.push_back({{"layer", l.layer}, {"time_us", l.time_us}, {"dispatch_us", l.dispatch_us},
+                list.push_back({{"layer", l.decoder_layer}, {"time_us", l.time_us}, {"dispatch_us", l.dispatch_us},
                                 {"compute_us", l.compute_us}, {"combine_us", l.combine_us}});
             return list;
         };
@@ -121,7 +121,7 @@ int cmdRun(const Argv& argv)
             sets.push_back(key + "=" + value);
         std::vector<int> ran;
         for (const LayerMetrics& l : run.last.layers)
-            ran.push_back(l.layer);
+            ran.push_back(l.decoder_layer);
         j["run"] = {{"scenario_file", s.file},
                     {"set", sets},
                     {"backend", s.engine.backend == Backend::cpu ? "cpu" : "cuda"},

@@ -266,7 +266,7 @@ QString writeReport(const LoadReport& r, const QString& scenarioFile, const QStr
                         "<th>× the layer's mean</th><th>hot in snapshots</th></tr>\n");
     for (const HotExpert& e : r.hottest)
         h += QStringLiteral("<tr><td>%1</td><td>%2</td><td>%3%</td><td>%4</td><td>%5</td></tr>\n")
-                 .arg(e.layer)
+                 .arg(e.decoder_layer)
                  .arg(e.expert)
                  .arg(num(100.0 * e.share, 1), num(e.over_mean, 2),
                       e.stability < 0 ? QStringLiteral("one snapshot") : num(100.0 * e.stability, 0) + QStringLiteral("%"));

@@ -518,7 +518,7 @@ double EpEngine::step(int step, StepMetrics& out, std::vector<float>* lastOutput
     std::vector<int> slowestCount(static_cast<std::size_t>(R), 0);
     for (std::size_t li = 0; li < L; ++li) {
         LayerMetrics lm;
-        lm.layer = e.model.moe_layers[static_cast<std::size_t>(e.ordinals[li])];
+        lm.decoder_layer = e.model.moe_layers[static_cast<std::size_t>(e.ordinals[li])];
         lm.expert_load.assign(static_cast<std::size_t>(E), 0);
         lm.gpu_load.assign(static_cast<std::size_t>(R), 0);
         const auto& pts = e.times[li];

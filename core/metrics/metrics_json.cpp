@@ -70,7 +70,7 @@ nlohmann::json metricsToJson(const StepMetrics& m, const std::vector<std::string
     j["traffic"] = std::move(traffic);
     nlohmann::json layers = nlohmann::json::array();
     for (const LayerMetrics& l : m.layers)
-        layers.push_back({{"layer", l.layer},
+        layers.push_back({{"layer", l.decoder_layer},
                           {"expert_load", l.expert_load},
                           {"gpu_load", l.gpu_load},
                           {"time_us", l.time_us},

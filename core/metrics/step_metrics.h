@@ -30,7 +30,7 @@ struct LinkMetrics {
 };
 
 struct LayerMetrics {
-    int layer = 0;                          // decoder-layer index
+    int decoder_layer = 0;                  // decoder-layer index (not the MoE ordinal)
     std::vector<std::int64_t> expert_load;  // token-expert pairs per expert
     std::vector<std::int64_t> gpu_load;     // token-expert pairs computed per GPU
     double time_us = 0;                     // the MoE layer (dispatch + slowest compute + combine, or overlapped)

@@ -85,7 +85,7 @@ std::string describeColocated(const std::vector<ColocatedReplicas>& found, std::
     std::string out;
     for (std::size_t i = 0; i < found.size() && i < limit; ++i) {
         const auto& f = found[i];
-        out += "MoE layer " + std::to_string(f.layer) + ": GPU " + std::to_string(f.gpu) + " holds "
+        out += "MoE layer " + std::to_string(f.moe_layer) + ": GPU " + std::to_string(f.gpu) + " holds "
                + std::to_string(f.copies) + " replicas of expert " + std::to_string(f.expert)
                + " (the extra copies add no balance)\n";
     }

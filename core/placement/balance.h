@@ -26,7 +26,7 @@ double maxMeanGpuLoad(const Placement& p, const std::vector<std::vector<double>>
 // Two or more replicas of one expert on one GPU: they add memory but no balance, since both take
 // their share on the same GPU (deepseek-ai/EPLB#22). Reported, never silently repaired.
 struct ColocatedReplicas {
-    int layer = 0;  // MoE ordinal
+    int moe_layer = 0;  // MoE ordinal
     int gpu = 0;
     int expert = 0;
     int copies = 0;  // >= 2

@@ -271,7 +271,7 @@ std::vector<std::string> exportProblems(const Placement& p, const ModelSpec& mod
     }
     if (exportNeedsDistinctReplicas(fmt)) {
         for (const auto& c : findColocatedReplicas(p))
-            problems.push_back("MoE layer " + std::to_string(c.layer) + ": GPU " + std::to_string(c.gpu) + " holds "
+            problems.push_back("MoE layer " + std::to_string(c.moe_layer) + ": GPU " + std::to_string(c.gpu) + " holds "
                                + std::to_string(c.copies) + " copies of expert " + std::to_string(c.expert)
                                + "; vllm-ascend keeps one local slot per expert and takes the slots per rank from "
                                  "rank 0's distinct experts, so this file would load and route tokens to the wrong "

@@ -21,7 +21,7 @@
 namespace moex {
 
 struct ReplicaSwap {
-    int layer = 0;         // MoE ordinal
+    int moe_layer = 0;     // MoE ordinal
     int gpu = 0;           // held the extra copy of `expert`
     int expert = 0;
     int other_gpu = 0;     // gave `other_expert` to `gpu` and took the copy of `expert`

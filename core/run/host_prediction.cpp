@@ -44,11 +44,11 @@ StepMetrics predictEngineStep(const Scenario& engineScenario, const StepMetrics&
     std::fill(sample.all_counts.begin(), sample.all_counts.end(), RoutingSample::Count{0});
     std::vector<int> ordinals;
     for (const LayerMetrics& lm : measured.layers) {
-        const auto it = std::find(model.moe_layers.begin(), model.moe_layers.end(), lm.layer);
+        const auto it = std::find(model.moe_layers.begin(), model.moe_layers.end(), lm.decoder_layer);
         if (it == model.moe_layers.end())
-            throw std::invalid_argument("measured layer " + std::to_string(lm.layer) + " is not an MoE layer of " + model.name);
+            throw std::invalid_argument("measured layer " + std::to_string(lm.decoder_layer) + " is not an MoE layer of " + model.name);
         if (static_cast<int>(lm.expert_load.size()) != E)
-            throw std::invalid_argument("measured layer " + std::to_string(lm.layer) + " has " + std::to_string(lm.expert_load.size())
+            throw std::invalid_argument("measured layer " + std::to_string(lm.decoder_layer) + " has " + std::to_string(lm.expert_load.size())
                                         + " expert loads, the model " + std::to_string(E) + " experts");
         const int o = static_cast<int>(it - model.moe_layers.begin());
         ordinals.push_back(o);
@@ -98,7 +98,7 @@ std::vector<PredictionRow> predictionTable(const std::vector<LayerMetrics>& meas
     std::vector<PredictionRow> perLayer;
     for (const LayerMetrics& m : measuredLayers) {
         const auto it = std::find_if(predicted.layers.begin(), predicted.layers.end(),
-                                     [&](const LayerMetrics& p) { return p.layer == m.layer; });
+                                     [&](const LayerMetrics& p) { return p.decoder_layer == m.decoder_layer; });
         if (it == predicted.layers.end())
             continue;
         rows[0].measured_us += m.time_us;
@@ -109,7 +109,7 @@ std::vector<PredictionRow> predictionTable(const std::vector<LayerMetrics>& meas
         rows[2].predicted_us += it->compute_us;
         rows[3].measured_us += m.combine_us;
         rows[3].predicted_us += it->combine_us;
-        perLayer.push_back({"layer " + std::to_string(m.layer), m.time_us, it->time_us});
+        perLayer.push_back({"layer " + std::to_string(m.decoder_layer), m.time_us, it->time_us});
     }
     rows.insert(rows.end(), perLayer.begin(), perLayer.end());
     return rows;

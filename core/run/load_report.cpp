@@ -157,7 +157,7 @@ LoadReport buildLoadReport(const Scenario& scenario, const std::string& statsPat
             continue;
         for (const int e : hottestOf(row, rep.hot_count)) {
             HotExpert h;
-            h.layer = rep.layer_ids[static_cast<std::size_t>(l)];
+            h.decoder_layer = rep.layer_ids[static_cast<std::size_t>(l)];
             h.expert = e;
             h.share = row[static_cast<std::size_t>(e)] / total;
             h.over_mean = h.share * E;

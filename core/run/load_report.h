@@ -49,7 +49,7 @@ struct ReportPoint {
 };
 
 struct HotExpert {
-    int layer = 0;          // decoder-layer index
+    int decoder_layer = 0;  // decoder-layer index
     int expert = 0;
     double share = 0;       // of its layer's pairs
     double over_mean = 0;   // its load over its layer's mean expert load

@@ -141,7 +141,7 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
         routeLayer(r, l, tokens);
         LayerComm comm = communicate(tokens, true);
         LayerMetrics& lm = out.layers[static_cast<std::size_t>(l)];
-        lm.layer = m_scenario.model.moe_layers[static_cast<std::size_t>(l)];
+        lm.decoder_layer = m_scenario.model.moe_layers[static_cast<std::size_t>(l)];
         const MixerKind mixer = m_moeMixer[static_cast<std::size_t>(l)];
         const double attnLayer = mixers.of(mixer);
         const double attnLayerHalf = mixers.halfOf(mixer);

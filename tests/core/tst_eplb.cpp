@@ -388,10 +388,10 @@ void TestEplb::colocatedReplicasReported()
     const Placement p = eplbToPlacement(rebalanceExperts(kReadmeWeight, 16, 3, 2, 8), 8);
     const auto found = findColocatedReplicas(p);
     QCOMPARE(found.size(), std::size_t(2));
-    QCOMPARE(found[0].layer, 0);
+    QCOMPARE(found[0].moe_layer, 0);
     QCOMPARE(found[0].gpu, 7);
     QCOMPARE(found[0].expert, 1);
-    QCOMPARE(found[1].layer, 1);
+    QCOMPARE(found[1].moe_layer, 1);
     QCOMPARE(found[1].gpu, 6);
     QCOMPARE(found[1].expert, 8);
     QCOMPARE(found[1].copies, 2);

@@ -405,8 +405,8 @@ void TestExportConsumers::separationCostsLittleAndKeepsReplicas()
     // lower maximum GPU load in its layer.
     const ReplicaSwap& first = r.swaps.front();
     Placement trial = exact;
-    auto& layer = trial.layers[static_cast<std::size_t>(first.layer)];
-    const auto& loadRow = load[static_cast<std::size_t>(first.layer)];
+    auto& layer = trial.layers[static_cast<std::size_t>(first.moe_layer)];
+    const auto& loadRow = load[static_cast<std::size_t>(first.moe_layer)];
     auto& gslots = layer.gpu_slots[static_cast<std::size_t>(first.gpu)];
     int j = -1;
     for (int k = 0, seen = 0; k < static_cast<int>(gslots.size()); ++k)
@@ -427,7 +427,7 @@ void TestExportConsumers::separationCostsLittleAndKeepsReplicas()
         }
     }
     Placement one = exact;
-    auto& l1 = one.layers[static_cast<std::size_t>(first.layer)];
+    auto& l1 = one.layers[static_cast<std::size_t>(first.moe_layer)];
     auto& o = l1.gpu_slots[static_cast<std::size_t>(first.other_gpu)];
     const auto k = std::find_if(o.begin(), o.end(), [&](ExpertId x) { return x.value == first.other_expert; });
     std::swap(l1.gpu_slots[static_cast<std::size_t>(first.gpu)][static_cast<std::size_t>(j)], *k);

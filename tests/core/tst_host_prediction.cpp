@@ -161,12 +161,12 @@ private slots:
         measured.gpus[0].tokens = 4;
         measured.gpus[1].tokens = 4;
         LayerMetrics lm;
-        lm.layer = 1;
+        lm.decoder_layer = 1;
         lm.expert_load = {6, 4, 4, 2};  // 8 tokens x top-2
         measured.layers.push_back(lm);
         const StepMetrics p = predictEngineStep(s, measured, cal);
         QCOMPARE(p.layers.size(), std::size_t{1});
-        QCOMPARE(p.layers[0].layer, 1);
+        QCOMPARE(p.layers[0].decoder_layer, 1);
 
         // By hand: each rank's slots from the engine's placement, slot j to worker j mod w.
         const Placement placement = engineRankPlacement(s, 2);
@@ -224,11 +224,11 @@ private slots:
         measured.gpus.resize(1);
         measured.gpus[0].tokens = 4;
         LayerMetrics lm;
-        lm.layer = 7;  // no such layer
+        lm.decoder_layer = 7;  // no such layer
         lm.expert_load = {2, 2, 2, 2};
         measured.layers.push_back(lm);
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, predictEngineStep(s, measured, smallCpu(1)));
-        measured.layers[0].layer = 1;
+        measured.layers[0].decoder_layer = 1;
         measured.layers[0].expert_load = {8};
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, predictEngineStep(s, measured, smallCpu(1)));
     }
