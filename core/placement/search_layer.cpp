@@ -198,147 +198,175 @@ bool LayerSearch::propose(const Layout& cur, Layout& c)
     int r = below(total), move = 0;
     while (r >= weights[move])
         r -= weights[move++];
-    const int G = c.gpus, S = c.perGpu;
     switch (static_cast<Move>(move)) {
-    case heavyLight: {
-        m_order.resize(static_cast<std::size_t>(G));
-        std::iota(m_order.begin(), m_order.end(), 0);
-        std::stable_sort(m_order.begin(), m_order.end(), [&](int a, int b) {
-            return m_gpuLoad[static_cast<std::size_t>(a)] > m_gpuLoad[static_cast<std::size_t>(b)];
-        });
-        const int g = m_order[static_cast<std::size_t>(below(std::min(3, G)))];
-        const int h = m_order[static_cast<std::size_t>(G - 1 - below(std::max(1, G / 2)))];
-        return swapSlots(c, g * S + below(S), h * S + below(S));
-    }
-    case randomSwap: {
-        const int g = below(G), h = (g + 1 + below(G - 1)) % G;
-        return swapSlots(c, g * S + below(S), h * S + below(S));
-    }
-    case reReplicate: {
-        const int i = replicatedSlot(c, 4, [&](int a, int b) { return slotLoad(c, a) < slotLoad(c, b); });
-        if (i < 0)
-            return false;
-        const int donor = c.expert[static_cast<std::size_t>(i)], g = c.gpuOf(i);
-        int receiver = -1;
-        for (int t = 0; t < 4; ++t) {
-            const int e = below(static_cast<int>(m_load.size()));
-            const auto eu = static_cast<std::size_t>(e);
-            if (e == donor || m_count[eu] >= G || c.holds(g, e))
-                continue;
-            if (receiver < 0 || m_load[eu] / m_count[eu] > m_load[static_cast<std::size_t>(receiver)] /
-                                                               m_count[static_cast<std::size_t>(receiver)])
-                receiver = e;
-        }
-        if (receiver < 0 || m_load[static_cast<std::size_t>(receiver)] / m_count[static_cast<std::size_t>(receiver)] <=
-                                m_load[static_cast<std::size_t>(donor)] / m_count[static_cast<std::size_t>(donor)])
-            return false;
-        if (!c.share.empty())
-            reshare(c, i, donor, receiver);
-        c.expert[static_cast<std::size_t>(i)] = receiver;
-        return true;
-    }
-    case colocate: {
-        const int i = below(static_cast<int>(c.expert.size()));
-        const auto* ps = partnersOf(c.expert[static_cast<std::size_t>(i)]);
-        if (!ps)
-            return false;
-        const int f = (*ps)[static_cast<std::size_t>(below(std::min<int>(3, static_cast<int>(ps->size()))))].first;
-        m_order.clear();
-        for (int s = 0; s < static_cast<int>(c.expert.size()); ++s)
-            if (c.expert[static_cast<std::size_t>(s)] == f)
-                m_order.push_back(c.gpuOf(s));
-        if (m_order.empty())
-            return false;
-        const int h = m_order[static_cast<std::size_t>(below(static_cast<int>(m_order.size())))];
-        const int j = closestTrade(c, i, h, f);
-        return j >= 0 && swapSlots(c, i, j);
-    }
-    case separate: {
-        const int g = below(G);
-        int pick = -1;
-        double strongest = 0;
-        for (int a = g * S; a < (g + 1) * S; ++a) {
-            const auto* ps = partnersOf(c.expert[static_cast<std::size_t>(a)]);
-            for (int b = g * S; ps && b < (g + 1) * S; ++b)
-                for (const auto& [f, ex] : *ps)
-                    if (f == c.expert[static_cast<std::size_t>(b)] && ex > strongest) {
-                        strongest = ex;
-                        pick = below(2) ? a : b;
-                    }
-        }
-        if (pick < 0)
-            return false;
-        const int j = closestTrade(c, pick, (g + 1 + below(G - 1)) % G);
-        return j >= 0 && swapSlots(c, pick, j);
-    }
-    case spreadDomains: {
-        const int i = replicatedSlot(c, 4, [&](int a, int b) { return slotLoad(c, a) > slotLoad(c, b); });
-        if (i < 0)
-            return false;
-        const int e = c.expert[static_cast<std::size_t>(i)], d = domainOf(c.gpuOf(i));
-        const int domains = G / m_domainSize;
-        m_order.assign(static_cast<std::size_t>(domains), 0);
-        for (int s = 0; s < static_cast<int>(c.expert.size()); ++s)
-            if (c.expert[static_cast<std::size_t>(s)] == e)
-                ++m_order[static_cast<std::size_t>(domainOf(c.gpuOf(s)))];
-        if (m_order[static_cast<std::size_t>(d)] < 2)
-            return false;
-        const int start = below(domains);
-        for (int k = 0; k < domains; ++k) {
-            const int to = (start + k) % domains;
-            if (m_order[static_cast<std::size_t>(to)] > 0)
-                continue;
-            const int h = to * m_domainSize + below(m_domainSize);
-            const int j = closestTrade(c, i, h);
-            return j >= 0 && swapSlots(c, i, j);
-        }
-        return false;
-    }
-    case joinDomain: {
-        const int i = below(static_cast<int>(c.expert.size()));
-        const auto* ps = partnersOf(c.expert[static_cast<std::size_t>(i)]);
-        if (!ps)
-            return false;
-        const int f = ps->front().first, d = domainOf(c.gpuOf(i));
-        int target = -1;
-        for (int s = 0; s < static_cast<int>(c.expert.size()); ++s) {
-            if (c.expert[static_cast<std::size_t>(s)] != f)
-                continue;
-            if (domainOf(c.gpuOf(s)) == d)
-                return false;  // already together
-            target = domainOf(c.gpuOf(s));
-        }
-        if (target < 0)
-            return false;
-        const int j = closestTrade(c, i, target * m_domainSize + below(m_domainSize), f);
-        return j >= 0 && swapSlots(c, i, j);
-    }
-    case shiftShare: {
-        const int i = replicatedSlot(c, 1, [](int, int) { return false; });
-        if (i < 0)
-            return false;
-        const int e = c.expert[static_cast<std::size_t>(i)];
-        int from = -1, to = -1;
-        for (int s = 0; s < static_cast<int>(c.expert.size()); ++s) {
-            if (c.expert[static_cast<std::size_t>(s)] != e)
-                continue;
-            const double level = m_gpuLoad[static_cast<std::size_t>(c.gpuOf(s))];
-            if (c.share[static_cast<std::size_t>(s)] > 0 &&
-                (from < 0 || level > m_gpuLoad[static_cast<std::size_t>(c.gpuOf(from))]))
-                from = s;
-            if (to < 0 || level < m_gpuLoad[static_cast<std::size_t>(c.gpuOf(to))])
-                to = s;
-        }
-        if (from < 0 || from == to)
-            return false;
-        const double delta = c.share[static_cast<std::size_t>(from)] * (0.25 + 0.75 * m_rng.uniform());
-        c.share[static_cast<std::size_t>(from)] -= delta;
-        c.share[static_cast<std::size_t>(to)] += delta;
-        return true;
-    }
+    case heavyLight: return heavyToLight(c);
+    case randomSwap: return swapAtRandom(c);
+    case reReplicate: return reReplicateSlot(c);
+    case colocate: return colocatePartners(c);
+    case separate: return separatePartners(c);
+    case spreadDomains: return spreadOverDomains(c);
+    case joinDomain: return joinPartnerDomain(c);
+    case shiftShare: return shiftReplicaShare(c);
     case kMoves: break;
     }
     return false;
+}
+
+bool LayerSearch::heavyToLight(Layout& c)
+{
+    const int G = c.gpus, S = c.perGpu;
+    m_order.resize(static_cast<std::size_t>(G));
+    std::iota(m_order.begin(), m_order.end(), 0);
+    std::stable_sort(m_order.begin(), m_order.end(), [&](int a, int b) {
+        return m_gpuLoad[static_cast<std::size_t>(a)] > m_gpuLoad[static_cast<std::size_t>(b)];
+    });
+    const int g = m_order[static_cast<std::size_t>(below(std::min(3, G)))];
+    const int h = m_order[static_cast<std::size_t>(G - 1 - below(std::max(1, G / 2)))];
+    return swapSlots(c, g * S + below(S), h * S + below(S));
+}
+
+bool LayerSearch::swapAtRandom(Layout& c)
+{
+    const int G = c.gpus, S = c.perGpu;
+    const int g = below(G), h = (g + 1 + below(G - 1)) % G;
+    return swapSlots(c, g * S + below(S), h * S + below(S));
+}
+
+bool LayerSearch::reReplicateSlot(Layout& c)
+{
+    const int G = c.gpus;
+    const int i = replicatedSlot(c, 4, [&](int a, int b) { return slotLoad(c, a) < slotLoad(c, b); });
+    if (i < 0)
+        return false;
+    const int donor = c.expert[static_cast<std::size_t>(i)], g = c.gpuOf(i);
+    int receiver = -1;
+    for (int t = 0; t < 4; ++t) {
+        const int e = below(static_cast<int>(m_load.size()));
+        const auto eu = static_cast<std::size_t>(e);
+        if (e == donor || m_count[eu] >= G || c.holds(g, e))
+            continue;
+        if (receiver < 0 || m_load[eu] / m_count[eu] > m_load[static_cast<std::size_t>(receiver)] /
+                                                           m_count[static_cast<std::size_t>(receiver)])
+            receiver = e;
+    }
+    if (receiver < 0 || m_load[static_cast<std::size_t>(receiver)] / m_count[static_cast<std::size_t>(receiver)] <=
+                            m_load[static_cast<std::size_t>(donor)] / m_count[static_cast<std::size_t>(donor)])
+        return false;
+    if (!c.share.empty())
+        reshare(c, i, donor, receiver);
+    c.expert[static_cast<std::size_t>(i)] = receiver;
+    return true;
+}
+
+bool LayerSearch::colocatePartners(Layout& c)
+{
+    const int i = below(static_cast<int>(c.expert.size()));
+    const auto* ps = partnersOf(c.expert[static_cast<std::size_t>(i)]);
+    if (!ps)
+        return false;
+    const int f = (*ps)[static_cast<std::size_t>(below(std::min<int>(3, static_cast<int>(ps->size()))))].first;
+    m_order.clear();
+    for (int s = 0; s < static_cast<int>(c.expert.size()); ++s)
+        if (c.expert[static_cast<std::size_t>(s)] == f)
+            m_order.push_back(c.gpuOf(s));
+    if (m_order.empty())
+        return false;
+    const int h = m_order[static_cast<std::size_t>(below(static_cast<int>(m_order.size())))];
+    const int j = closestTrade(c, i, h, f);
+    return j >= 0 && swapSlots(c, i, j);
+}
+
+bool LayerSearch::separatePartners(Layout& c)
+{
+    const int G = c.gpus, S = c.perGpu;
+    const int g = below(G);
+    int pick = -1;
+    double strongest = 0;
+    for (int a = g * S; a < (g + 1) * S; ++a) {
+        const auto* ps = partnersOf(c.expert[static_cast<std::size_t>(a)]);
+        for (int b = g * S; ps && b < (g + 1) * S; ++b)
+            for (const auto& [f, ex] : *ps)
+                if (f == c.expert[static_cast<std::size_t>(b)] && ex > strongest) {
+                    strongest = ex;
+                    pick = below(2) ? a : b;
+                }
+    }
+    if (pick < 0)
+        return false;
+    const int j = closestTrade(c, pick, (g + 1 + below(G - 1)) % G);
+    return j >= 0 && swapSlots(c, pick, j);
+}
+
+bool LayerSearch::spreadOverDomains(Layout& c)
+{
+    const int G = c.gpus;
+    const int i = replicatedSlot(c, 4, [&](int a, int b) { return slotLoad(c, a) > slotLoad(c, b); });
+    if (i < 0)
+        return false;
+    const int e = c.expert[static_cast<std::size_t>(i)], d = domainOf(c.gpuOf(i));
+    const int domains = G / m_domainSize;
+    m_order.assign(static_cast<std::size_t>(domains), 0);
+    for (int s = 0; s < static_cast<int>(c.expert.size()); ++s)
+        if (c.expert[static_cast<std::size_t>(s)] == e)
+            ++m_order[static_cast<std::size_t>(domainOf(c.gpuOf(s)))];
+    if (m_order[static_cast<std::size_t>(d)] < 2)
+        return false;
+    const int start = below(domains);
+    for (int k = 0; k < domains; ++k) {
+        const int to = (start + k) % domains;
+        if (m_order[static_cast<std::size_t>(to)] > 0)
+            continue;
+        const int h = to * m_domainSize + below(m_domainSize);
+        const int j = closestTrade(c, i, h);
+        return j >= 0 && swapSlots(c, i, j);
+    }
+    return false;
+}
+
+bool LayerSearch::joinPartnerDomain(Layout& c)
+{
+    const int i = below(static_cast<int>(c.expert.size()));
+    const auto* ps = partnersOf(c.expert[static_cast<std::size_t>(i)]);
+    if (!ps)
+        return false;
+    const int f = ps->front().first, d = domainOf(c.gpuOf(i));
+    int target = -1;
+    for (int s = 0; s < static_cast<int>(c.expert.size()); ++s) {
+        if (c.expert[static_cast<std::size_t>(s)] != f)
+            continue;
+        if (domainOf(c.gpuOf(s)) == d)
+            return false;  // already together
+        target = domainOf(c.gpuOf(s));
+    }
+    if (target < 0)
+        return false;
+    const int j = closestTrade(c, i, target * m_domainSize + below(m_domainSize), f);
+    return j >= 0 && swapSlots(c, i, j);
+}
+
+bool LayerSearch::shiftReplicaShare(Layout& c)
+{
+    const int i = replicatedSlot(c, 1, [](int, int) { return false; });
+    if (i < 0)
+        return false;
+    const int e = c.expert[static_cast<std::size_t>(i)];
+    int from = -1, to = -1;
+    for (int s = 0; s < static_cast<int>(c.expert.size()); ++s) {
+        if (c.expert[static_cast<std::size_t>(s)] != e)
+            continue;
+        const double level = m_gpuLoad[static_cast<std::size_t>(c.gpuOf(s))];
+        if (c.share[static_cast<std::size_t>(s)] > 0 &&
+            (from < 0 || level > m_gpuLoad[static_cast<std::size_t>(c.gpuOf(from))]))
+            from = s;
+        if (to < 0 || level < m_gpuLoad[static_cast<std::size_t>(c.gpuOf(to))])
+            to = s;
+    }
+    if (from < 0 || from == to)
+        return false;
+    const double delta = c.share[static_cast<std::size_t>(from)] * (0.25 + 0.75 * m_rng.uniform());
+    c.share[static_cast<std::size_t>(from)] -= delta;
+    c.share[static_cast<std::size_t>(to)] += delta;
+    return true;
 }
 
 void LayerSearch::reshare(Layout& c, int i, int donor, int receiver) const

@@ -134,7 +134,6 @@ private:
     // The slot of GPU h whose load is closest to slot i's and that can trade with it (-1: none).
     int closestTrade(const Layout& l, int i, int h, int avoidExpert = -1) const;
     // A random slot whose expert has several replicas (tournament of `tries` by `better`), -1: none.
-    // A random slot whose expert has several replicas (tournament of `tries` by `better`), -1: none.
     template <class Better> int replicatedSlot(const Layout& l, int tries, Better better);
     const std::vector<std::pair<int, double>>* partnersOf(int e) const
     {
@@ -147,6 +146,15 @@ private:
     // Draws one move (search.h lists them) and applies it to a copy of `cur` in `c`; false when
     // the drawn move does not apply.
     bool propose(const Layout& cur, Layout& c);
+    // The moves, each on the copy `c` (m_gpuLoad and m_count describe it); false: not applicable.
+    bool heavyToLight(Layout& c);
+    bool swapAtRandom(Layout& c);
+    bool reReplicateSlot(Layout& c);
+    bool colocatePartners(Layout& c);
+    bool separatePartners(Layout& c);
+    bool spreadOverDomains(Layout& c);
+    bool joinPartnerDomain(Layout& c);
+    bool shiftReplicaShare(Layout& c);
 
     // Slot i changes from `donor` to `receiver`: the donor's other replicas take its share in
     // proportion to theirs; the receiver's new replica takes 1 / (its replicas), the others shrink.

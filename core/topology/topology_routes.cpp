@@ -7,6 +7,9 @@
 #include <limits>
 #include <map>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace moex {
 
@@ -187,67 +190,85 @@ struct NicPort {
     LinkId down;  // NIC -> GPU
 };
 
-}  // namespace
+using Adjacency = std::vector<std::vector<LinkId>>;  // outgoing links of each node
+using NicPorts = std::vector<std::vector<NicPort>>;  // [gpu] its NICs
+using PairsOf = std::vector<std::vector<std::pair<int, int>>>;  // [proxy gpu] the (src, dst) it sends for
 
-void Topology::computeRoutes()
-{
-    const int G = numGpus();
-    const auto GG = static_cast<std::size_t>(G) * static_cast<std::size_t>(G);
-    m_routes.assign(GG, Route{});
-    auto at = [G](int s, int d) {
-        return static_cast<std::size_t>(s) * static_cast<std::size_t>(G) + static_cast<std::size_t>(d);
-    };
-    auto gpuName = [this](int g) { return "'" + node(gpuNode(GpuId(g))).name + "'"; };
-
-    // 1. Inside NVLink domains.
-    std::vector<char> needNet(GG, 0);
-    bool anyNet = false;
+// The all-pairs table is [src * G + dst].
+struct PairIndex {
+    int gpus = 0;
+    [[nodiscard]] std::size_t operator()(int s, int d) const
     {
-        Dag dag(*this, m_out, Mode::nvlink);
-        for (int s = 0; s < G; ++s) {
-            dag.run(gpuNode(GpuId(s)));
-            for (int d = 0; d < G; ++d) {
-                if (d == s)
+        return static_cast<std::size_t>(s) * static_cast<std::size_t>(gpus) + static_cast<std::size_t>(d);
+    }
+};
+
+std::string gpuName(const Topology& t, int g) { return "'" + t.node(t.gpuNode(GpuId(g))).name + "'"; }
+
+// Phase 1: routes inside NVLink domains. Marks in `needNet` each pair that needs the network (another
+// domain, or a domain whose NVLink graph is split); returns whether any does.
+bool routeInsideDomains(const Topology& t, const Adjacency& out, std::vector<Route>& routes, std::vector<char>& needNet)
+{
+    const int G = t.numGpus();
+    const PairIndex at{G};
+    bool anyNet = false;
+    Dag dag(t, out, Mode::nvlink);
+    for (int s = 0; s < G; ++s) {
+        dag.run(t.gpuNode(GpuId(s)));
+        for (int d = 0; d < G; ++d) {
+            if (d == s)
+                continue;
+            if (t.domainOf(GpuId(s)) == t.domainOf(GpuId(d))) {
+                Dag::Spread sp = dag.spread({t.gpuNode(GpuId(d))});
+                if (sp.hops > 0) {
+                    Route& r = routes[at(s, d)];
+                    r.links = std::move(sp.links);
+                    r.hops = sp.hops;
+                    r.latency_us = sp.latency_us;
                     continue;
-                if (domainOf(GpuId(s)) == domainOf(GpuId(d))) {
-                    Dag::Spread sp = dag.spread({gpuNode(GpuId(d))});
-                    if (sp.hops > 0) {
-                        Route& r = m_routes[at(s, d)];
-                        r.links = std::move(sp.links);
-                        r.hops = sp.hops;
-                        r.latency_us = sp.latency_us;
-                        continue;
-                    }
                 }
-                needNet[at(s, d)] = 1;  // another domain, or a domain whose NVLink graph is split
-                anyNet = true;
             }
+            needNet[at(s, d)] = 1;
+            anyNet = true;
         }
     }
-    if (!anyNet)
-        return;
+    return anyNet;
+}
 
-    // 2. Each GPU's NICs and the fewest network hops between any NIC of one GPU and any of another.
-    std::vector<std::vector<NicPort>> nics(static_cast<std::size_t>(G));
-    for (std::size_t i = 0; i < m_nodes.size(); ++i) {
-        const TopoNode& n = m_nodes[i];
+// Phase 2a: each GPU's NICs with the links between them. Throws std::invalid_argument for a NIC
+// without its links.
+NicPorts nicPortsOf(const Topology& t, const Adjacency& out)
+{
+    const int G = t.numGpus();
+    NicPorts nics(static_cast<std::size_t>(G));
+    for (std::size_t i = 0; i < t.nodes().size(); ++i) {
+        const TopoNode& n = t.nodes()[i];
         if (n.kind != NodeKind::nic || !n.gpu.valid() || n.gpu.value >= G)
             continue;
         const NodeId nic(static_cast<std::int32_t>(i));
-        const NodeId owner = gpuNode(n.gpu);
+        const NodeId owner = t.gpuNode(n.gpu);
         NicPort port{nic, LinkId(), LinkId()};
-        for (LinkId l : m_out[owner.index()])
-            if (!port.up.valid() && link(l).to == nic)
+        for (LinkId l : out[owner.index()])
+            if (!port.up.valid() && t.link(l).to == nic)
                 port.up = l;
-        for (LinkId l : m_out[nic.index()])
-            if (!port.down.valid() && link(l).to == owner)
+        for (LinkId l : out[nic.index()])
+            if (!port.down.valid() && t.link(l).to == owner)
                 port.down = l;
         if (!port.up.valid() || !port.down.valid())
-            throw std::invalid_argument("nic '" + n.name + "' needs links to and from its gpu " + gpuName(n.gpu.value));
+            throw std::invalid_argument("nic '" + n.name + "' needs links to and from its gpu " + gpuName(t, n.gpu.value));
         nics[n.gpu.index()].push_back(port);
     }
-    Dag net(*this, m_out, Mode::network);
-    std::vector<int> gpuDist(GG, -1);  // network hops NIC to NIC, best over the two GPUs' NICs
+    return nics;
+}
+
+// Phase 2b: the fewest network hops between any NIC of one GPU and any of another, per pair
+// (-1: none).
+std::vector<int> networkHops(const Topology& t, const Adjacency& out, const NicPorts& nics)
+{
+    const int G = t.numGpus();
+    const PairIndex at{G};
+    Dag net(t, out, Mode::network);
+    std::vector<int> gpuDist(static_cast<std::size_t>(G) * static_cast<std::size_t>(G), -1);
     for (int x = 0; x < G; ++x)
         for (const NicPort& a : nics[static_cast<std::size_t>(x)]) {
             net.run(a.nic);
@@ -259,14 +280,21 @@ void Topology::computeRoutes()
                         best = d;
                 }
         }
+    return gpuDist;
+}
 
-    // 3. The GPU that sends onto the network for each pair: with PXN the one of the source's
-    //    domain nearest (in network hops) to the destination - the source itself when it is among
-    //    them, else the GPU with the destination's local index (its rail), else the lowest id.
+// Phase 3: the GPU that sends onto the network for each pair that needs it. With PXN, the one of
+// the source's domain nearest (in network hops) to the destination - the source itself when it is
+// among them, else the GPU with the destination's local index (its rail), else the lowest id.
+// Throws std::invalid_argument for a pair with no route at all.
+PairsOf assignProxies(const Topology& t, const std::vector<char>& needNet, const std::vector<int>& gpuDist)
+{
+    const int G = t.numGpus();
+    const PairIndex at{G};
     std::map<int, std::vector<int>> domains;  // domain -> its GPUs in id order
     std::vector<int> localIndex(static_cast<std::size_t>(G));
     for (int g = 0; g < G; ++g) {
-        auto& members = domains[domainOf(GpuId(g))];
+        auto& members = domains[t.domainOf(GpuId(g))];
         localIndex[static_cast<std::size_t>(g)] = static_cast<int>(members.size());
         members.push_back(g);
     }
@@ -297,37 +325,44 @@ void Topology::computeRoutes()
         return {best, proxy};
     };
     std::map<int, std::vector<std::pair<int, int>>> nearestByDomain;  // domain -> per dst (hops, proxy)
-    if (pxn)
+    if (t.pxn)
         for (const auto& [dom, members] : domains)
             if (meshed[dom]) {
                 auto& row = nearestByDomain[dom];
                 for (int d = 0; d < G; ++d)
                     row.push_back(nearest(members, -1, d));
             }
-    std::vector<std::vector<std::pair<int, int>>> users(static_cast<std::size_t>(G));  // proxy -> (src, dst)
+    PairsOf users(static_cast<std::size_t>(G));
     for (int s = 0; s < G; ++s) {
-        const int dom = domainOf(GpuId(s));
+        const int dom = t.domainOf(GpuId(s));
         const auto& members = domains[dom];
         for (int d = 0; d < G; ++d) {
             if (!needNet[at(s, d)])
                 continue;
             int proxy = s;
-            if (pxn && dom != domainOf(GpuId(d))) {
+            if (t.pxn && dom != t.domainOf(GpuId(d))) {
                 const auto [best, candidate] =
                     meshed[dom] ? nearestByDomain[dom][static_cast<std::size_t>(d)] : nearest(members, s, d);
                 if (best > 0 && gpuDist[at(s, d)] != best)
                     proxy = candidate;
             }
             if (gpuDist[at(proxy, d)] <= 0)
-                throw std::invalid_argument("no route from gpu " + gpuName(s) + " to gpu " + gpuName(d) +
-                                       ": no NVLink path and no network path between their NICs");
+                throw std::invalid_argument("no route from gpu " + gpuName(t, s) + " to gpu " + gpuName(t, d) +
+                                            ": no NVLink path and no network path between their NICs");
             users[static_cast<std::size_t>(proxy)].emplace_back(s, d);
         }
     }
+    return users;
+}
 
-    // 4. Routes: [NVLink to the proxy] + its NICs (split evenly over those at the fewest hops) +
-    //    network ECMP + the destination NIC that was reached.
-    Accumulator acc(m_links.size());
+// Phase 4: routes over the network: [NVLink to the proxy] + its NICs (split evenly over those at
+// the fewest hops) + network ECMP + the destination NIC that was reached.
+void routeOverNetwork(const Topology& t, const Adjacency& out, const NicPorts& nics, const PairsOf& users,
+                      std::vector<Route>& routes)
+{
+    const int G = t.numGpus();
+    const PairIndex at{G};
+    Accumulator acc(t.links().size());
     std::vector<Dag> nicDags;
     for (int p = 0; p < G; ++p) {
         const auto& pairs = users[static_cast<std::size_t>(p)];
@@ -335,7 +370,7 @@ void Topology::computeRoutes()
             continue;
         const auto& ports = nics[static_cast<std::size_t>(p)];
         while (nicDags.size() < ports.size())
-            nicDags.emplace_back(*this, m_out, Mode::network);
+            nicDags.emplace_back(t, out, Mode::network);
         for (std::size_t k = 0; k < ports.size(); ++k)
             nicDags[k].run(ports[k].nic);
         std::map<int, std::vector<Dag::Spread>> legs;  // dst -> one spread per NIC of p
@@ -360,9 +395,9 @@ void Topology::computeRoutes()
                 used += leg.hops == legHops ? 1 : 0;
             const double w = 1.0 / used;
 
-            Route& r = m_routes[at(s, d)];
+            Route& r = routes[at(s, d)];
             if (p != s) {
-                const Route& first = m_routes[at(s, p)];
+                const Route& first = routes[at(s, p)];
                 for (const LinkShare& ls : first.links)
                     acc.add(ls.link, ls.share);
                 r.hops = first.hops;
@@ -381,10 +416,10 @@ void Topology::computeRoutes()
                     for (const NicPort& b : nics[static_cast<std::size_t>(d)])
                         if (b.nic == nic) {
                             acc.add(b.down, w * fraction);
-                            down = std::max(down, link(b.down).latency_us);
+                            down = std::max(down, t.link(b.down).latency_us);
                         }
                 }
-                slowest = std::max(slowest, link(ports[k].up).latency_us + leg.latency_us + down);
+                slowest = std::max(slowest, t.link(ports[k].up).latency_us + leg.latency_us + down);
             }
             r.links = acc.take();
             r.hops += 1 + legHops + 1;
@@ -392,6 +427,21 @@ void Topology::computeRoutes()
             r.crosses_network = true;
         }
     }
+}
+
+}  // namespace
+
+void Topology::computeRoutes()
+{
+    const auto pairs = static_cast<std::size_t>(numGpus()) * static_cast<std::size_t>(numGpus());
+    m_routes.assign(pairs, Route{});
+    std::vector<char> needNet(pairs, 0);
+    if (!routeInsideDomains(*this, m_out, m_routes, needNet))
+        return;
+    const NicPorts nics = nicPortsOf(*this, m_out);
+    const std::vector<int> gpuDist = networkHops(*this, m_out, nics);
+    const PairsOf users = assignProxies(*this, needNet, gpuDist);
+    routeOverNetwork(*this, m_out, nics, users, m_routes);
 }
 
 }  // namespace moex
