@@ -138,6 +138,204 @@ struct NodeEntry {
     bool hasGpuRef = false;
 };
 
+// The nodes of a custom topology as read, in file order, and their names.
+struct NodeTable {
+    std::vector<NodeEntry> entries;
+    std::map<std::string, std::size_t> byName;
+    std::vector<std::string> allNames;
+    std::vector<std::string> gpuNames;
+
+    // A reference to a node by name (`gpuOnly`: a NIC's 'gpu'); an error at `ref` when it names none.
+    std::optional<std::size_t> lookup(YamlReader& reader, const YAML::Node& ref, const std::string& what,
+                                      bool gpuOnly) const
+    {
+        if (!ref.IsScalar()) {
+            reader.error(ref, "'" + what + "' must name a node");
+            return std::nullopt;
+        }
+        const auto it = byName.find(ref.Scalar());
+        if (it == byName.end() || (gpuOnly && entries[it->second].node.kind != NodeKind::gpu)) {
+            reader.error(
+                ref, withHint("'" + what + "' names unknown " + (gpuOnly ? "gpu" : "node") + " '" + ref.Scalar() + "'",
+                              ref.Scalar(), gpuOnly ? gpuNames : allNames));
+            return std::nullopt;
+        }
+        return it->second;
+    }
+};
+
+struct LinkEntry {
+    std::size_t from, to;  // into NodeTable::entries
+    LinkKind kind;
+    double gbs, latency;
+    bool both;
+    YAML::Node yaml;
+};
+
+// One entry of 'nodes'; nullopt (errors reported) when it cannot be a node.
+std::optional<NodeEntry> readNode(const YAML::Node& item, YamlReader& reader)
+{
+    if (!reader.expectMap(item, "topology node", kNodeKeys))
+        return std::nullopt;
+    NodeEntry e;
+    e.yaml = item;
+    auto name = reader.getString(item, "name", true);
+    auto kind = reader.getChoice(item, "kind", true, kNodeKinds);
+    if (!name || !kind)
+        return std::nullopt;
+    e.node.name = *name;
+    e.node.kind = static_cast<NodeKind>(*kind);
+    const bool inDomain = e.node.kind == NodeKind::gpu || e.node.kind == NodeKind::nvswitch;
+    e.node.domain = static_cast<int>(reader.getInt(item, "domain", false, -1, 1 << 20).value_or(inDomain ? 0 : -1));
+    if (e.node.kind == NodeKind::gpu && e.node.domain < 0)
+        reader.error(child(item, "domain"), "a gpu needs an NVLink domain >= 0");
+    e.node.pos.rack = static_cast<int>(reader.getInt(item, "rack", false, 0, 1 << 20).value_or(0));
+    e.node.pos.tray = static_cast<int>(reader.getInt(item, "tray", false, 0, 1 << 20).value_or(0));
+    e.node.pos.board = static_cast<int>(reader.getInt(item, "board", false, 0, 1 << 20).value_or(0));
+    e.node.pos.slot = static_cast<int>(reader.getInt(item, "slot", false, 0, 1 << 20).value_or(0));
+    if (YamlReader::has(item, "gpu")) {
+        if (e.node.kind != NodeKind::nic) {
+            reader.error(child(item, "gpu"), "'gpu' names the GPU a NIC serves; only nic nodes have it");
+        } else {
+            e.gpuRef = child(item, "gpu");
+            e.hasGpuRef = true;
+        }
+    }
+    return e;
+}
+
+// Phase 1: 'nodes', each name once; GPUs numbered in file order.
+NodeTable readNodes(const YAML::Node& node, YamlReader& reader)
+{
+    NodeTable table;
+    const YAML::Node nodes = child(node, "nodes");
+    if (!nodes) {
+        reader.error(node, "missing required key 'nodes'");
+        return table;
+    }
+    if (!nodes.IsSequence()) {
+        reader.error(nodes, "'nodes' must be a list of nodes");
+        return table;
+    }
+    for (const YAML::Node& item : nodes) {
+        std::optional<NodeEntry> e = readNode(item, reader);
+        if (!e)
+            continue;
+        if (auto it = table.byName.find(e->node.name); it != table.byName.end()) {
+            reader.error(child(item, "name"), "duplicate node name '" + e->node.name + "' (first defined at line " +
+                                                  std::to_string(reader.at(table.entries[it->second].yaml).line) + ")");
+            continue;
+        }
+        table.byName.emplace(e->node.name, table.entries.size());
+        table.allNames.push_back(e->node.name);
+        if (e->node.kind == NodeKind::gpu) {
+            e->node.gpu = GpuId(static_cast<std::int32_t>(table.gpuNames.size()));
+            table.gpuNames.push_back(e->node.name);
+        }
+        table.entries.push_back(std::move(*e));
+    }
+    if (table.gpuNames.empty())
+        reader.error(nodes, "the topology has no gpu nodes");
+    return table;
+}
+
+// Phase 2: 'links', between nodes the table knows.
+std::vector<LinkEntry> readLinks(const YAML::Node& node, YamlReader& reader, const NodeTable& table)
+{
+    std::vector<LinkEntry> links;
+    const YAML::Node linkSeq = child(node, "links");
+    if (!linkSeq)
+        return links;
+    if (!linkSeq.IsSequence()) {
+        reader.error(linkSeq, "'links' must be a list of links");
+        return links;
+    }
+    for (const YAML::Node& item : linkSeq) {
+        if (!reader.expectMap(item, "topology link", kLinkKeys))
+            continue;
+        std::optional<std::size_t> from, to;
+        if (YamlReader::has(item, "from"))
+            from = table.lookup(reader, child(item, "from"), "from", false);
+        else
+            reader.error(item, "missing required key 'from'");
+        if (YamlReader::has(item, "to"))
+            to = table.lookup(reader, child(item, "to"), "to", false);
+        else
+            reader.error(item, "missing required key 'to'");
+        auto kind = reader.getChoice(item, "kind", true, kLinkKinds);
+        auto gbs = positive(reader, item, "gbs", true, "link capacity");
+        auto latency = reader.getDouble(item, "latency_us", false, 0, 1e6);
+        const bool both = reader.getBool(item, "bidirectional", false).value_or(true);
+        if (from && to && *from == *to)
+            reader.error(item, "link from '" + table.entries[*from].node.name + "' to itself");
+        if (!from || !to || !kind || !gbs || *from == *to)
+            continue;
+        const auto k = static_cast<LinkKind>(*kind);
+        links.push_back({*from, *to, k, *gbs, latency.value_or(defaultLatency(k)), both, item});
+    }
+    return links;
+}
+
+// Phase 3: a NIC serves the GPU it names (which it must be linked to both ways), or else the one
+// GPU it is linked to.
+void assignNicGpus(NodeTable& table, const std::vector<LinkEntry>& links, YamlReader& reader)
+{
+    for (NodeEntry& e : table.entries) {
+        if (e.node.kind != NodeKind::nic)
+            continue;
+        const std::size_t self = static_cast<std::size_t>(&e - table.entries.data());
+        if (e.hasGpuRef) {
+            if (auto g = table.lookup(reader, e.gpuRef, "gpu", true)) {
+                e.node.gpu = table.entries[*g].node.gpu;
+                // Traffic enters and leaves the network through this pair of links.
+                bool out = false, back = false;
+                for (const LinkEntry& l : links) {
+                    out = out || (l.from == *g && l.to == self) || (l.both && l.from == self && l.to == *g);
+                    back = back || (l.from == self && l.to == *g) || (l.both && l.from == *g && l.to == self);
+                }
+                if (!out || !back)
+                    reader.error(e.gpuRef, "nic '" + e.node.name + "' needs a link to and from its gpu '" +
+                                               e.gpuRef.Scalar() + "'");
+            }
+            continue;
+        }
+        std::vector<GpuId> linked;
+        for (const LinkEntry& l : links) {
+            const std::size_t other = l.from == self ? l.to : (l.to == self ? l.from : self);
+            if (other != self && table.entries[other].node.kind == NodeKind::gpu &&
+                std::find(linked.begin(), linked.end(), table.entries[other].node.gpu) == linked.end())
+                linked.push_back(table.entries[other].node.gpu);
+        }
+        if (linked.size() == 1)
+            e.node.gpu = linked.front();
+        else
+            reader.error(e.yaml, "nic '" + e.node.name + "' needs 'gpu: NAME' (the GPU it serves)");
+    }
+}
+
+// Phase 4: the graph itself, routes built; nullopt (error at `node`) when a GPU cannot reach
+// another or a NIC lacks its links. A bug (any other exception) propagates.
+std::optional<Topology> buildGraph(Topology t, const NodeTable& table, const std::vector<LinkEntry>& links,
+                                   const YAML::Node& node, YamlReader& reader)
+{
+    std::vector<NodeId> ids;
+    for (const NodeEntry& e : table.entries)
+        ids.push_back(t.addNode(e.node));
+    for (const LinkEntry& l : links) {
+        if (l.both)
+            t.addBidirectional(ids[l.from], ids[l.to], l.kind, l.gbs, l.latency);
+        else
+            t.addLink({ids[l.from], ids[l.to], l.kind, l.gbs, l.latency});
+    }
+    try {
+        t.finalize();
+    } catch (const std::invalid_argument& e) {
+        reader.error(node, e.what());
+        return std::nullopt;
+    }
+    return t;
+}
+
 }  // namespace
 
 std::optional<TopologyParams> readTopologyParams(const YAML::Node& node, YamlReader& reader)
@@ -207,149 +405,9 @@ std::optional<Topology> readCustomTopology(const YAML::Node& node, YamlReader& r
     t.pxn = reader.getBool(node, "pxn", false).value_or(true);
     t.switch_power_w = reader.getDouble(node, "switch_power_w", false, 0, kMaxRate).value_or(0);
 
-    // Nodes.
-    std::vector<NodeEntry> entries;
-    std::map<std::string, std::size_t> byName;
-    std::vector<std::string> allNames;
-    std::vector<std::string> gpuNames;
-    const YAML::Node nodes = child(node, "nodes");
-    if (!nodes) {
-        reader.error(node, "missing required key 'nodes'");
-    } else if (!nodes.IsSequence()) {
-        reader.error(nodes, "'nodes' must be a list of nodes");
-    } else {
-        for (const YAML::Node& item : nodes) {
-            if (!reader.expectMap(item, "topology node", kNodeKeys))
-                continue;
-            NodeEntry e;
-            e.yaml = item;
-            auto name = reader.getString(item, "name", true);
-            auto kind = reader.getChoice(item, "kind", true, kNodeKinds);
-            if (!name || !kind)
-                continue;
-            e.node.name = *name;
-            e.node.kind = static_cast<NodeKind>(*kind);
-            const bool inDomain = e.node.kind == NodeKind::gpu || e.node.kind == NodeKind::nvswitch;
-            e.node.domain =
-                static_cast<int>(reader.getInt(item, "domain", false, -1, 1 << 20).value_or(inDomain ? 0 : -1));
-            if (e.node.kind == NodeKind::gpu && e.node.domain < 0)
-                reader.error(child(item, "domain"), "a gpu needs an NVLink domain >= 0");
-            e.node.pos.rack = static_cast<int>(reader.getInt(item, "rack", false, 0, 1 << 20).value_or(0));
-            e.node.pos.tray = static_cast<int>(reader.getInt(item, "tray", false, 0, 1 << 20).value_or(0));
-            e.node.pos.board = static_cast<int>(reader.getInt(item, "board", false, 0, 1 << 20).value_or(0));
-            e.node.pos.slot = static_cast<int>(reader.getInt(item, "slot", false, 0, 1 << 20).value_or(0));
-            if (YamlReader::has(item, "gpu")) {
-                if (e.node.kind != NodeKind::nic) {
-                    reader.error(child(item, "gpu"), "'gpu' names the GPU a NIC serves; only nic nodes have it");
-                } else {
-                    e.gpuRef = child(item, "gpu");
-                    e.hasGpuRef = true;
-                }
-            }
-            const YAML::Node nameNode = child(item, "name");
-            if (auto it = byName.find(e.node.name); it != byName.end()) {
-                reader.error(nameNode, "duplicate node name '" + e.node.name + "' (first defined at line " +
-                                           std::to_string(reader.at(entries[it->second].yaml).line) + ")");
-                continue;
-            }
-            byName.emplace(e.node.name, entries.size());
-            allNames.push_back(e.node.name);
-            if (e.node.kind == NodeKind::gpu) {
-                e.node.gpu = GpuId(static_cast<std::int32_t>(gpuNames.size()));
-                gpuNames.push_back(e.node.name);
-            }
-            entries.push_back(std::move(e));
-        }
-        if (gpuNames.empty())
-            reader.error(nodes, "the topology has no gpu nodes");
-    }
-    // A reference to a node by name; `gpuOnly` for a NIC's 'gpu'.
-    auto lookupNode = [&](const YAML::Node& ref, const std::string& what, bool gpuOnly) -> std::optional<std::size_t> {
-        if (!ref.IsScalar()) {
-            reader.error(ref, "'" + what + "' must name a node");
-            return std::nullopt;
-        }
-        const auto it = byName.find(ref.Scalar());
-        if (it == byName.end() || (gpuOnly && entries[it->second].node.kind != NodeKind::gpu)) {
-            reader.error(
-                ref, withHint("'" + what + "' names unknown " + (gpuOnly ? "gpu" : "node") + " '" + ref.Scalar() + "'",
-                              ref.Scalar(), gpuOnly ? gpuNames : allNames));
-            return std::nullopt;
-        }
-        return it->second;
-    };
-
-    // Links.
-    struct LinkEntry {
-        std::size_t from, to;
-        LinkKind kind;
-        double gbs, latency;
-        bool both;
-        YAML::Node yaml;
-    };
-    std::vector<LinkEntry> links;
-    const YAML::Node linkSeq = child(node, "links");
-    if (linkSeq && !linkSeq.IsSequence()) {
-        reader.error(linkSeq, "'links' must be a list of links");
-    } else if (linkSeq) {
-        for (const YAML::Node& item : linkSeq) {
-            if (!reader.expectMap(item, "topology link", kLinkKeys))
-                continue;
-            std::optional<std::size_t> from, to;
-            if (YamlReader::has(item, "from"))
-                from = lookupNode(child(item, "from"), "from", false);
-            else
-                reader.error(item, "missing required key 'from'");
-            if (YamlReader::has(item, "to"))
-                to = lookupNode(child(item, "to"), "to", false);
-            else
-                reader.error(item, "missing required key 'to'");
-            auto kind = reader.getChoice(item, "kind", true, kLinkKinds);
-            auto gbs = positive(reader, item, "gbs", true, "link capacity");
-            auto latency = reader.getDouble(item, "latency_us", false, 0, 1e6);
-            const bool both = reader.getBool(item, "bidirectional", false).value_or(true);
-            if (from && to && *from == *to)
-                reader.error(item, "link from '" + entries[*from].node.name + "' to itself");
-            if (!from || !to || !kind || !gbs || *from == *to)
-                continue;
-            const auto k = static_cast<LinkKind>(*kind);
-            links.push_back({*from, *to, k, *gbs, latency.value_or(defaultLatency(k)), both, item});
-        }
-    }
-
-    // A NIC serves the GPU it names, or else the one GPU it is linked to.
-    for (NodeEntry& e : entries) {
-        if (e.node.kind != NodeKind::nic)
-            continue;
-        if (e.hasGpuRef) {
-            if (auto g = lookupNode(e.gpuRef, "gpu", true)) {
-                e.node.gpu = entries[*g].node.gpu;
-                // Traffic enters and leaves the network through this pair of links.
-                const std::size_t self = static_cast<std::size_t>(&e - entries.data());
-                bool out = false, back = false;
-                for (const LinkEntry& l : links) {
-                    out = out || (l.from == *g && l.to == self) || (l.both && l.from == self && l.to == *g);
-                    back = back || (l.from == self && l.to == *g) || (l.both && l.from == *g && l.to == self);
-                }
-                if (!out || !back)
-                    reader.error(e.gpuRef, "nic '" + e.node.name + "' needs a link to and from its gpu '" +
-                                               e.gpuRef.Scalar() + "'");
-            }
-            continue;
-        }
-        const std::size_t self = static_cast<std::size_t>(&e - entries.data());
-        std::vector<GpuId> linked;
-        for (const LinkEntry& l : links) {
-            const std::size_t other = l.from == self ? l.to : (l.to == self ? l.from : self);
-            if (other != self && entries[other].node.kind == NodeKind::gpu &&
-                std::find(linked.begin(), linked.end(), entries[other].node.gpu) == linked.end())
-                linked.push_back(entries[other].node.gpu);
-        }
-        if (linked.size() == 1)
-            e.node.gpu = linked.front();
-        else
-            reader.error(e.yaml, "nic '" + e.node.name + "' needs 'gpu: NAME' (the GPU it serves)");
-    }
+    NodeTable table = readNodes(node, reader);
+    const std::vector<LinkEntry> links = readLinks(node, reader, table);
+    assignNicGpus(table, links, reader);
     if (reader.errorCount() != before)
         return std::nullopt;
     // The simulator keeps a route for every GPU pair and moves traffic between every pair each
@@ -357,31 +415,13 @@ std::optional<Topology> readCustomTopology(const YAML::Node& node, YamlReader& r
     // build the routes; 4,000: 4.2 s and 1.6 GB; 9,000 ran out of memory). Expert-parallel groups of
     // real deployments are far smaller (96-320 GPUs; the built-ins reach 1,152), so larger files are
     // refused before any route is built.
-    const auto gpus = static_cast<std::size_t>(
-        std::count_if(entries.begin(), entries.end(), [](const NodeEntry& e) { return e.node.kind == NodeKind::gpu; }));
-    if (gpus > kMaxCustomGpus) {
-        reader.error(node, "the topology has " + std::to_string(gpus) + " GPUs; moex simulates at most "
+    if (table.gpuNames.size() > kMaxCustomGpus) {
+        reader.error(node, "the topology has " + std::to_string(table.gpuNames.size()) + " GPUs; moex simulates at most "
                                + std::to_string(kMaxCustomGpus) + " (every GPU pair has a route and traffic each step: "
                                "model the expert-parallel group, not the whole fleet)");
         return std::nullopt;
     }
-
-    std::vector<NodeId> ids;
-    for (const NodeEntry& e : entries)
-        ids.push_back(t.addNode(e.node));
-    for (const LinkEntry& l : links) {
-        if (l.both)
-            t.addBidirectional(ids[l.from], ids[l.to], l.kind, l.gbs, l.latency);
-        else
-            t.addLink({ids[l.from], ids[l.to], l.kind, l.gbs, l.latency});
-    }
-    try {
-        t.finalize();
-    } catch (const std::invalid_argument& e) {  // unreachable GPUs, a NIC without its links; a bug propagates
-        reader.error(node, e.what());
-        return std::nullopt;
-    }
-    return t;
+    return buildGraph(std::move(t), table, links, node, reader);
 }
 
 std::optional<Topology> readTopology(const YAML::Node& node, YamlReader& reader)
