@@ -1,5 +1,6 @@
 #include "load_stats_view.h"
 
+#include "mailbox.h"
 #include "report_html.h"
 #include "views/report_charts.h"
 
@@ -99,8 +100,9 @@ void LoadStatsView::analyse(const Scenario& scenario, const QString& scenarioFil
     m_busy = true;
     showBusy(tr("Analysing %1: every strategy and slot count, simulated\u2026").arg(QFileInfo(statsPath).fileName()));
     QPointer<LoadStatsView> self(this);
+    session::Mailbox* back = &session::applicationMailbox();  // outlives the view, which may close meanwhile
     const std::string stats = statsPath.toStdString();
-    QThreadPool::globalInstance()->start([self, scenario, stats, scenarioFile, statsPath, generation] {
+    session::startJob(*QThreadPool::globalInstance(), [self, back, scenario, stats, scenarioFile, statsPath, generation] {
         std::shared_ptr<const LoadReport> report;
         QString error;
         try {
@@ -110,8 +112,8 @@ void LoadStatsView::analyse(const Scenario& scenario, const QString& scenarioFil
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }
-        // qApp outlives the view: the call is queued there and checks that the view still exists.
-        QMetaObject::invokeMethod(qApp, [self, report, error, scenarioFile, statsPath, generation] {
+        // The application's mailbox outlives the view: the call checks that the view still exists.
+        back->post([self, report, error, scenarioFile, statsPath, generation] {
             LoadStatsView* view = self.data();
             if (view == nullptr || generation != view->m_generation)
                 return;  // closed, or superseded by a newer file

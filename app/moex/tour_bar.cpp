@@ -1,5 +1,7 @@
 #include "tour_bar.h"
 
+#include "mailbox.h"
+
 #include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QPointer>
@@ -75,7 +77,7 @@ TourBar::TourBar(QWidget* parent)
 TourBar::~TourBar()
 {
     m_cancel.cancel();
-    m_pool.waitForDone();
+    session::waitForJobs(m_pool);
 }
 
 void TourBar::start(const session::Tour& tour)
@@ -89,23 +91,21 @@ void TourBar::start(const session::Tour& tour)
         return;
     QPointer<TourBar> self(this);
     const CancelToken token = m_cancel.token();
-    m_pool.start([self, tour, token] {
+    session::startJob(m_pool, [self, tour, token] {
         std::vector<session::TourStepFigures> figures;
         try {
             figures = session::tourFigures(tour, token);
         } catch (const Cancelled&) {
             return;
         }
-        QMetaObject::invokeMethod(
-            self.data(),
-            [self, token, figures = std::move(figures)] {
+        if (TourBar* bar = self.data())  // alive: its destructor waits for this job
+            bar->m_mailbox.post([self, token, figures = std::move(figures)] {
                 if (!self || token.requested())
                     return;
                 self->m_figures = figures;
                 self->showCaption();
                 emit self->figuresReady();
-            },
-            Qt::QueuedConnection);
+            });
     });
     show(0);
 }

@@ -10,6 +10,7 @@
 
 #ifndef Q_MOC_RUN
 #include "common/cancel.h"
+#include "mailbox.h"
 #include "samples_catalog.h"
 #include "tour_figures.h"
 #endif
@@ -46,6 +47,7 @@ private:
     session::Tour m_tour;
     std::vector<session::TourStepFigures> m_figures;
     CancelSource m_cancel;
+    session::Mailbox m_mailbox;  // the figures back to this thread
     QThreadPool m_pool;
     int m_step = -1;
     QLabel* m_title;

@@ -1,5 +1,6 @@
 #include "compare_runner.h"
 
+#include "mailbox.h"
 #include "qt_text.h"
 
 namespace moex::session {
@@ -25,7 +26,7 @@ CompareRunner::~CompareRunner()
 {
     ++m_generation;  // the running request stops after its current step and delivers nothing
     m_pool.clear();
-    m_pool.waitForDone();
+    waitForJobs(m_pool);
 }
 
 void CompareRunner::request(const Scenario& a, const Placement& pa, const Scenario& b, const Placement& pb, int steps)
@@ -35,7 +36,7 @@ void CompareRunner::request(const Scenario& a, const Placement& pa, const Scenar
     m_pool.clear();  // superseded requests that have not started
     // The runner outlives its jobs (its destructor waits for them), so `this` is safe on the pool
     // thread; the queued delivery is dropped by Qt if the runner is gone by then.
-    m_pool.start([this, gen, a, pa, b, pb, steps] {
+    startJob(m_pool, [this, gen, a, pa, b, pb, steps] {
         const auto superseded = [this, gen] { return m_generation.load() != gen; };
         std::shared_ptr<const ComparisonResult> result;
         QString error;
@@ -49,20 +50,17 @@ void CompareRunner::request(const Scenario& a, const Placement& pa, const Scenar
         }
         if (superseded())
             return;
-        QMetaObject::invokeMethod(
-            this,
-            [this, gen, result, error] {
-                if (m_generation.load() != gen)
-                    return;
-                m_busy = false;
-                if (result) {
-                    m_result = result;
-                    emit ready();
-                } else {
-                    emit failed(error);
-                }
-            },
-            Qt::QueuedConnection);
+        m_mailbox.post([this, gen, result, error] {
+            if (m_generation.load() != gen)
+                return;
+            m_busy = false;
+            if (result) {
+                m_result = result;
+                emit ready();
+            } else {
+                emit failed(error);
+            }
+        });
     });
 }
 

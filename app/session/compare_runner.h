@@ -9,6 +9,7 @@
 
 #ifndef Q_MOC_RUN
 #include "comparison.h"
+#include "mailbox.h"
 #endif
 
 #include <atomic>
@@ -50,6 +51,7 @@ signals:
 private:
     std::atomic<quint64> m_generation{0};  // the newest request; older ones see it and stop
     std::atomic<int> m_cancelled{0};
+    Mailbox m_mailbox;                     // results back to this thread
     QThreadPool m_pool;                    // one thread: requests run one at a time
     std::shared_ptr<const ComparisonResult> m_result;
     bool m_busy = false;

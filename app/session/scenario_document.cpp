@@ -1,5 +1,6 @@
 #include "scenario_document.h"
 
+#include "mailbox.h"
 #include "qt_text.h"
 
 #include "scenario/scenario_yaml.h"
@@ -31,7 +32,7 @@ ScenarioDocument::ScenarioDocument(QObject* parent) : QObject(parent)
 ScenarioDocument::~ScenarioDocument()
 {
     cancelPending();
-    m_pool.waitForDone();
+    waitForJobs(m_pool);
 }
 
 bool ScenarioDocument::fail(const QString& message)

@@ -19,6 +19,7 @@
 #ifndef Q_MOC_RUN
 #include "common/cancel.h"
 #include "document_changes.h"
+#include "mailbox.h"
 #include "placement/placement.h"
 #include "placement_edits.h"
 #include "scenario/scenario.h"
@@ -156,6 +157,7 @@ private:
     QString m_lastNote;
     std::optional<Running> m_running;
     std::deque<PendingChange> m_queue;
+    Mailbox m_mailbox;   // the jobs' outcomes back to this thread
     QThreadPool m_pool;  // one thread: placements of this document, one at a time
 };
 

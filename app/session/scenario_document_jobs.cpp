@@ -2,6 +2,7 @@
 // document's one-thread pool, and adopting its result back on the document's thread.
 #include "scenario_document.h"
 
+#include "mailbox.h"
 #include "qt_text.h"
 
 #include <QFileInfo>
@@ -100,7 +101,7 @@ void ScenarioDocument::startNext()
     const State base = m_state;  // the job's own copy: the document may change meanwhile
     m_running = std::move(run);
     QPointer<ScenarioDocument> self(this);
-    m_pool.start([self, id, token, change, base] {
+    startJob(m_pool, [self, id, token, change, base] {
         auto outcome = std::make_shared<Outcome>();
         try {
             if (change.isLoad())
@@ -114,13 +115,11 @@ void ScenarioDocument::startNext()
         }
         if (token.requested())
             return;  // superseded: nobody waits for it
-        QMetaObject::invokeMethod(
-            self.data(),
-            [self, id, outcome] {
+        if (ScenarioDocument* doc = self.data())  // alive: its destructor waits for this job
+            doc->m_mailbox.post([self, id, outcome] {
                 if (self)
                     self->onJobDone(id, outcome);
-            },
-            Qt::QueuedConnection);
+            });
     });
 }
 

@@ -1,14 +1,14 @@
 #include "sim_runner.h"
 
+#include "mailbox.h"
 #include "qt_text.h"
 
-#include <QMutex>
-#include <QMutexLocker>
 #include <QThread>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -31,8 +31,9 @@ void registerSessionMetaTypes()
 // re-simulation after an edit) take it, so a slow source never blocks the UI thread's requests.
 // Order: sourceMutex before mutex.
 struct SimShared {
-    QMutex mutex;
-    QMutex sourceMutex;
+    // std::mutex, not QMutex: ThreadSanitizer sees pthread locks, not the futex inside libQt6Core.
+    std::mutex mutex;
+    std::mutex sourceMutex;
     std::unique_ptr<MetricsSource> source;         // sourceMutex
     StepMetrics scratch;                           // sourceMutex
     std::unique_ptr<MetricsSource> pendingSource;  // mutex
@@ -62,7 +63,7 @@ struct SimShared {
         std::optional<std::pair<Placement, GpuSpeeds>> nextPlacement;
         quint64 config = 0;
         {
-            QMutexLocker lock(&mutex);
+            std::unique_lock lock(mutex);
             config = requestedConfig;
             nextSource = std::move(pendingSource);
             nextScenario = std::move(pendingScenario);
@@ -88,7 +89,7 @@ struct SimShared {
                 }
             } catch (...) {
                 appliedConfig = config;
-                QMutexLocker lock(&mutex);
+                std::unique_lock lock(mutex);
                 if (source)
                     sourceName = QString::fromStdString(source->name());
                 throw;
@@ -96,7 +97,7 @@ struct SimShared {
             if (nextSource)
                 source = std::move(nextSource);
             appliedConfig = config;
-            QMutexLocker lock(&mutex);
+            std::unique_lock lock(mutex);
             current = std::move(nextScenario);
             changed = Change::scenario;
         } else if (nextSource) {
@@ -105,7 +106,7 @@ struct SimShared {
         }
         if (nextPlacement && source->configured()) {
             source->setPlacement(nextPlacement->first, nextPlacement->second);
-            QMutexLocker lock(&mutex);
+            std::unique_lock lock(mutex);
             if (current) {
                 current->second = nextPlacement->first;
                 current->first.speeds = nextPlacement->second;
@@ -120,7 +121,7 @@ struct SimShared {
     {
         scratch.source = source->name();
         auto m = std::make_shared<const StepMetrics>(scratch);
-        QMutexLocker lock(&mutex);
+        std::unique_lock lock(mutex);
         latest = m;
         latestConfig = appliedConfig;
         return m;
@@ -152,7 +153,7 @@ public:
     void reset()
     {
         {
-            QMutexLocker lock(&m_shared->sourceMutex);
+            std::unique_lock lock(m_shared->sourceMutex);
             if (m_shared->source->configured())
                 m_shared->source->reset();
         }
@@ -160,7 +161,7 @@ public:
     }
     void applyPending()
     {
-        QMutexLocker lock(&m_shared->sourceMutex);
+        std::unique_lock lock(m_shared->sourceMutex);
         using Change = SimShared::Change;
         Change changed = Change::nothing;
         try {
@@ -189,7 +190,7 @@ signals:
 private:
     bool produce(bool repeat)
     {
-        QMutexLocker lock(&m_shared->sourceMutex);
+        std::unique_lock lock(m_shared->sourceMutex);
         try {
             m_shared->applyPending();
             if (!m_shared->source->configured())
@@ -228,6 +229,7 @@ SimRunner::SimRunner(QObject* parent) : QObject(parent), m_shared(std::make_shar
     m_thread = new QThread(this);
     m_thread->setObjectName(QStringLiteral("moex-sim"));
     m_worker = new SimWorker(m_shared);
+    m_workerMailbox = new Mailbox(m_worker);  // moves with its parent
     m_worker->moveToThread(m_thread);
     connect(m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
     connect(m_worker, &SimWorker::produced, this, &SimRunner::onProduced, Qt::QueuedConnection);
@@ -252,58 +254,66 @@ SimRunner::SimRunner(QObject* parent) : QObject(parent), m_shared(std::make_shar
 
 SimRunner::~SimRunner()
 {
+    // The worker's connections to this object end here, on this thread, not when the worker is
+    // deleted on its own (Qt frees a connection where it is cut).
+    disconnect(m_worker, nullptr, this, nullptr);
     m_thread->quit();
     m_thread->wait();
+}
+
+void SimRunner::post(void (SimWorker::*method)())
+{
+    m_workerMailbox->post([w = m_worker, method] { (w->*method)(); });
 }
 
 void SimRunner::setSource(std::unique_ptr<MetricsSource> source)
 {
     {
-        QMutexLocker lock(&m_shared->mutex);
+        std::unique_lock lock(m_shared->mutex);
         m_shared->sourceName = qs(source->name());
         m_shared->pendingSource = std::move(source);
         ++m_shared->requestedConfig;
     }
-    QMetaObject::invokeMethod(m_worker, &SimWorker::applyPending, Qt::QueuedConnection);
+    post(&SimWorker::applyPending);
 }
 
 void SimRunner::setSource(std::unique_ptr<MetricsSource> source, const Scenario& scenario, const Placement& placement)
 {
     {
-        QMutexLocker lock(&m_shared->mutex);
+        std::unique_lock lock(m_shared->mutex);
         m_shared->sourceName = qs(source->name());
         m_shared->pendingSource = std::move(source);
         m_shared->pendingScenario.emplace(scenario, placement);
         m_shared->pendingPlacement.reset();
         ++m_shared->requestedConfig;
     }
-    QMetaObject::invokeMethod(m_worker, &SimWorker::applyPending, Qt::QueuedConnection);
+    post(&SimWorker::applyPending);
 }
 
 QString SimRunner::sourceName() const
 {
-    QMutexLocker lock(&m_shared->mutex);
+    std::unique_lock lock(m_shared->mutex);
     return m_shared->sourceName;
 }
 
 void SimRunner::setScenario(const Scenario& scenario, const Placement& placement)
 {
     {
-        QMutexLocker lock(&m_shared->mutex);
+        std::unique_lock lock(m_shared->mutex);
         m_shared->pendingScenario.emplace(scenario, placement);
         m_shared->pendingPlacement.reset();
         ++m_shared->requestedConfig;
     }
-    QMetaObject::invokeMethod(m_worker, &SimWorker::applyPending, Qt::QueuedConnection);
+    post(&SimWorker::applyPending);
 }
 
 void SimRunner::setPlacement(const Placement& placement, const GpuSpeeds& speeds)
 {
     {
-        QMutexLocker lock(&m_shared->mutex);
+        std::unique_lock lock(m_shared->mutex);
         m_shared->pendingPlacement.emplace(placement, speeds);
     }
-    QMetaObject::invokeMethod(m_worker, &SimWorker::applyPending, Qt::QueuedConnection);
+    post(&SimWorker::applyPending);
 }
 
 // A synchronous result replaces whatever was waiting to be coalesced and is delivered at once.
@@ -323,7 +333,7 @@ MetricsPtr SimRunner::simulateNow(const std::function<bool(SimShared&)>& step)
 {
     MetricsPtr result;
     {
-        QMutexLocker lock(&m_shared->sourceMutex);
+        std::unique_lock lock(m_shared->sourceMutex);
         try {
             if (!step(*m_shared))
                 return nullptr;
@@ -341,7 +351,7 @@ MetricsPtr SimRunner::simulateOnce(const Placement& placement, const GpuSpeeds& 
 {
     return simulateNow([&](SimShared& shared) {
         {
-            QMutexLocker lock(&shared.mutex);
+            std::unique_lock lock(shared.mutex);
             shared.pendingPlacement.emplace(placement, speeds);
         }
         shared.applyPending();
@@ -356,7 +366,7 @@ MetricsPtr SimRunner::simulateScenario(const Scenario& scenario, const Placement
 {
     return simulateNow([&](SimShared& shared) {
         {
-            QMutexLocker lock(&shared.mutex);
+            std::unique_lock lock(shared.mutex);
             shared.pendingPlacement.reset();
             shared.pendingScenario.emplace(scenario, placement);
             ++shared.requestedConfig;
@@ -369,7 +379,7 @@ MetricsPtr SimRunner::simulateScenario(const Scenario& scenario, const Placement
 
 void SimRunner::run()
 {
-    QMetaObject::invokeMethod(m_worker, &SimWorker::run, Qt::QueuedConnection);
+    post(&SimWorker::run);
     if (!m_running) {
         m_running = true;
         emit runningChanged(true);
@@ -378,7 +388,7 @@ void SimRunner::run()
 
 void SimRunner::pause()
 {
-    QMetaObject::invokeMethod(m_worker, &SimWorker::pause, Qt::QueuedConnection);
+    post(&SimWorker::pause);
     if (m_running) {
         m_running = false;
         emit runningChanged(false);
@@ -388,19 +398,19 @@ void SimRunner::pause()
 void SimRunner::step()
 {
     pause();
-    QMetaObject::invokeMethod(m_worker, &SimWorker::stepOnce, Qt::QueuedConnection);
+    post(&SimWorker::stepOnce);
 }
 
 void SimRunner::reset()
 {
-    QMetaObject::invokeMethod(m_worker, &SimWorker::reset, Qt::QueuedConnection);
+    post(&SimWorker::reset);
 }
 
 void SimRunner::setStepsPerSecond(double stepsPerSecond)
 {
     m_stepsPerSecond = std::max(0.0, stepsPerSecond);
     const int ms = m_stepsPerSecond > 0 ? static_cast<int>(std::lround(1000.0 / m_stepsPerSecond)) : 0;
-    QMetaObject::invokeMethod(m_worker, [w = m_worker, ms] { w->setIntervalMs(ms); }, Qt::QueuedConnection);
+    m_workerMailbox->post([w = m_worker, ms] { w->setIntervalMs(ms); });
 }
 
 void SimRunner::setMaxUpdatesPerSecond(int n)
@@ -413,7 +423,7 @@ void SimRunner::onProduced()
     m_shared->notifyPending = false;
     MetricsPtr m;
     {
-        QMutexLocker lock(&m_shared->mutex);
+        std::unique_lock lock(m_shared->mutex);
         if (m_shared->latestConfig < m_shared->requestedConfig)
             return;  // a step of a configuration already replaced
         m = m_shared->latest;

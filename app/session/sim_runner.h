@@ -25,6 +25,7 @@ class QThread;
 
 namespace moex::session {
 
+class Mailbox;
 class SimWorker;
 struct SimShared;
 
@@ -69,6 +70,7 @@ signals:
     void errorOccurred(const QString& message);
 
 private:
+    void post(void (SimWorker::*method)());  // queued to the worker's thread (m_workerMailbox)
     void onProduced();
     void deliver(MetricsPtr m);
     MetricsPtr deliverNow(MetricsPtr result);
@@ -78,6 +80,7 @@ private:
     std::shared_ptr<SimShared> m_shared;
     QThread* m_thread = nullptr;
     SimWorker* m_worker = nullptr;
+    Mailbox* m_workerMailbox = nullptr;  // the worker's thread's calls (mailbox.h)
     QTimer m_coalesce;
     QElapsedTimer m_sinceEmit;
     MetricsPtr m_pending;
