@@ -10,26 +10,26 @@ namespace moex::session {
 
 namespace {
 
+// Every job start uses this one channel: the job's wrapper cannot read a captured channel before
+// it has acquired one.
+char jobStart = 0;
+
+}  // namespace
+
 // Edges through Qt's queues, stated to TSan (a no-op without it).
-void release([[maybe_unused]] const void* channel)
+void handoffRelease([[maybe_unused]] const void* channel)
 {
 #if defined(__SANITIZE_THREAD__)
     __tsan_release(const_cast<void*>(channel));
 #endif
 }
 
-void acquire([[maybe_unused]] const void* channel)
+void handoffAcquire([[maybe_unused]] const void* channel)
 {
 #if defined(__SANITIZE_THREAD__)
     __tsan_acquire(const_cast<void*>(channel));
 #endif
 }
-
-// Every job start uses this one channel: the job's wrapper cannot read a captured channel before
-// it has acquired one.
-char jobStart = 0;
-
-}  // namespace
 
 Mailbox::~Mailbox()
 {
@@ -47,14 +47,14 @@ void Mailbox::post(std::function<void()> call)
         m_drainPending = true;
     }
     if (wake) {
-        release(this);  // the mailbox itself (made on another thread, perhaps) before its first drain
+        handoffRelease(this);  // the mailbox itself (made on another thread, perhaps) before its first drain
         QMetaObject::invokeMethod(this, &Mailbox::drain, Qt::QueuedConnection);
     }
 }
 
 void Mailbox::drain()
 {
-    acquire(this);
+    handoffAcquire(this);
     std::deque<std::function<void()>> calls;
     {
         std::lock_guard lock(m_mutex);
@@ -74,19 +74,19 @@ Mailbox& applicationMailbox()
 void startJob(QThreadPool& pool, std::function<void()> job)
 {
     std::function<void()> handed = [&pool, job = std::move(job)]() mutable {
-        acquire(&jobStart);
+        handoffAcquire(&jobStart);
         job();
         job = nullptr;  // its captures are destroyed before the release, not later by Qt
-        release(&pool);
+        handoffRelease(&pool);
     };
-    release(&jobStart);
+    handoffRelease(&jobStart);
     pool.start(std::move(handed));  // moves the pointer to the captures: nothing is written after the release
 }
 
 void waitForJobs(QThreadPool& pool)
 {
     pool.waitForDone();
-    acquire(&pool);
+    handoffAcquire(&pool);
 }
 
 }  // namespace moex::session

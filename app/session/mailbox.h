@@ -44,6 +44,12 @@ private:
 // outlive the object that started them. Create it from the application's thread.
 Mailbox& applicationMailbox();
 
+// One hand-off through Qt that no mailbox carries (e.g. a thread's last act before it quits): what
+// the releasing thread did before handoffRelease(channel) happens-before what the acquiring thread
+// does after handoffAcquire(channel), on the same address.
+void handoffRelease(const void* channel);
+void handoffAcquire(const void* channel);
+
 // Starts `job` on `pool`: what the caller did before (the job's captures among it) happens-before
 // the job, and the job's end is released for waitForJobs.
 void startJob(QThreadPool& pool, std::function<void()> job);

@@ -231,7 +231,6 @@ SimRunner::SimRunner(QObject* parent) : QObject(parent), m_shared(std::make_shar
     m_worker = new SimWorker(m_shared);
     m_workerMailbox = new Mailbox(m_worker);  // moves with its parent
     m_worker->moveToThread(m_thread);
-    connect(m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
     connect(m_worker, &SimWorker::produced, this, &SimRunner::onProduced, Qt::QueuedConnection);
     connect(m_worker, &SimWorker::failed, this, [this](const QString& message) {
         if (m_running) {
@@ -254,11 +253,16 @@ SimRunner::SimRunner(QObject* parent) : QObject(parent), m_shared(std::make_shar
 
 SimRunner::~SimRunner()
 {
-    // The worker's connections to this object end here, on this thread, not when the worker is
-    // deleted on its own (Qt frees a connection where it is cut).
-    disconnect(m_worker, nullptr, this, nullptr);
-    m_thread->quit();
+    // The worker's last call stops its timer and its thread; once the thread has finished, the
+    // worker is deleted here (no event can reach it any more), with the edge stated to TSan.
+    m_workerMailbox->post([w = m_worker] {
+        w->pause();
+        handoffRelease(w);
+        QThread::currentThread()->quit();
+    });
     m_thread->wait();
+    handoffAcquire(m_worker);
+    delete m_worker;
 }
 
 void SimRunner::post(void (SimWorker::*method)())
