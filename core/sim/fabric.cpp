@@ -33,8 +33,15 @@ Fabric::Fabric(const Topology& t)
     m_leafUp.assign(G, -1);
     m_leafDown.assign(G, -1);
     m_leaf.assign(G, -1);
+    numberDomains(t);
+    collectPorts(t);
+    splitPortsOverLinks(t);
+    measureLatencies(t);
+}
 
-    // Domains renumbered densely in order of first appearance; rail = index within the domain.
+// Domains renumbered densely in order of first appearance; rail = index within the domain.
+void Fabric::numberDomains(const Topology& t)
+{
     std::map<int, int> domainIndex;
     for (int g = 0; g < m_numGpus; ++g) {
         const int raw = t.domainOf(GpuId(g));
@@ -47,7 +54,11 @@ Fabric::Fabric(const Topology& t)
         members.push_back(g);
     }
     m_numDomains = static_cast<int>(m_domainGpus.size());
+}
 
+void Fabric::collectPorts(const Topology& t)
+{
+    const auto G = static_cast<std::size_t>(m_numGpus);
     const auto& nodes = t.nodes();
     auto gpuOfNode = [&](NodeId n) -> int {
         const TopoNode& node = nodes[n.index()];
@@ -139,7 +150,11 @@ Fabric::Fabric(const Topology& t)
         }
         m_hasNetwork = m_hasNetwork || m_nicOut[g] >= 0;
     }
+}
 
+// Each link's fraction of its port's capacity of its kind.
+void Fabric::splitPortsOverLinks(const Topology& t)
+{
     for (Port& port : m_ports) {
         std::map<int, double> kindCapacity;
         for (int li : port.links)
@@ -151,7 +166,10 @@ Fabric::Fabric(const Topology& t)
             port.link_fraction.push_back(total > 0 ? l.capacity_gbs / total : 0.0);
         }
     }
+}
 
+void Fabric::measureLatencies(const Topology& t)
+{
     for (int s = 0; s < m_numGpus; ++s)
         for (int d = 0; d < m_numGpus; ++d) {
             if (s == d)

@@ -53,6 +53,11 @@ public:
 
 private:
     int addPort(PortKind kind, int owner);
+    // The phases of the constructor.
+    void numberDomains(const Topology& t);  // domains renumbered densely; rails
+    void collectPorts(const Topology& t);   // every link onto its port; NIC ports bounded by PCIe and network
+    void splitPortsOverLinks(const Topology& t);
+    void measureLatencies(const Topology& t);  // the slowest route inside a domain and across domains
 
     int m_numGpus = 0;
     int m_numDomains = 0;

@@ -183,6 +183,23 @@ private:
         double load_sum = 0, load_max = 0;     // token-expert pairs
     };
     LayerCompute computeLayer(int layer, bool halves, double sharedUs, double sharedHalfUs);
+    // The phases of step(): what every layer shares, what the layers add up.
+    struct StepInputs {
+        double tokens = 0;  // per GPU
+        bool tbo = false;
+        MixerTimes mixers;
+        OverheadTimes ov, ov_half;                  // of the batch, of half of it
+        double sync_share = 0, sync_share_half = 0;  // dpSyncShare of the batch, of half of it
+        double shared_us = 0, shared_half_us = 0;    // sharedAndRouterUs of the batch, of half of it
+    };
+    struct StepSums {
+        double moe_attention = 0;  // the MoE layers' mixers, at full speed
+        double overhead_us = 0, sync_us = 0;  // at full speed
+        double moe_time = 0, balanced_time = 0, imbalance = 0;
+    };
+    void beginStep(StepMetrics& out);
+    void stepLayer(const RoutingSample& r, int layer, const StepInputs& in, StepMetrics& out, StepSums& sums);
+    void finishStep(const StepInputs& in, const StepSums& sums, StepMetrics& out);
     // The layer's time and its balanced floor (docs/MODEL.md section 5): without overlap dispatch +
     // slowest GPU + combine + `routingUs`; under two-batch overlap its four stages, with the
     // compute stream's attention stage `attentionHalfUs` (over speed and SM share already).

@@ -99,137 +99,161 @@ void Simulator::step(const RoutingSample& r, StepMetrics& out)
                                     + " experts) does not match the scenario");
     resizeMetrics(out, G, E, L, m_scenario.topology.links().size());
     out.source = "sim";
+    beginStep(out);
 
+    // What every layer of the step shares: the batch, the mixers' times, the small kernels
+    // (norms, top-k, quantisation, sampling) and the data-parallel attention wait (full-attention
+    // layers wait for the rank whose batch holds the most context: docs/MODEL.md section 9), the
+    // shared experts and router. At full speed.
     const Workload& w = m_scenario.workload;
-    const bool tbo = m_scenario.overlap == Overlap::two_batch;
+    StepInputs in;
+    in.tokens = m_memory.tokens;
+    in.tbo = m_scenario.overlap == Overlap::two_batch;
+    in.mixers = m_compute.mixerTimes(in.tokens, w.context_tokens, w.phase);
+    in.ov = overheads(in.tokens);
+    in.ov_half = overheads(in.tokens / 2.0);
+    in.sync_share = dpSyncShare(in.tokens);
+    in.sync_share_half = dpSyncShare(in.tokens / 2.0);
+    in.shared_us = m_compute.sharedAndRouterUs(in.tokens);
+    in.shared_half_us = in.tbo ? m_compute.sharedAndRouterUs(in.tokens / 2.0) : 0.0;
 
-    // 5.7 Memory (memoryBudget): the KV cache left after weights bounds the decode batch.
+    StepSums sums;
+    for (int l = 0; l < L; ++l)
+        stepLayer(r, l, in, out, sums);
+    addTraffic(out);
+    finishStep(in, sums, out);
+    out.sim_wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// 5.7 Memory (memoryBudget): the KV cache left after weights bounds the decode batch. Each GPU's
+// HBM use, speed and tokens; the step's per-GPU accumulators zeroed.
+void Simulator::beginStep(StepMetrics& out)
+{
     const MemoryBudget& mb = m_memory;
     const double reserve = m_cal.activation_reserve_gb * 1e9;
-    const double tokens = mb.tokens;
-    const double sequences = w.phase == Phase::decode ? tokens : 1.0;
-    for (int g = 0; g < G; ++g) {
-        GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
-        gm.hbm_used_gb = (m_weightsPerGpu[static_cast<std::size_t>(g)] + reserve + sequences * mb.kv_per_sequence) / 1e9;
-        gm.speed = m_speed[static_cast<std::size_t>(g)];
-        gm.tokens = static_cast<std::int64_t>(tokens);
+    const double sequences = m_scenario.workload.phase == Phase::decode ? mb.tokens : 1.0;
+    for (std::size_t g = 0; g < out.gpus.size(); ++g) {
+        GpuMetrics& gm = out.gpus[g];
+        gm.hbm_used_gb = (m_weightsPerGpu[g] + reserve + sequences * mb.kv_per_sequence) / 1e9;
+        gm.speed = m_speed[g];
+        gm.tokens = static_cast<std::int64_t>(mb.tokens);
     }
     std::fill(m_gpuBusy.begin(), m_gpuBusy.end(), 0.0);
     std::fill(m_stepPortBytes.begin(), m_stepPortBytes.end(), 0.0);
     std::fill(m_stragglerCount.begin(), m_stragglerCount.end(), 0);
     std::fill(m_sentSum.begin(), m_sentSum.end(), 0.0f);
+}
 
+// One MoE layer: routing, exchange, expert compute, the layer's time (5.4-5.6); its metrics into
+// `out`, its share of the step into `sums`.
+void Simulator::stepLayer(const RoutingSample& r, int l, const StepInputs& in, StepMetrics& out, StepSums& sums)
+{
+    const int G = m_fabric.numGpus();
+    const double minSpeed = m_minSpeed;
+    const OverheadTimes& ov = in.ov;
+    const OverheadTimes& ovHalf = in.ov_half;
+    const bool tbo = in.tbo;
+    routeLayer(r, l, in.tokens);
+    LayerComm comm = communicate(in.tokens, true);
+    LayerMetrics& lm = out.layers[static_cast<std::size_t>(l)];
+    lm.decoder_layer = m_scenario.model.moe_layers[static_cast<std::size_t>(l)];
     // 5.6 Attention per layer (data-parallel attention: every GPU runs its own tokens); layers
     // are synchronous, so the slowest GPU's attention sets the pace.
-    const double minSpeed = m_minSpeed;
-    const MixerTimes mixers = m_compute.mixerTimes(tokens, w.context_tokens, w.phase);
-    double moeAttention = 0;  // the MoE layers' mixers, at full speed
-    // The small kernels (norms, top-k, quantisation, sampling) and the data-parallel attention
-    // wait: full-attention layers wait for the rank whose batch holds the most context
-    // (docs/MODEL.md section 9).
-    const OverheadTimes ov = overheads(tokens);
-    const OverheadTimes ovHalf = overheads(tokens / 2.0);
-    const double syncShare = dpSyncShare(tokens);
-    const double syncShareHalf = dpSyncShare(tokens / 2.0);
-    double overheadUs = 0, syncUs = 0;  // at full speed
-    const double sharedUs = m_compute.sharedAndRouterUs(tokens);
-    const double sharedHalfUs = tbo ? m_compute.sharedAndRouterUs(tokens / 2.0) : 0.0;
+    const MixerKind mixer = m_moeMixer[static_cast<std::size_t>(l)];
+    const double attnLayer = in.mixers.of(mixer);
+    const double attnLayerHalf = in.mixers.halfOf(mixer);
+    const bool fullAttention = mixer == MixerKind::attention;
+    const double syncLayer = fullAttention ? in.sync_share * attnLayer : 0.0;
+    const double syncLayerHalf = fullAttention ? in.sync_share_half * attnLayerHalf : 0.0;
+    sums.moe_attention += attnLayer;
 
-    StepTotals& sum = out.summary;
-    double moeTime = 0, balancedTime = 0, imbalanceSum = 0;
-    for (int l = 0; l < L; ++l) {
-        routeLayer(r, l, tokens);
-        LayerComm comm = communicate(tokens, true);
-        LayerMetrics& lm = out.layers[static_cast<std::size_t>(l)];
-        lm.decoder_layer = m_scenario.model.moe_layers[static_cast<std::size_t>(l)];
-        const MixerKind mixer = m_moeMixer[static_cast<std::size_t>(l)];
-        const double attnLayer = mixers.of(mixer);
-        const double attnLayerHalf = mixers.halfOf(mixer);
-        const bool fullAttention = mixer == MixerKind::attention;
-        const double syncLayer = fullAttention ? syncShare * attnLayer : 0.0;
-        const double syncLayerHalf = fullAttention ? syncShareHalf * attnLayerHalf : 0.0;
-        moeAttention += attnLayer;
+    // 5.4 Expert compute per GPU.
+    const LayerCompute c = computeLayer(l, tbo, in.shared_us, in.shared_half_us);
+    ++m_stragglerCount[static_cast<std::size_t>(c.slowest_gpu)];
+    recordLoads(r, in.tokens, lm, out);
+    if (m_compute.cpu())
+        comm = hostExchange(in.tokens);
 
-        // 5.4 Expert compute per GPU.
-        const LayerCompute c = computeLayer(l, tbo, sharedUs, sharedHalfUs);
-        ++m_stragglerCount[static_cast<std::size_t>(c.slowest_gpu)];
-        recordLoads(r, tokens, lm, out);
-        if (m_compute.cpu())
-            comm = hostExchange(tokens);
-
-        // 5.5 Layer time: synchronous layers, the slowest GPU sets the pace; two-batch overlap
-        // hides one micro-batch's communication behind the other's compute, stage by stage. The
-        // small kernels before the dispatch and the norms sit on the compute stream with the
-        // attention: under two-batch overlap in its stage, otherwise the routing kernels in the
-        // MoE layer and the norms beside the attention.
-        const double attentionHalf = (attnLayerHalf + syncLayerHalf + ovHalf.per_layer + ovHalf.per_moe_layer) / minSpeed
-                                     / overlapComputeShare();
-        const LayerTimes t = layerTimes(c, comm, tbo, attentionHalf, ov.per_moe_layer / minSpeed);
-        if (tbo) {
-            overheadUs += 2.0 * (ovHalf.per_layer + ovHalf.per_moe_layer);
-            syncUs += 2.0 * syncLayerHalf;
-        } else {
-            overheadUs += ov.per_layer + ov.per_moe_layer;
-            syncUs += syncLayer;
-        }
-        const double besideLayer = tbo ? 0.0 : (attnLayer + syncLayer + ov.per_layer) / minSpeed;
-        lm.time_us = t.time;
-        lm.dispatch_us = comm.dispatch.time_us;
-        lm.combine_us = comm.combine.time_us;
-        lm.compute_us = c.slowest;
-        lm.slowest_gpu = c.slowest_gpu;
-        lm.imbalance = c.load_sum > 0 ? c.load_max / (c.load_sum / G) : 1.0;
-        imbalanceSum += lm.imbalance;
-        moeTime += t.time + besideLayer;
-        balancedTime += t.balanced + besideLayer;
-        sum.dispatch_us += comm.dispatch.time_us;
-        sum.combine_us += comm.combine.time_us;
-        sum.expert_compute_us += c.slowest;
-
-        for (int g = 0; g < G; ++g) {
-            GpuMetrics& gm = out.gpus[static_cast<std::size_t>(g)];
-            const double attn = (attnLayer + ov.per_layer + ov.per_moe_layer) * m_invSpeed[static_cast<std::size_t>(g)];
-            gm.compute_us += m_gpuCompute[static_cast<std::size_t>(g)];
-            gm.attention_us += attn;
-            gm.dispatch_us += m_gpuDispatch[static_cast<std::size_t>(g)];
-            gm.combine_us += m_gpuCombine[static_cast<std::size_t>(g)];
-            const double own = m_gpuDispatch[static_cast<std::size_t>(g)] + m_gpuCombine[static_cast<std::size_t>(g)];
-            m_gpuBusy[static_cast<std::size_t>(g)] += tbo ? std::max(own, m_gpuCompute[static_cast<std::size_t>(g)] + attn)
-                                                          : own + m_gpuCompute[static_cast<std::size_t>(g)] + attn;
-        }
+    // 5.5 Layer time: synchronous layers, the slowest GPU sets the pace; two-batch overlap
+    // hides one micro-batch's communication behind the other's compute, stage by stage. The
+    // small kernels before the dispatch and the norms sit on the compute stream with the
+    // attention: under two-batch overlap in its stage, otherwise the routing kernels in the
+    // MoE layer and the norms beside the attention.
+    const double attentionHalf = (attnLayerHalf + syncLayerHalf + ovHalf.per_layer + ovHalf.per_moe_layer) / minSpeed
+                                 / overlapComputeShare();
+    const LayerTimes t = layerTimes(c, comm, tbo, attentionHalf, ov.per_moe_layer / minSpeed);
+    if (tbo) {
+        sums.overhead_us += 2.0 * (ovHalf.per_layer + ovHalf.per_moe_layer);
+        sums.sync_us += 2.0 * syncLayerHalf;
+    } else {
+        sums.overhead_us += ov.per_layer + ov.per_moe_layer;
+        sums.sync_us += syncLayer;
     }
-    addTraffic(out);
+    const double besideLayer = tbo ? 0.0 : (attnLayer + syncLayer + ov.per_layer) / minSpeed;
+    lm.time_us = t.time;
+    lm.dispatch_us = comm.dispatch.time_us;
+    lm.combine_us = comm.combine.time_us;
+    lm.compute_us = c.slowest;
+    lm.slowest_gpu = c.slowest_gpu;
+    lm.imbalance = c.load_sum > 0 ? c.load_max / (c.load_sum / G) : 1.0;
+    sums.imbalance += lm.imbalance;
+    sums.moe_time += t.time + besideLayer;
+    sums.balanced_time += t.balanced + besideLayer;
+    StepTotals& sum = out.summary;
+    sum.dispatch_us += comm.dispatch.time_us;
+    sum.combine_us += comm.combine.time_us;
+    sum.expert_compute_us += c.slowest;
 
-    // 5.6 Around the MoE layers: attention + FFN of the dense layers, and the LM head; every
-    // layer's norms, the step's final norm and sampling; the full-attention layers' wait. At full
-    // speed; the slowest GPU sets the step, each GPU is busy for its own speed's share.
+    for (std::size_t g = 0; g < static_cast<std::size_t>(G); ++g) {
+        GpuMetrics& gm = out.gpus[g];
+        const double attn = (attnLayer + ov.per_layer + ov.per_moe_layer) * m_invSpeed[g];
+        gm.compute_us += m_gpuCompute[g];
+        gm.attention_us += attn;
+        gm.dispatch_us += m_gpuDispatch[g];
+        gm.combine_us += m_gpuCombine[g];
+        const double own = m_gpuDispatch[g] + m_gpuCombine[g];
+        m_gpuBusy[g] += tbo ? std::max(own, m_gpuCompute[g] + attn) : own + m_gpuCompute[g] + attn;
+    }
+}
+
+// 5.6 Around the MoE layers: attention + FFN of the dense layers, and the LM head; every layer's
+// norms, the step's final norm and sampling; the full-attention layers' wait. At full speed; the
+// slowest GPU sets the step, each GPU is busy for its own speed's share. Then the step's totals,
+// power and links.
+void Simulator::finishStep(const StepInputs& in, const StepSums& sums, StepMetrics& out)
+{
+    const int G = m_fabric.numGpus();
+    const int L = m_scenario.model.numMoeLayers();
+    const double minSpeed = m_minSpeed;
+    const double tokens = in.tokens;
     double aroundFullSpeedUs = m_aroundDense * m_compute.denseFfnUs(tokens) + m_compute.headUs(tokens);
     for (int k = 0; k < kMixerKinds; ++k)
-        aroundFullSpeedUs += m_aroundMixers[k] * mixers.full[k];
+        aroundFullSpeedUs += m_aroundMixers[k] * in.mixers.full[k];
     int aroundLayers = 0;
     for (const int n : m_aroundMixers)
         aroundLayers += n;
-    const double aroundOverhead = aroundLayers * ov.per_layer + ov.per_step;
-    const double aroundSync = m_aroundMixers[static_cast<int>(MixerKind::attention)] * syncShare * mixers.of(MixerKind::attention);
-    overheadUs += aroundOverhead;
-    syncUs += aroundSync;
+    const double aroundOverhead = aroundLayers * in.ov.per_layer + in.ov.per_step;
+    const double aroundSync =
+        m_aroundMixers[static_cast<int>(MixerKind::attention)] * in.sync_share * in.mixers.of(MixerKind::attention);
+    const double overheadUs = sums.overhead_us + aroundOverhead;
+    const double syncUs = sums.sync_us + aroundSync;
     aroundFullSpeedUs += aroundOverhead;
-    const double stepUs = moeTime + (aroundFullSpeedUs + aroundSync) / minSpeed;
-    sum.moe_time_us = moeTime;
-    sum.moe_time_balanced_us = balancedTime;
-    sum.attention_us = (moeAttention + aroundFullSpeedUs - aroundOverhead) / minSpeed;
+    const double stepUs = sums.moe_time + (aroundFullSpeedUs + aroundSync) / minSpeed;
+    StepTotals& sum = out.summary;
+    sum.moe_time_us = sums.moe_time;
+    sum.moe_time_balanced_us = sums.balanced_time;
+    sum.attention_us = (sums.moe_attention + aroundFullSpeedUs - aroundOverhead) / minSpeed;
     sum.overhead_us = overheadUs / minSpeed;
     sum.dp_sync_us = syncUs / minSpeed;
     sum.step_time_us = stepUs;
-    sum.imbalance = L > 0 ? imbalanceSum / L : 1.0;
+    sum.imbalance = L > 0 ? sums.imbalance / L : 1.0;
     sum.batch_per_gpu = static_cast<std::int64_t>(tokens);
-    sum.memory_limited = mb.limited;
-    sum.max_concurrent_users = mb.users_per_gpu * G;
+    sum.memory_limited = m_memory.limited;
+    sum.max_concurrent_users = m_memory.users_per_gpu * G;
     const double stepTokens = tokens * G;
     sum.tokens_per_s = stepUs > 0 ? stepTokens / (stepUs * 1e-6) : 0.0;
     sum.tokens_per_s_per_gpu = G > 0 ? sum.tokens_per_s / G : 0.0;
     addPowerAndLinks(out, aroundFullSpeedUs);
-    out.sim_wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
 Simulator::LayerCompute Simulator::computeLayer(int layer, bool halves, double sharedLayer, double sharedLayerHalf)
