@@ -93,8 +93,25 @@ struct TimedSeries {
     }
 };
 
-int benchSim(const Args& args)
+constexpr int kSamples = 16;  // bench sim's cold condition: 2.1 MB each for the default scenario, 34 MB, more than L3
+
+// What bench sim measures: the end-to-end step as simulate runs it, a whole configuration from cold,
+// and the model alone in three cache conditions, each against its ceiling.
+struct SimBench {
+    std::string scenario;
+    int gpus = 0, moe_layers = 0, experts = 0, slots_per_layer = 0, tokens_per_gpu = 0;
+    std::string kernel;
+    int steps = 0, routed_steps = 0, end_to_end_steps = 0, config_runs = 0;
+    TimedSeries routed, warm, cold;
+    std::vector<double> end_to_end, end_to_end_routing, cold_config, routing_ms;
+    std::size_t summary_bytes = 0;
+    std::uint64_t checksum = 0;
+    double peak_rss_mb = 0;
+};
+
+SimBench measureSim(const Args& args)
 {
+    SimBench b;
     const std::string path = args.value("scenario").value_or(defaultBenchScenario());
     const int steps = args.intValue("steps", 200, 10, 1000000);
     const int routedSteps = args.intValue("routed-steps", 30, 1, 100000);
@@ -108,13 +125,11 @@ int benchSim(const Args& args)
 
     // Routing samples for the warm and cold runs are generated up front (timed separately): the
     // figures are the model's own cost.
-    constexpr int kSamples = 16;  // 2.1 MB each for the default scenario: 34 MB, more than L3
     std::vector<RoutingSample> samples(kSamples);
-    std::vector<double> genMs;
     for (auto& sample : samples) {
         const auto t0 = Clock::now();
         routing->next(sample);
-        genMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        b.routing_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
     StepMetrics m;
     RoutingSample fresh = samples[0];  // the working copy of the routed and warm runs
@@ -133,11 +148,12 @@ int benchSim(const Args& args)
     // Wall time and this thread's CPU time are both taken: on a shared machine the CPU time
     // excludes the time the thread waited for a core, and the ratio of the two CPU figures is the
     // robust number.
-    TimedSeries routed, warm, cold;
+    TimedSeries& routed = b.routed;
+    TimedSeries& warm = b.warm;
+    TimedSeries& cold = b.cold;
     routed.reserve(static_cast<std::size_t>(routedSteps));
     warm.reserve(static_cast<std::size_t>(steps));
     cold.reserve(static_cast<std::size_t>(steps));
-    std::uint64_t checksum = 0;
     auto timeStep = [&](const RoutingSample& sample, TimedSeries& series) {
         const double c0 = threadCpuUs();
         const auto t0 = Clock::now();
@@ -148,14 +164,14 @@ int benchSim(const Args& args)
     auto timeCeiling = [&](const RoutingSample& sample, TimedSeries& series) {
         const double c1 = threadCpuUs();
         const auto t1 = Clock::now();
-        checksum += streamCounts(sample);
+        b.checksum += streamCounts(sample);
         series.ceilingWall.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t1).count());
         series.ceilingCpu.push_back(threadCpuUs() - c1);
     };
     for (int i = 0; i < 2 * routedSteps; ++i) {
         const auto t0 = Clock::now();
         routing->next(fresh);  // same shape: no allocation
-        genMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        b.routing_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         if (i % 2 == 0)
             timeStep(fresh, routed);
         else
@@ -171,33 +187,48 @@ int benchSim(const Args& args)
     }
     // End to end, the headline: as simulate runs a step, the routing source's sample then the
     // model, back to back (wall time; the generator runs its layers on the machine's threads).
-    std::vector<double> endToEnd, endToEndGen;
     for (int i = 0; i < endToEndSteps; ++i) {
         const auto t0 = Clock::now();
         routing->next(fresh);
         const auto t1 = Clock::now();
         sim.step(fresh, m);
         const auto t2 = Clock::now();
-        endToEnd.push_back(std::chrono::duration<double, std::micro>(t2 - t0).count());
-        endToEndGen.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        b.end_to_end.push_back(std::chrono::duration<double, std::micro>(t2 - t0).count());
+        b.end_to_end_routing.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     }
     // A whole configuration from cold, in this process: load the scenario, resolve its placement,
     // simulate kSummarySteps steps, write the summary (what simulate does, less process start).
-    std::vector<double> coldConfig;
-    std::size_t summaryBytes = 0;
     for (int r = 0; r < configRuns; ++r) {
         const auto t0 = Clock::now();
         const Scenario again = loadScenarioFile(path, args.overrides());
         const SimRun run = runSimulation(again, kSummarySteps, -1, "");
-        summaryBytes += summaryText(run.scenario, run.mean).size();
-        coldConfig.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        b.summary_bytes += summaryText(run.scenario, run.mean).size();
+        b.cold_config.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
-    const double e2e = median(endToEnd), e2eGen = median(endToEndGen), config = median(coldConfig);
+    b.scenario = s.name;
+    b.gpus = s.topology.numGpus();
+    b.moe_layers = s.model.numMoeLayers();
+    b.experts = s.model.routed_experts;
+    b.slots_per_layer = placement.layers.front().numSlots();
+    b.tokens_per_gpu = s.workload.tokens_per_gpu;
+    b.kernel = sim.routeKernelName();
+    b.steps = steps;
+    b.routed_steps = routedSteps;
+    b.end_to_end_steps = endToEndSteps;
+    b.config_runs = configRuns;
+    b.peak_rss_mb = peakRssMb();
+    return b;
+}
+
+int benchSim(const Args& args)
+{
+    const SimBench b = measureSim(args);
+    const double e2e = median(b.end_to_end), e2eGen = median(b.end_to_end_routing), config = median(b.cold_config);
     auto p90of = [](std::vector<double> v) {  // nearest rank, rounded up: never below the median
         std::sort(v.begin(), v.end());
         return v[static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(v.size() - 1)))];
     };
-    auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+    auto ratio = [](double num, double den) { return den > 0 ? num / den : 0.0; };
     struct Figures {
         double med, p90, cpu, ceiling, ceilingCpu, ratioCpu;
     };
@@ -205,24 +236,23 @@ int benchSim(const Args& args)
         const double cpu = median(t.cpu), ceilingCpu = median(t.ceilingCpu);
         return Figures{median(t.wall), p90of(t.wall), cpu, median(t.ceilingWall), ceilingCpu, ratio(cpu, ceilingCpu)};
     };
-    const Figures fr = figures(routed), fw = figures(warm), fc = figures(cold);
-    const double rss = peakRssMb();
+    const Figures fr = figures(b.routed), fw = figures(b.warm), fc = figures(b.cold);
     if (auto json = args.value("json")) {
-        nlohmann::json j = {{"scenario", s.name},
+        nlohmann::json j = {{"scenario", b.scenario},
                             {"end_to_end_us_per_step_median", e2e},
                             {"end_to_end_routing_us_median", e2eGen},
                             {"end_to_end_routing_share", ratio(e2eGen, e2e)},
-                            {"end_to_end_steps", endToEndSteps},
+                            {"end_to_end_steps", b.end_to_end_steps},
                             {"routing_threads", WorkerPool::hardwareThreads()},
                             {"cold_configuration_ms_median", config},
-                            {"cold_configuration_runs", configRuns},
-                            {"gpus", s.topology.numGpus()},
-                            {"moe_layers", s.model.numMoeLayers()},
-                            {"experts", s.model.routed_experts},
-                            {"slots_per_layer", placement.layers.front().numSlots()},
-                            {"steps", steps},
-                            {"routed_steps", routedSteps},
-                            {"kernel", sim.routeKernelName()},
+                            {"cold_configuration_runs", b.config_runs},
+                            {"gpus", b.gpus},
+                            {"moe_layers", b.moe_layers},
+                            {"experts", b.experts},
+                            {"slots_per_layer", b.slots_per_layer},
+                            {"steps", b.steps},
+                            {"routed_steps", b.routed_steps},
+                            {"kernel", b.kernel},
                             {"us_per_step_median", fr.med},
                             {"us_per_step_p90", fr.p90},
                             {"cpu_us_per_step_median", fr.cpu},
@@ -239,26 +269,26 @@ int benchSim(const Args& args)
                             {"cold_cpu_us_per_step_median", fc.cpu},
                             {"cold_ceiling_stream_counts_cpu_us", fc.ceilingCpu},
                             {"cold_ratio_to_ceiling", fc.ratioCpu},
-                            {"peak_rss_mb", rss},
-                            {"routing_ms_per_step_median", median(genMs)},
-                            {"cold_configuration_summary_bytes", summaryBytes / static_cast<std::size_t>(configRuns)},
-                            {"checksum", checksum}};
+                            {"peak_rss_mb", b.peak_rss_mb},
+                            {"routing_ms_per_step_median", median(b.routing_ms)},
+                            {"cold_configuration_summary_bytes", b.summary_bytes / static_cast<std::size_t>(b.config_runs)},
+                            {"checksum", b.checksum}};
         // Every timed step and ceiling pass, so that the figures above can be recomputed (and a
         // distribution plotted): each condition's wall and CPU microseconds, step and ceiling.
         auto seriesJson = [](const TimedSeries& t) {
             return nlohmann::json{{"wall_us", t.wall}, {"cpu_us", t.cpu}, {"ceiling_wall_us", t.ceilingWall}, {"ceiling_cpu_us", t.ceilingCpu}};
         };
-        j["series"] = {{"routed", seriesJson(routed)}, {"warm", seriesJson(warm)}, {"cold", seriesJson(cold)},
-                       {"end_to_end", {{"wall_us", endToEnd}, {"routing_wall_us", endToEndGen}}},
-                       {"cold_configuration", {{"wall_ms", coldConfig}}}};
+        j["series"] = {{"routed", seriesJson(b.routed)}, {"warm", seriesJson(b.warm)}, {"cold", seriesJson(b.cold)},
+                       {"end_to_end", {{"wall_us", b.end_to_end}, {"routing_wall_us", b.end_to_end_routing}}},
+                       {"cold_configuration", {{"wall_ms", b.cold_config}}}};
         writeJson(*json, j.dump(1));
         if (*json == "-")
             return 0;
     }
-    std::cout << "bench sim: " << s.name << " (" << s.model.numMoeLayers() << " MoE layers, " << s.model.routed_experts
-              << " experts, " << placement.layers.front().numSlots() << " slots, " << s.topology.numGpus()
-              << " GPUs, " << s.workload.tokens_per_gpu << " tokens/GPU), the model on one core, "
-              << sim.routeKernelName() << " routing kernel\n";
+    std::cout << "bench sim: " << b.scenario << " (" << b.moe_layers << " MoE layers, " << b.experts
+              << " experts, " << b.slots_per_layer << " slots, " << b.gpus
+              << " GPUs, " << b.tokens_per_gpu << " tokens/GPU), the model on one core, "
+              << b.kernel << " routing kernel\n";
     auto line = [&](const char* label, const Figures& f, const std::string& what) {
         std::cout << "  " << std::left << std::setw(8) << label << std::right << fixed(f.med, 1) << " us/step median wall, "
                   << fixed(f.p90, 1) << " p90, " << fixed(f.cpu, 1) << " CPU; ceiling " << fixed(f.ceilingCpu, 1)
@@ -266,15 +296,15 @@ int benchSim(const Args& args)
     };
     std::cout << "  end to end " << fixed(e2e, 1) << " us/step median wall, routing source " << fixed(e2eGen, 1)
               << " us of it (" << fixed(100 * ratio(e2eGen, e2e), 0) << "%, on " << WorkerPool::hardwareThreads()
-              << " threads)  (" << endToEndSteps << " steps as simulate runs them; target <= 5000 us, goal <= 1000)\n";
-    std::cout << "  cold configuration " << fixed(config, 1) << " ms median of " << configRuns
+              << " threads)  (" << b.end_to_end_steps << " steps as simulate runs them; target <= 5000 us, goal <= 1000)\n";
+    std::cout << "  cold configuration " << fixed(config, 1) << " ms median of " << b.config_runs
               << " (load, resolve placement, " << kSummarySteps << " steps, summary; target <= 100 ms, goal <= 20)\n";
     std::cout << "  the model alone:\n";
-    line("routed", fr, std::to_string(routedSteps) + " steps, each right after the routing source wrote its sample, as in simulate");
-    line("warm", fw, std::to_string(steps) + " steps back to back, sample copied in before each");
-    line("cold", fc, std::to_string(steps) + " steps over " + std::to_string(kSamples) + " samples cycled");
-    std::cout << "  peak memory " << fixed(rss, 1)
-              << " MB (whole process); routing generator " << fixed(median(genMs), 2) << " ms/step median (not in the model's figures)\n";
+    line("routed", fr, std::to_string(b.routed_steps) + " steps, each right after the routing source wrote its sample, as in simulate");
+    line("warm", fw, std::to_string(b.steps) + " steps back to back, sample copied in before each");
+    line("cold", fc, std::to_string(b.steps) + " steps over " + std::to_string(kSamples) + " samples cycled");
+    std::cout << "  peak memory " << fixed(b.peak_rss_mb, 1)
+              << " MB (whole process); routing generator " << fixed(median(b.routing_ms), 2) << " ms/step median (not in the model's figures)\n";
     return 0;
 }
 

@@ -260,8 +260,7 @@ bool LayerSearch::reReplicateSlot(Layout& c)
 
 bool LayerSearch::colocatePartners(Layout& c)
 {
-    const int i = below(static_cast<int>(c.expert.size()));
-    const auto* ps = partnersOf(c.expert[static_cast<std::size_t>(i)]);
+    const auto [i, ps] = randomSlotWithPartners(c);
     if (!ps)
         return false;
     const int f = (*ps)[static_cast<std::size_t>(below(std::min<int>(3, static_cast<int>(ps->size()))))].first;
@@ -325,8 +324,7 @@ bool LayerSearch::spreadOverDomains(Layout& c)
 
 bool LayerSearch::joinPartnerDomain(Layout& c)
 {
-    const int i = below(static_cast<int>(c.expert.size()));
-    const auto* ps = partnersOf(c.expert[static_cast<std::size_t>(i)]);
+    const auto [i, ps] = randomSlotWithPartners(c);
     if (!ps)
         return false;
     const int f = ps->front().first, d = domainOf(c.gpuOf(i));

@@ -142,6 +142,12 @@ private:
         return &(*m_partners)[static_cast<std::size_t>(e)];
     }
     int domainOf(int g) const { return g / m_domainSize; }
+    // A random slot and its expert's co-activation partners (nullptr: none).
+    std::pair<int, const std::vector<std::pair<int, double>>*> randomSlotWithPartners(const Layout& l)
+    {
+        const int i = below(static_cast<int>(l.expert.size()));
+        return {i, partnersOf(l.expert[static_cast<std::size_t>(i)])};
+    }
 
     // Draws one move (search.h lists them) and applies it to a copy of `cur` in `c`; false when
     // the drawn move does not apply.
