@@ -111,6 +111,23 @@ MainWindow::~MainWindow() = default;
 
 void MainWindow::buildViews()
 {
+    buildCentral();
+    buildDocks();
+    connectViews();
+    // Model choices: the sample models.
+    QStringList names, paths;
+    const auto models = QDir(m_samplesDir + QStringLiteral("/models"))
+                            .entryInfoList({QStringLiteral("*.yaml")}, QDir::Files, QDir::Name);
+    for (const QFileInfo& fi : models) {
+        names << fi.completeBaseName();
+        paths << fi.absoluteFilePath();
+    }
+    m_panel->setModelChoices(names, paths);
+}
+
+// The centre: the tour bar, the canvas's bar (layer, active document, hint, fit) and the canvas.
+void MainWindow::buildCentral()
+{
     m_canvas = new views::TopologyCanvas;
     m_canvas->setObjectName(QStringLiteral("topologyCanvas"));
     m_thumbCanvas = new views::TopologyCanvas(this);
@@ -139,12 +156,13 @@ void MainWindow::buildViews()
     bar->addSpacing(16);
     bar->addWidget(activeLabel);
     bar->addWidget(m_activeCombo);
-    bar->addStretch(1);
+    bar->addSpacing(16);
     auto* hint = new views::ElidedLabel(tr("Drag a chip: move \u00b7 Ctrl+drag: replicate \u00b7 drop on a chip: swap \u00b7 "
                                            "right-click a GPU: speed"));
     hint->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
     hint->setObjectName(QStringLiteral("canvasHint"));
-    bar->addWidget(hint);
+    bar->addWidget(hint, 1);  // takes the free width (a stretch beside it would leave it none)
+    bar->addSpacing(8);
     bar->addWidget(fit);
     activeLabel->setVisible(false);
     m_activeCombo->setVisible(false);
@@ -158,7 +176,11 @@ void MainWindow::buildViews()
     v->addLayout(bar);
     v->addWidget(m_canvas, 1);
     setCentralWidget(central);
+}
 
+// The docks: scenario panel, heatmaps, charts, Compare, predicted vs measured, load statistics.
+void MainWindow::buildDocks()
+{
     m_panel = new views::ScenarioPanel;
     m_panelDock = new QDockWidget(tr("Scenario"), this);
     m_panelDock->setObjectName(QStringLiteral("scenarioDock"));
@@ -206,8 +228,10 @@ void MainWindow::buildViews()
     buildLoadStatsDock();
     m_chartsDock->raise();
     updateDockMinimums();
+}
 
-
+void MainWindow::connectViews()
+{
     // Views -> intent -> undo commands on the active document. The local engine's canvas shows its
     // own ranks' layout: edits there would be the document's GPUs in name only, so they are refused.
     const auto refuseEngineEdit = [this] {
@@ -252,16 +276,6 @@ void MainWindow::buildViews()
     connect(m_heatmaps, &HeatmapPanel::gpuSelected, this, &MainWindow::selectGpu);
     connect(m_heatmaps, &HeatmapPanel::layerSelected, this, &MainWindow::setLayer);
     connect(m_tourBar, &TourBar::stepRequested, this, &MainWindow::onTourStep);
-
-    // Model choices: the sample models.
-    QStringList names, paths;
-    const auto models = QDir(m_samplesDir + QStringLiteral("/models"))
-                            .entryInfoList({QStringLiteral("*.yaml")}, QDir::Files, QDir::Name);
-    for (const QFileInfo& fi : models) {
-        names << fi.completeBaseName();
-        paths << fi.absoluteFilePath();
-    }
-    m_panel->setModelChoices(names, paths);
 }
 
 void MainWindow::onScenarioChanged(ScenarioDocument* doc)

@@ -116,6 +116,9 @@ protected:
 
 private:
     void buildViews();
+    void buildCentral();
+    void buildDocks();
+    void connectViews();  // views -> intent -> undo commands on the active document
     void buildMenus();
     void buildStatusBar();
     void connectDocument(session::ScenarioDocument* doc, QUndoStack* stack);
