@@ -33,6 +33,20 @@ void Simulator::accumulatePorts(double tokensPerGpu)
         if (port >= 0)
             v[static_cast<std::size_t>(port)] += bytes;
     };
+    // One RDMA leg from `from` to `to` (different domains): their NICs, and the leaf up- and
+    // downlinks when their leaves differ; the combine runs the other way.
+    auto rdmaLeg = [&](int from, int to, double tokens) {
+        add(m_dispatchPort, m_fabric.nicOut(from), tokens * bd);
+        add(m_dispatchPort, m_fabric.nicIn(to), tokens * bd);
+        add(m_combinePort, m_fabric.nicOut(to), tokens * bc);
+        add(m_combinePort, m_fabric.nicIn(from), tokens * bc);
+        if (m_fabric.leafOf(from) != m_fabric.leafOf(to)) {
+            add(m_dispatchPort, m_fabric.leafUp(from), tokens * bd);
+            add(m_dispatchPort, m_fabric.leafDown(to), tokens * bd);
+            add(m_combinePort, m_fabric.leafUp(to), tokens * bc);
+            add(m_combinePort, m_fabric.leafDown(from), tokens * bc);
+        }
+    };
     const float T = static_cast<float>(tokensPerGpu);
     float* inTokens = m_inTokens.data();
     if (D == 1) {
@@ -84,16 +98,7 @@ void Simulator::accumulatePorts(double tokensPerGpu)
                 }
             } else {
                 // Low-latency kernels: direct RDMA from the source's NIC to the destination's.
-                add(m_dispatchPort, m_fabric.nicOut(src), tokens * bd);
-                add(m_dispatchPort, m_fabric.nicIn(dst), tokens * bd);
-                add(m_combinePort, m_fabric.nicOut(dst), tokens * bc);
-                add(m_combinePort, m_fabric.nicIn(src), tokens * bc);
-                if (m_fabric.leafOf(src) != m_fabric.leafOf(dst)) {
-                    add(m_dispatchPort, m_fabric.leafUp(src), tokens * bd);
-                    add(m_dispatchPort, m_fabric.leafDown(dst), tokens * bd);
-                    add(m_combinePort, m_fabric.leafUp(dst), tokens * bc);
-                    add(m_combinePort, m_fabric.leafDown(src), tokens * bc);
-                }
+                rdmaLeg(src, dst, tokens);
             }
         }
         m_messages[static_cast<std::size_t>(src)] = static_cast<std::int64_t>(outTotal + 0.5);
@@ -116,16 +121,7 @@ void Simulator::accumulatePorts(double tokensPerGpu)
                     continue;
                 const int relay = m_fabric.gpuOnRail(dom, m_fabric.railOf(src));
                 const int target = relay >= 0 ? relay : m_fabric.domainGpus(dom).front();
-                add(m_dispatchPort, m_fabric.nicOut(src), tokens * bd);
-                add(m_dispatchPort, m_fabric.nicIn(target), tokens * bd);
-                add(m_combinePort, m_fabric.nicOut(target), tokens * bc);
-                add(m_combinePort, m_fabric.nicIn(src), tokens * bc);
-                if (m_fabric.leafOf(src) != m_fabric.leafOf(target)) {
-                    add(m_dispatchPort, m_fabric.leafUp(src), tokens * bd);
-                    add(m_dispatchPort, m_fabric.leafDown(target), tokens * bd);
-                    add(m_combinePort, m_fabric.leafUp(target), tokens * bc);
-                    add(m_combinePort, m_fabric.leafDown(src), tokens * bc);
-                }
+                rdmaLeg(src, target, tokens);
             }
         }
     }
