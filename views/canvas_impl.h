@@ -31,6 +31,7 @@ struct TopologyCanvas::Impl {
     void fit();
     [[nodiscard]] std::vector<double> shownLoads() const;  // per expert, for the shown layer
     [[nodiscard]] int stragglerGpu() const;
+    [[nodiscard]] MoeLayers shownLayers() const;  // `layer` as the signals carry it
     [[nodiscard]] const LinkStat* pairStat(int a, int b) const;
     [[nodiscard]] QString tooltipFor(QGraphicsItem* item) const;
     [[nodiscard]] QString gpuTooltip(int gpu) const;
@@ -44,8 +45,8 @@ struct TopologyCanvas::Impl {
     Placement placement;
     StepMetrics metrics;
     bool hasMetrics = false;
-    int layer = 0;
-    int selectedGpu = -1;
+    int layer = 0;         // MoE ordinal shown, -1: all layers (shownLayers() outside the canvas)
+    int selectedGpu = -1;  // -1: none
 
     CanvasLayout layout;
     int layoutSlots = 0;

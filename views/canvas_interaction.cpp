@@ -1,6 +1,6 @@
 // TopologyCanvas interaction: wheel zoom around the cursor, pan by dragging empty space, drag an
 // expert chip onto a GPU (move; Ctrl: replicate) or onto another chip (swap), click to select a
-// GPU, right-click for its speed.
+// GPU, right-click a GPU for its speed or a chip to remove that replica.
 #include "views/canvas_impl.h"
 
 #include <QApplication>
@@ -145,17 +145,19 @@ void TopologyCanvas::mouseReleaseEvent(QMouseEvent* event)
         const bool replicate = event->modifiers() & Qt::ControlModifier;
         if (toGpu < 0 || toGpu == src->gpu)
             return;  // dropped on empty space or on its own GPU: nothing to do
+        const MoeLayers layers = d->shownLayers();
         if (replicate)
-            emit expertReplicateRequested(d->layer, src->expert, toGpu);
+            emit expertReplicateRequested(layers, ExpertId(src->expert), GpuId(toGpu));
         else if (target->type() == kChipItemType)
-            emit expertSwapRequested(d->layer, src->expert, src->gpu, static_cast<ChipItem*>(target)->expert, toGpu);
+            emit expertSwapRequested(layers, ExpertId(src->expert), GpuId(src->gpu),
+                                     ExpertId(static_cast<ChipItem*>(target)->expert), GpuId(toGpu));
         else
-            emit expertMoveRequested(d->layer, src->expert, src->gpu, toGpu);
+            emit expertMoveRequested(layers, ExpertId(src->expert), GpuId(src->gpu), GpuId(toGpu));
         return;
     }
     if ((mode == Impl::Mode::pressChip || mode == Impl::Mode::pressGpu) && d->pressGpu >= 0) {
-        setSelectedGpu(d->pressGpu);
-        emit gpuSelected(d->pressGpu);
+        setSelectedGpu(GpuId(d->pressGpu));
+        emit gpuSelected(GpuId(d->pressGpu));
     }
 }
 
@@ -172,41 +174,72 @@ void TopologyCanvas::wheelEvent(QWheelEvent* event)
     event->accept();
 }
 
-QMenu* TopologyCanvas::createSpeedMenu(int gpu, QWidget* parent)
+QMenu* TopologyCanvas::createSpeedMenu(GpuId gpuId, QWidget* parent)
 {
     auto* menu = new QMenu(parent ? parent : this);
+    addSpeedActions(menu, gpuId);
+    return menu;
+}
+
+QMenu* TopologyCanvas::createChipMenu(GpuId gpu, ExpertId expert, QWidget* parent)
+{
+    auto* menu = new QMenu(parent ? parent : this);
+    menu->addSection(tr("Expert %1 on GPU %2").arg(expert.value).arg(gpu.value));
+    QAction* remove = menu->addAction(tr("Remove this replica"));
+    if (d->layer < 0) {
+        remove->setEnabled(false);
+        remove->setText(tr("Remove this replica (pick a layer: this view sums all layers)"));
+    } else if (d->layer < d->placement.numLayers()) {
+        const LayerPlacement& lp = d->placement.layers[static_cast<std::size_t>(d->layer)];
+        const auto counts = lp.replicaCounts(d->placement.num_experts);
+        const bool another = expert.valid() && expert.index() < counts.size() && counts[expert.index()] > 1;
+        remove->setEnabled(another);
+        if (!another)
+            remove->setText(tr("Remove this replica (it is the expert's only copy)"));
+    }
+    const MoeLayers layers = d->shownLayers();
+    connect(remove, &QAction::triggered, this, [this, layers, expert, gpu] { emit replicaRemoveRequested(layers, expert, gpu); });
+    addSpeedActions(menu, gpu);
+    return menu;
+}
+
+void TopologyCanvas::addSpeedActions(QMenu* menu, GpuId gpuId)
+{
+    const int gpu = gpuId.value;
     menu->addSection(tr("GPU %1 speed").arg(gpu));
-    const double current = d->hasMetrics && gpu < static_cast<int>(d->metrics.gpus.size())
-                               ? d->metrics.gpus[static_cast<std::size_t>(gpu)].speed : d->speeds.of(gpu);
+    const double current = d->hasMetrics && gpuId.valid() && gpuId.index() < d->metrics.gpus.size()
+                               ? d->metrics.gpus[gpuId.index()].speed : d->speeds.of(gpu);
     for (double s : {1.0, 0.95, 0.9, 0.85, 0.8}) {
         QAction* a = menu->addAction(QString::number(s, 'f', 2));
         a->setCheckable(true);
         a->setChecked(std::abs(s - current) < 1e-6);
         a->setData(s);
-        connect(a, &QAction::triggered, this, [this, gpu, s] { emit gpuSpeedRequested(gpu, s); });
+        connect(a, &QAction::triggered, this, [this, gpuId, s] { emit gpuSpeedRequested(gpuId, s); });
     }
     menu->addSeparator();
     QAction* custom = menu->addAction(tr("Custom…"));
     custom->setData(-1.0);
-    connect(custom, &QAction::triggered, this, [this, gpu, current] {
+    connect(custom, &QAction::triggered, this, [this, gpu, gpuId, current] {
         bool ok = false;
         const double s = QInputDialog::getDouble(this, tr("GPU %1 speed").arg(gpu),
                                                  tr("Speed factor (1.0 = nominal, slower < 1):"), current, 0.01, 10.0, 2,
                                                  &ok);
         if (ok)
-            emit gpuSpeedRequested(gpu, s);
+            emit gpuSpeedRequested(gpuId, s);
     });
-    return menu;
 }
 
 void TopologyCanvas::contextMenuEvent(QContextMenuEvent* event)
 {
-    const int gpu = gpuOf(pick(this, event->pos(), nullptr));
+    QGraphicsItem* item = pick(this, event->pos(), nullptr);
+    const int gpu = gpuOf(item);
     if (gpu < 0) {
         event->ignore();
         return;
     }
-    QMenu* menu = createSpeedMenu(gpu, this);
+    QMenu* menu = item->type() == kChipItemType
+                      ? createChipMenu(GpuId(gpu), ExpertId(static_cast<ChipItem*>(item)->expert), this)
+                      : createSpeedMenu(GpuId(gpu), this);
     menu->exec(event->globalPos());
     menu->deleteLater();
 }

@@ -71,7 +71,8 @@ QString TopologyCanvas::Impl::tooltipFor(QGraphicsItem* item) const
             html += TopologyCanvas::tr("<br>replicated: %1 copies in this layer").arg(counts[static_cast<std::size_t>(c->expert)]);
         }
         if (layer >= 0)
-            html += TopologyCanvas::tr("<br><i>drag to another GPU to move, Ctrl+drag to replicate, onto a chip to swap</i>");
+            html += TopologyCanvas::tr("<br><i>drag to another GPU to move, Ctrl+drag to replicate, onto a chip to swap; "
+                                       "right-click to remove a replica</i>");
         return html;
     }
     case kGpuItemType:

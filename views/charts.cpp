@@ -244,8 +244,8 @@ GpuBreakdownChart::GpuBreakdownChart(QWidget* parent) : QWidget(parent), d(std::
         d->sets.push_back(set);
         d->series->append(set);
         connect(set, &QBarSet::clicked, this, [this](int index) {
-            setSelectedGpu(index);
-            emit gpuSelected(index);
+            setSelectedGpu(GpuId(index));
+            emit gpuSelected(GpuId(index));
         });
     }
     d->series->setBarWidth(0.85);
@@ -317,7 +317,7 @@ void GpuBreakdownChart::setMetrics(const StepMetrics& m)
     d->y->applyNiceNumbers();
     if (d->selected >= n)
         d->selected = -1;
-    setSelectedGpu(d->selected);
+    setSelectedGpu(GpuId(d->selected));
 }
 
 std::vector<double> GpuBreakdownChart::barValues(int gpu) const
@@ -329,8 +329,9 @@ std::vector<double> GpuBreakdownChart::barValues(int gpu) const
     return out;
 }
 
-void GpuBreakdownChart::setSelectedGpu(int gpu)
+void GpuBreakdownChart::setSelectedGpu(GpuId gpuId)
 {
+    const int gpu = gpuId.valid() ? gpuId.value : -1;
     d->selected = gpu;
     for (QBarSet* set : d->sets) {
         set->deselectAllBars();
@@ -385,9 +386,10 @@ void LoadHistogramChart::resizeEvent(QResizeEvent* event)
     relabel();
 }
 
-void LoadHistogramChart::setMetrics(const StepMetrics& m, int moeLayer)
+void LoadHistogramChart::setMetrics(const StepMetrics& m, MoeLayers layers)
 {
     std::vector<double> loads;
+    const int moeLayer = layers.isAll() ? -1 : layers.layer().value;
     if (moeLayer >= 0 && moeLayer < static_cast<int>(m.layers.size())) {
         for (auto v : m.layers[static_cast<std::size_t>(moeLayer)].expert_load)
             loads.push_back(static_cast<double>(v));

@@ -6,6 +6,7 @@
 #include <QWidget>
 
 #ifndef Q_MOC_RUN
+#include "common/ids.h"
 #include "metrics/step_metrics.h"
 #endif
 
@@ -45,12 +46,12 @@ public:
     // not hide, idle. Each bar adds up to the step: under two-batch overlap a GPU's communication
     // runs beside its compute, and only the part that outlasts it takes time of its own.
     void setMetrics(const StepMetrics& m);
-    void setSelectedGpu(int gpu);
+    void setSelectedGpu(GpuId gpu);  // an invalid id: none
     [[nodiscard]] int barCount() const;  // bars (GPUs) shown
     [[nodiscard]] std::vector<double> barValues(int gpu) const;  // the stacked values of GPU `gpu`, bottom first
     [[nodiscard]] QChart* chart() const;
 signals:
-    void gpuSelected(int gpu);
+    void gpuSelected(moex::GpuId gpu);
 protected:
     void resizeEvent(QResizeEvent* event) override;  // as many GPU labels as fit
 private:
@@ -64,8 +65,8 @@ class LoadHistogramChart : public QWidget {
 public:
     explicit LoadHistogramChart(QWidget* parent = nullptr);
     ~LoadHistogramChart() override;
-    // Histogram of token-expert pairs per expert for one MoE layer (-1: all layers pooled).
-    void setMetrics(const StepMetrics& m, int moeLayer);
+    // Histogram of token-expert pairs per expert for one MoE layer, or all layers pooled.
+    void setMetrics(const StepMetrics& m, MoeLayers layers);
     [[nodiscard]] int binCount() const;
     [[nodiscard]] std::vector<int> binCounts() const;  // experts per bin
     [[nodiscard]] QChart* chart() const;

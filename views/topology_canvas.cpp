@@ -97,24 +97,29 @@ void TopologyCanvas::setMetrics(const StepMetrics& metrics)
     d->recolour();
 }
 
-void TopologyCanvas::setLayer(int moeLayer)
+void TopologyCanvas::setLayer(MoeLayers layers)
 {
-    moeLayer = std::clamp(moeLayer, -1, std::max(0, d->placement.numLayers() - 1));
+    const int moeLayer = layers.isAll() ? -1 : std::clamp(layers.layer().value, 0, std::max(0, d->placement.numLayers() - 1));
     if (moeLayer == d->layer)
         return;
     d->layer = moeLayer;
     d->rebuildChips();
     d->recolour();
-    emit layerChanged(moeLayer);
+    emit layerChanged(layer());
 }
 
-int TopologyCanvas::layer() const { return d->layer; }
+MoeLayers TopologyCanvas::layer() const { return d->shownLayers(); }
 
-void TopologyCanvas::setSelectedGpu(int gpu)
+MoeLayers TopologyCanvas::Impl::shownLayers() const
 {
-    d->selectedGpu = gpu;
+    return layer < 0 ? MoeLayers::all() : MoeLayers::only(MoeLayerId(layer));
+}
+
+void TopologyCanvas::setSelectedGpu(GpuId gpu)
+{
+    d->selectedGpu = gpu.valid() ? gpu.value : -1;
     for (GpuItem* g : d->gpus) {
-        const bool sel = g->gpu == gpu;
+        const bool sel = g->gpu == d->selectedGpu;
         if (g->selected != sel) {
             g->selected = sel;
             g->update();
@@ -154,20 +159,20 @@ void TopologyCanvas::fitAll()
     d->fit();
 }
 
-QPointF TopologyCanvas::gpuScenePos(int gpu) const
+QPointF TopologyCanvas::gpuScenePos(GpuId gpu) const
 {
-    if (gpu < 0 || gpu >= static_cast<int>(d->gpus.size()))
+    if (!gpu.valid() || gpu.index() >= d->gpus.size())
         return {};
-    const QRectF r = d->gpus[static_cast<std::size_t>(gpu)]->rect;
+    const QRectF r = d->gpus[gpu.index()]->rect;
     return {r.center().x(), r.top() + d->layout.chip.header / 2};
 }
 
-QPointF TopologyCanvas::expertScenePos(int gpu, int expert) const
+QPointF TopologyCanvas::expertScenePos(GpuId gpu, ExpertId expert) const
 {
-    if (gpu < 0 || gpu >= static_cast<int>(d->chips.size()))
+    if (!gpu.valid() || gpu.index() >= d->chips.size())
         return {};
-    for (ChipItem* c : d->chips[static_cast<std::size_t>(gpu)])
-        if (c->expert == expert)
+    for (ChipItem* c : d->chips[gpu.index()])
+        if (c->expert == expert.value)
             return c->mapToScene(c->rect.center());
     return {};
 }
@@ -180,12 +185,12 @@ int TopologyCanvas::gpuItemCount() const
     return n;
 }
 
-QColor TopologyCanvas::expertColor(int gpu, int expert) const
+QColor TopologyCanvas::expertColor(GpuId gpu, ExpertId expert) const
 {
-    if (gpu < 0 || gpu >= static_cast<int>(d->chips.size()))
+    if (!gpu.valid() || gpu.index() >= d->chips.size())
         return {};
-    for (ChipItem* c : d->chips[static_cast<std::size_t>(gpu)])
-        if (c->expert == expert)
+    for (ChipItem* c : d->chips[gpu.index()])
+        if (c->expert == expert.value)
             return c->fill;
     return {};
 }
@@ -337,12 +342,12 @@ void TopologyCanvas::setUiScale(double scale)
 
 QSize TopologyCanvas::legendSize() const { return d->legend->size(); }
 
-int TopologyCanvas::outlinedStraggler() const
+GpuId TopologyCanvas::outlinedStraggler() const
 {
     for (std::size_t g = 0; g < d->gpus.size(); ++g)
         if (d->gpus[g]->straggler)
-            return static_cast<int>(g);
-    return -1;
+            return GpuId(static_cast<int>(g));
+    return {};
 }
 
 int TopologyCanvas::Impl::stragglerGpu() const

@@ -32,9 +32,9 @@ HeatmapPanel::HeatmapPanel(QWidget* parent)
     m_latency->setColorMap(views::ColorMap::utilisation());
 
     connect(m_sort, &QCheckBox::toggled, m_load, &views::HeatmapWidget::setSortColumns);
-    connect(m_load, &views::HeatmapWidget::cellClicked, this, [this](int row, int) { emit layerSelected(row); });
-    connect(m_traffic, &views::HeatmapWidget::cellClicked, this, [this](int row, int) { emit gpuSelected(row); });
-    connect(m_latency, &views::HeatmapWidget::cellClicked, this, [this](int, int col) { emit gpuSelected(col); });
+    connect(m_load, &views::HeatmapWidget::cellClicked, this, [this](int row, int) { emit layerSelected(MoeLayers::only(MoeLayerId(row))); });
+    connect(m_traffic, &views::HeatmapWidget::cellClicked, this, [this](int row, int) { emit gpuSelected(GpuId(row)); });
+    connect(m_latency, &views::HeatmapWidget::cellClicked, this, [this](int, int col) { emit gpuSelected(GpuId(col)); });
 
     m_loadPage = wrap(m_load, m_sort);
     m_trafficPage = wrap(m_traffic);
@@ -116,8 +116,9 @@ void HeatmapPanel::clearHistory()
     m_history.clear();
 }
 
-void HeatmapPanel::setSelectedGpu(int gpu)
+void HeatmapPanel::setSelectedGpu(GpuId gpuId)
 {
+    const int gpu = gpuId.valid() ? gpuId.value : -1;
     m_traffic->setHighlight(gpu, gpu);
     m_latency->setHighlight(-1, gpu);
 }

@@ -6,6 +6,7 @@
 
 #ifndef Q_MOC_RUN
 #include "heatmap_data.h"
+#include "common/ids.h"
 #include "metrics/step_metrics.h"
 #endif
 
@@ -26,7 +27,7 @@ public:
 
     void setMetrics(const StepMetrics& m, const std::vector<int>& moeLayerIndices);
     void clearHistory();
-    void setSelectedGpu(int gpu);
+    void setSelectedGpu(GpuId gpu);  // an invalid id: none
     void setTiled(bool tiled);  // all three side by side instead of tabs
 
     [[nodiscard]] views::HeatmapWidget* expertLoad() const { return m_load; }
@@ -34,8 +35,8 @@ public:
     [[nodiscard]] views::HeatmapWidget* latency() const { return m_latency; }
 
 signals:
-    void gpuSelected(int gpu);
-    void layerSelected(int moeLayer);
+    void gpuSelected(moex::GpuId gpu);
+    void layerSelected(moex::MoeLayers layers);  // a row of the expert-load heatmap: one MoE layer
 
 private:
     QWidget* wrap(views::HeatmapWidget* map, QWidget* extra = nullptr);

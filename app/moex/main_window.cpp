@@ -48,10 +48,15 @@ using session::ScenarioDocument;
 
 namespace {
 
-// The canvas's layer selector: a MoE ordinal, or -1 for "all layers".
-session::MoeLayers canvasLayers(int canvasLayer)
+// The layer box: "All layers" first, then each MoE layer by its ordinal.
+MoeLayers layersAtComboIndex(int index)
 {
-    return canvasLayer < 0 ? session::MoeLayers::all() : session::MoeLayers::only(MoeLayerId(canvasLayer));
+    return index <= 0 ? MoeLayers::all() : MoeLayers::only(MoeLayerId(index - 1));
+}
+
+int comboIndexOf(MoeLayers layers)
+{
+    return layers.isAll() ? 0 : layers.layer().value + 1;
 }
 
 }  // namespace
@@ -157,8 +162,8 @@ void MainWindow::buildCentral()
     bar->addWidget(activeLabel);
     bar->addWidget(m_activeCombo);
     bar->addSpacing(16);
-    auto* hint = new views::ElidedLabel(tr("Drag a chip: move \u00b7 Ctrl+drag: replicate \u00b7 drop on a chip: swap \u00b7 "
-                                           "right-click a GPU: speed"));
+    auto* hint = new views::ElidedLabel(tr("Drag a chip: move \u00b7 Ctrl: replicate \u00b7 onto a chip: swap \u00b7 "
+                                           "right-click: remove replica / speed"));
     hint->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
     hint->setObjectName(QStringLiteral("canvasHint"));
     bar->addWidget(hint, 1);  // takes the free width (a stretch beside it would leave it none)
@@ -240,32 +245,38 @@ void MainWindow::connectViews()
                                         "with the simulated source (Run ▸ Source)"), 8000);
         return m_engineSource;
     };
-    connect(m_canvas, &views::TopologyCanvas::expertMoveRequested, this, [this, refuseEngineEdit](int l, int e, int from, int to) {
-        if (!refuseEngineEdit())
-            pushEdit(undoStack(), new MoveExpertCommand(document(), canvasLayers(l), ExpertId(e), GpuId(from), GpuId(to)));
-    });
-    connect(m_canvas, &views::TopologyCanvas::expertReplicateRequested, this, [this, refuseEngineEdit](int l, int e, int to) {
-        if (!refuseEngineEdit())
-            pushEdit(undoStack(), new ReplicateExpertCommand(document(), canvasLayers(l), ExpertId(e), GpuId(to)));
-    });
-    connect(m_canvas, &views::TopologyCanvas::expertSwapRequested, this, [this, refuseEngineEdit](int l, int ea, int ga, int eb, int gb) {
-        if (!refuseEngineEdit())
-            pushEdit(undoStack(),
-                     new SwapExpertsCommand(document(), canvasLayers(l), ExpertId(ea), GpuId(ga), ExpertId(eb), GpuId(gb)));
-    });
-    connect(m_canvas, &views::TopologyCanvas::gpuSpeedRequested, this,
-            [this, refuseEngineEdit](int g, double s) {
+    connect(m_canvas, &views::TopologyCanvas::expertMoveRequested, this,
+            [this, refuseEngineEdit](MoeLayers layers, ExpertId e, GpuId from, GpuId to) {
                 if (!refuseEngineEdit())
-                    pushEdit(undoStack(), new GpuSpeedCommand(document(), GpuId(g), s));
+                    pushEdit(undoStack(), new MoveExpertCommand(document(), layers, e, from, to));
             });
-    connect(m_canvas, &views::TopologyCanvas::gpuSelected, this, &MainWindow::selectGpu);
-    connect(m_canvas, &views::TopologyCanvas::layerChanged, this, [this](int l) {
-        QSignalBlocker block(m_layerCombo);
-        m_layerCombo->setCurrentIndex(l + 1);
-        if (m_latest)
-            m_histogram->setMetrics(*m_latest, l);
+    connect(m_canvas, &views::TopologyCanvas::expertReplicateRequested, this,
+            [this, refuseEngineEdit](MoeLayers layers, ExpertId e, GpuId to) {
+                if (!refuseEngineEdit())
+                    pushEdit(undoStack(), new ReplicateExpertCommand(document(), layers, e, to));
+            });
+    connect(m_canvas, &views::TopologyCanvas::expertSwapRequested, this,
+            [this, refuseEngineEdit](MoeLayers layers, ExpertId ea, GpuId ga, ExpertId eb, GpuId gb) {
+                if (!refuseEngineEdit())
+                    pushEdit(undoStack(), new SwapExpertsCommand(document(), layers, ea, ga, eb, gb));
+            });
+    connect(m_canvas, &views::TopologyCanvas::replicaRemoveRequested, this,
+            [this, refuseEngineEdit](MoeLayers layers, ExpertId e, GpuId g) {
+                if (!refuseEngineEdit())
+                    pushEdit(undoStack(), new RemoveReplicaCommand(document(), layers, e, g));
+            });
+    connect(m_canvas, &views::TopologyCanvas::gpuSpeedRequested, this, [this, refuseEngineEdit](GpuId g, double s) {
+        if (!refuseEngineEdit())
+            pushEdit(undoStack(), new GpuSpeedCommand(document(), g, s));
     });
-    connect(m_layerCombo, &QComboBox::currentIndexChanged, this, [this](int i) { setLayer(i - 1); });
+    connect(m_canvas, &views::TopologyCanvas::gpuSelected, this, &MainWindow::selectGpu);
+    connect(m_canvas, &views::TopologyCanvas::layerChanged, this, [this](MoeLayers layers) {
+        QSignalBlocker block(m_layerCombo);
+        m_layerCombo->setCurrentIndex(comboIndexOf(layers));
+        if (m_latest)
+            m_histogram->setMetrics(*m_latest, layers);
+    });
+    connect(m_layerCombo, &QComboBox::currentIndexChanged, this, [this](int i) { setLayer(layersAtComboIndex(i)); });
     // Panel changes are placed in the background (ScenarioDocument::requestOverride); the undo
     // step is pushed when the document adopts the result (connectDocument).
     connect(m_panel, &views::ScenarioPanel::overrideRequested, this, [this](const QString& key, const QString& value) {
@@ -297,8 +308,8 @@ void MainWindow::onScenarioChanged(ScenarioDocument* doc)
     }
     m_canvas->setScenario(s, doc->placement());
     refillLayerCombo(s);
-    if (m_selectedGpu >= s.topology.numGpus())
-        m_selectedGpu = -1;
+    if (m_selectedGpu.value >= s.topology.numGpus())
+        m_selectedGpu = GpuId();
     // The worker rebuilds and publishes step 0 (never on this thread); openScenario's callers get
     // it at once, for the first paint and screenshots.
     if (m_syncSimulation)
@@ -360,20 +371,20 @@ void MainWindow::updateCharts()
     m_chartsDirty = false;
     m_sinceCharts.restart();
     m_breakdown->setMetrics(*m_latest);
-    m_histogram->setMetrics(*m_latest, m_layerCombo->currentIndex() - 1);
+    m_histogram->setMetrics(*m_latest, shownLayers());
 }
 
-void MainWindow::selectGpu(int gpu)
+void MainWindow::selectGpu(GpuId gpu)
 {
     m_selectedGpu = gpu;
     m_canvas->setSelectedGpu(gpu);
     m_breakdown->setSelectedGpu(gpu);
     m_heatmaps->setSelectedGpu(gpu);
-    if (gpu >= 0 && m_latest && gpu < static_cast<int>(m_latest->gpus.size())) {
-        const GpuMetrics& g = m_latest->gpus[static_cast<std::size_t>(gpu)];
+    if (gpu.valid() && m_latest && gpu.index() < m_latest->gpus.size()) {
+        const GpuMetrics& g = m_latest->gpus[gpu.index()];
         statusBar()->showMessage(tr("GPU %1: compute %2 \u00b5s, dispatch %3 \u00b5s, combine %4 \u00b5s, idle %5 \u00b5s, "
                                     "HBM %6 GB, speed %7")
-                                     .arg(gpu)
+                                     .arg(gpu.value)
                                      .arg(g.compute_us + g.attention_us, 0, 'f', 0)
                                      .arg(g.dispatch_us, 0, 'f', 0)
                                      .arg(g.combine_us, 0, 'f', 0)
@@ -384,17 +395,23 @@ void MainWindow::selectGpu(int gpu)
     }
 }
 
-void MainWindow::setLayer(int moeLayer)
+void MainWindow::setLayer(MoeLayers layers)
 {
-    if (moeLayer < -1 || moeLayer + 1 >= m_layerCombo->count())
+    const int index = comboIndexOf(layers);
+    if (index < 0 || index >= m_layerCombo->count())
         return;
     {
         QSignalBlocker block(m_layerCombo);
-        m_layerCombo->setCurrentIndex(moeLayer + 1);
+        m_layerCombo->setCurrentIndex(index);
     }
-    m_canvas->setLayer(moeLayer);
+    m_canvas->setLayer(layers);
     if (m_latest)
-        m_histogram->setMetrics(*m_latest, moeLayer);
+        m_histogram->setMetrics(*m_latest, layers);
+}
+
+MoeLayers MainWindow::shownLayers() const
+{
+    return layersAtComboIndex(m_layerCombo->currentIndex());
 }
 
 void MainWindow::scheduleCompare()
@@ -420,7 +437,7 @@ void MainWindow::onCompareReady()
     m_compareView->setResult(*r);
     auto thumb = [this](const ScenarioDocument* doc, const StepMetrics& m) {
         m_thumbCanvas->setScenario(doc->scenario(), doc->placement());
-        m_thumbCanvas->setLayer(m_layerCombo->currentIndex() - 1);
+        m_thumbCanvas->setLayer(shownLayers());
         m_thumbCanvas->setMetrics(m);
         QGraphicsScene* scene = m_thumbCanvas->scene();
         const QRectF src = scene ? scene->itemsBoundingRect() : QRectF();

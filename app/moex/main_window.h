@@ -12,6 +12,7 @@
 #include <functional>
 
 #ifndef Q_MOC_RUN
+#include "common/ids.h"
 #include "metrics_ptr.h"
 #include "placement/exporters.h"
 #include "run/metrics_source.h"
@@ -73,14 +74,14 @@ public:
     bool openReportPointAsB(int reportIndex);
     void setActiveDocument(int which);  // 0 = A, 1 = B (what the canvas, panel and edits act on)
     void setPresentationMode(bool on);
-    void selectGpu(int gpu);
+    void selectGpu(GpuId gpu);  // an invalid id: none
     // The File > Export actions without their file dialogs; each returns an error message, or an
     // empty string when the file was written (atomically).
     // Returns the error ("" = written); `note` says what was repaired.
     QString exportPlacementTo(ExportFormat format, const QString& path, QString* note = nullptr);
     QString exportViewTo(const QString& path, bool svg);
     QString exportMetricsTo(const QString& path, bool json);
-    void setLayer(int moeLayer);
+    void setLayer(MoeLayers layers);  // what the canvas, the histogram and the layer box show
     // Run > Source: the analytical model (false) or the real MoE layers on this machine's CPU (true).
     // The engine runs on the runner's worker thread: the canvas shows the ranks it runs (host-cpu)
     // and the layers it runs; the document (A or B) and its layout stay as they are.
@@ -209,10 +210,11 @@ private:
 
     session::MetricsPtr m_latest;
     int m_lastChartStep = -1;
-    int m_selectedGpu = -1;
+    GpuId m_selectedGpu;
     QStringList m_recent;
     QFont m_normalFont;
     bool m_interactive = true;
+    [[nodiscard]] MoeLayers shownLayers() const;  // the layer box's choice
     bool m_docksSized = false;
     bool m_restoredLayout = false;
     bool m_engineSource = false;

@@ -475,6 +475,7 @@ void MainWindow::shortcuts()
         {tr("Ctrl+drag"), tr("Replicate an expert on another GPU")},
         {tr("Drop on a chip"), tr("Swap two experts")},
         {tr("Right-click a GPU"), tr("Set its speed")},
+        {tr("Right-click a chip"), tr("Remove that replica (an expert with another copy in the layer)")},
         {tr("Wheel / drag empty space"), tr("Zoom / pan")},
     };
     QString html = QStringLiteral("<table cellpadding='4'>");

@@ -72,7 +72,7 @@ void MainWindow::refillLayerCombo(const Scenario& s)
         // Default: the first MoE layer, where chips can be dragged ("All layers" is an overview).
         m_layerCombo->setCurrentIndex(keep >= 0 && keep < m_layerCombo->count() ? keep : std::min(1, m_layerCombo->count() - 1));
     }
-    m_canvas->setLayer(m_layerCombo->currentIndex() - 1);
+    m_canvas->setLayer(shownLayers());
 }
 
 bool MainWindow::showEngineScenario(std::unique_ptr<MetricsSource> newSource)
@@ -106,8 +106,8 @@ bool MainWindow::showEngineScenario(std::unique_ptr<MetricsSource> newSource)
         m_engineRun = run;
         m_canvas->setScenario(view, shown);
         refillLayerCombo(view);
-        if (m_selectedGpu >= ranks)
-            m_selectedGpu = -1;
+        if (m_selectedGpu.value >= ranks)
+            m_selectedGpu = GpuId();
         m_latest.reset();
         updateStatus();
         statusBar()->showMessage(tr("Local engine: building %1 rank(s)' weights for %2 MoE layer(s) of %3, %4 tokens per step…")
@@ -179,8 +179,8 @@ void MainWindow::setEngineSource(bool on)
     m_latest.reset();
     m_canvas->setScenario(doc->scenario(), doc->placement());
     refillLayerCombo(doc->scenario());
-    if (m_selectedGpu >= doc->scenario().topology.numGpus())
-        m_selectedGpu = -1;
+    if (m_selectedGpu.value >= doc->scenario().topology.numGpus())
+        m_selectedGpu = GpuId();
     m_runner->setSource(makeSimSource(), doc->scenario(), doc->placement());
     statusBar()->clearMessage();
     updateStatus();

@@ -78,7 +78,7 @@ QString topologySvg(const LoadReport& r, const Placement& placement, const StepM
 {
     views::TopologyCanvas canvas;
     canvas.setScenario(r.scenario, placement);
-    canvas.setLayer(-1);
+    canvas.setLayer(MoeLayers::all());
     canvas.setMetrics(metrics);
     canvas.resize(QSize(960, 640));
     canvas.fitAll();

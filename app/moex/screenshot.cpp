@@ -152,7 +152,7 @@ int runScreenshot(const CommandLine& cmd, const QString& samplesDir, const QStri
                          w.documentA()->scenario().topology.numGpus());
             return 2;
         }
-        w.selectGpu(cmd.gpu);
+        w.selectGpu(GpuId(cmd.gpu));
     }
     if (!cmd.loadStats.isEmpty()) {
         bool done = false, failed = false;

@@ -7,7 +7,7 @@ namespace moex::app {
 
 namespace {
 
-QString layerText(session::MoeLayers layers)
+QString layerText(MoeLayers layers)
 {
     return layers.isAll() ? QObject::tr("all layers") : QObject::tr("layer %1").arg(layers.layer().value);
 }
@@ -72,7 +72,7 @@ void DocumentEditCommand::undo()
         m_doc->restoreState(m_before);
 }
 
-MoveExpertCommand::MoveExpertCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expert,
+MoveExpertCommand::MoveExpertCommand(session::ScenarioDocument* doc, MoeLayers layers, ExpertId expert,
                                      GpuId fromGpu, GpuId toGpu)
     : DocumentEditCommand(doc,
                           QObject::tr("Move expert %1 from GPU %2 to GPU %3 (%4)")
@@ -81,7 +81,7 @@ MoveExpertCommand::MoveExpertCommand(session::ScenarioDocument* doc, session::Mo
 {
 }
 
-ReplicateExpertCommand::ReplicateExpertCommand(session::ScenarioDocument* doc, session::MoeLayers layers,
+ReplicateExpertCommand::ReplicateExpertCommand(session::ScenarioDocument* doc, MoeLayers layers,
                                                ExpertId expert, GpuId toGpu)
     : DocumentEditCommand(doc,
                           QObject::tr("Replicate expert %1 on GPU %2 (%3)")
@@ -90,7 +90,7 @@ ReplicateExpertCommand::ReplicateExpertCommand(session::ScenarioDocument* doc, s
 {
 }
 
-SwapExpertsCommand::SwapExpertsCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expertA,
+SwapExpertsCommand::SwapExpertsCommand(session::ScenarioDocument* doc, MoeLayers layers, ExpertId expertA,
                                        GpuId gpuA, ExpertId expertB, GpuId gpuB)
     : DocumentEditCommand(doc,
                           QObject::tr("Swap expert %1 (GPU %2) with expert %3 (GPU %4) (%5)")
@@ -99,7 +99,7 @@ SwapExpertsCommand::SwapExpertsCommand(session::ScenarioDocument* doc, session::
 {
 }
 
-RemoveReplicaCommand::RemoveReplicaCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expert,
+RemoveReplicaCommand::RemoveReplicaCommand(session::ScenarioDocument* doc, MoeLayers layers, ExpertId expert,
                                            GpuId gpu)
     : DocumentEditCommand(doc,
                           QObject::tr("Remove replica of expert %1 from GPU %2 (%3)")

@@ -42,24 +42,24 @@ QString pushEdit(QUndoStack* stack, DocumentEditCommand* cmd);
 
 class MoveExpertCommand : public DocumentEditCommand {
 public:
-    MoveExpertCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expert, GpuId fromGpu,
+    MoveExpertCommand(session::ScenarioDocument* doc, MoeLayers layers, ExpertId expert, GpuId fromGpu,
                       GpuId toGpu);
 };
 
 class ReplicateExpertCommand : public DocumentEditCommand {
 public:
-    ReplicateExpertCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expert, GpuId toGpu);
+    ReplicateExpertCommand(session::ScenarioDocument* doc, MoeLayers layers, ExpertId expert, GpuId toGpu);
 };
 
 class SwapExpertsCommand : public DocumentEditCommand {
 public:
-    SwapExpertsCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expertA, GpuId gpuA,
+    SwapExpertsCommand(session::ScenarioDocument* doc, MoeLayers layers, ExpertId expertA, GpuId gpuA,
                        ExpertId expertB, GpuId gpuB);
 };
 
 class RemoveReplicaCommand : public DocumentEditCommand {
 public:
-    RemoveReplicaCommand(session::ScenarioDocument* doc, session::MoeLayers layers, ExpertId expert, GpuId gpu);
+    RemoveReplicaCommand(session::ScenarioDocument* doc, MoeLayers layers, ExpertId expert, GpuId gpu);
 };
 
 class GpuSpeedCommand : public DocumentEditCommand {

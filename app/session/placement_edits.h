@@ -26,21 +26,6 @@ struct MemoryRule {
 };
 MemoryRule memoryRuleOf(const Scenario& s);
 
-// The MoE layers an edit applies to: one, by its MoE ordinal, or every one (applied in each layer
-// where it can be, refused only if it can be in none).
-class MoeLayers {
-public:
-    static MoeLayers all() { return MoeLayers(); }
-    static MoeLayers only(MoeLayerId layer) { return MoeLayers(layer); }
-    [[nodiscard]] bool isAll() const { return !m_only.has_value(); }
-    [[nodiscard]] MoeLayerId layer() const { return m_only.value(); }  // only when !isAll()
-
-private:
-    MoeLayers() = default;
-    explicit MoeLayers(MoeLayerId layer) : m_only(layer) {}
-    std::optional<MoeLayerId> m_only;
-};
-
 // Each returns "" when applied, else why it was refused (placement untouched).
 std::string moveExpert(Placement& p, const MemoryRule& mem, MoeLayers layers, ExpertId expert, GpuId fromGpu,
                        GpuId toGpu);

@@ -4,6 +4,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 namespace moex {
 
@@ -27,6 +28,23 @@ using ExpertId = StrongId<struct ExpertTag>;
 using MoeLayerId = StrongId<struct MoeLayerTag>;
 using NodeId = StrongId<struct NodeTag>;   // any vertex of the topology graph
 using LinkId = StrongId<struct LinkTag>;   // a directed link of the topology graph
+
+// The MoE layers an edit (or a view) applies to: one, by its MoE ordinal, or every one (an edit is
+// applied in each layer where it can be, refused only if it can be in none).
+class MoeLayers {
+public:
+    // Qt's signal spies and queued calls need a default; it means every layer, as all() says.
+    MoeLayers() = default;
+    static MoeLayers all() { return MoeLayers(); }
+    static MoeLayers only(MoeLayerId layer) { return MoeLayers(layer); }
+    [[nodiscard]] bool isAll() const { return !m_only.has_value(); }
+    [[nodiscard]] MoeLayerId layer() const { return m_only.value(); }  // only when !isAll()
+    [[nodiscard]] bool operator==(const MoeLayers&) const = default;
+
+private:
+    explicit MoeLayers(MoeLayerId layer) : m_only(layer) {}
+    std::optional<MoeLayerId> m_only;
+};
 
 }  // namespace moex
 

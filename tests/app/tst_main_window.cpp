@@ -47,6 +47,8 @@ using namespace moex::app::test;
 using moex::session::MetricsPtr;
 using moex::ExpertId;
 using moex::GpuId;
+using moex::MoeLayerId;
+using moex::MoeLayers;
 
 namespace {
 
@@ -64,6 +66,8 @@ void recordWarnings(QtMsgType type, const QMessageLogContext& ctx, const QString
         g_previous(type, ctx, msg);
 }
 
+
+MoeLayers onlyLayer(int moeLayer) { return MoeLayers::only(MoeLayerId(moeLayer)); }
 
 bool holds(const moex::Placement& p, int layer, int gpu, int expert)
 {
@@ -166,7 +170,7 @@ private slots:
         const MetricsPtr before = w.latestMetrics();
         QVERIFY(before);
         QCOMPARE(w.documentA()->scenario().speeds.of(5), 1.0);
-        std::unique_ptr<QMenu> menu(w.canvas()->createSpeedMenu(5, &w));
+        std::unique_ptr<QMenu> menu(w.canvas()->createSpeedMenu(GpuId(5), &w));
         QAction* slow = nullptr;
         for (QAction* a : menu->actions())
             if (a->text() == QStringLiteral("0.80"))
@@ -248,7 +252,7 @@ private slots:
 
         // The engine's canvas is not the document's: a drag there is refused.
         const int edits = w.undoStack()->count();
-        emit w.canvas()->expertMoveRequested(0, 0, 0, 1);
+        emit w.canvas()->expertMoveRequested(onlyLayer(0), ExpertId(0), GpuId(0), GpuId(1));
         QCOMPARE(w.undoStack()->count(), edits);
         QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("local engine")));
 
@@ -272,7 +276,7 @@ private slots:
         MainWindow w(samples());
         QVERIFY(showForTest(w));
         QVERIFY(w.openScenario(sample("deepseek-r1-decode-nvl72.yaml"), {}, false));
-        w.setLayer(0);
+        w.setLayer(onlyLayer(0));
         QTest::qWait(50);
         moex::views::TopologyCanvas* canvas = w.canvas();
         const moex::Placement& p = w.documentA()->placement();
@@ -284,7 +288,7 @@ private slots:
         QPointF chip;
         for (int g = 0; g < p.numGpus() && expert < 0; ++g)
             for (auto e : p.layers[0].gpu_slots[static_cast<std::size_t>(g)]) {
-                const QPointF pos = canvas->expertScenePos(g, e.value);
+                const QPointF pos = canvas->expertScenePos(GpuId(g), e);
                 if (pos.isNull())
                     continue;
                 for (int t = (g + 9) % p.numGpus(); t != g; t = (t + 1) % p.numGpus())
@@ -301,7 +305,7 @@ private slots:
         QVERIFY(expert >= 0);
         QWidget* vp = canvas->viewport();
         const QPoint start = canvas->mapFromScene(chip);
-        const QPoint end = canvas->mapFromScene(canvas->gpuScenePos(to));
+        const QPoint end = canvas->mapFromScene(canvas->gpuScenePos(GpuId(to)));
         QVERIFY(vp->rect().contains(start));
         QVERIFY(vp->rect().contains(end));
         QTest::mousePress(vp, Qt::LeftButton, Qt::NoModifier, start);
@@ -337,7 +341,7 @@ private slots:
 
         // An edit end to end: command, document, re-simulation on the worker, every view updated.
         undone = w.latestMetrics();
-        emit canvas->expertMoveRequested(0, expert, from, to);
+        emit canvas->expertMoveRequested(onlyLayer(0), ExpertId(expert), GpuId(from), GpuId(to));
         QVERIFY(holds(w.documentA()->placement(), 0, to, expert));
         QTRY_VERIFY(w.latestMetrics() != undone);
         undone = w.latestMetrics();
@@ -346,10 +350,36 @@ private slots:
         compareExactly(*w.latestMetrics(), *before);
 
         // A refused edit: a second replica on a GPU that has one.
-        emit canvas->expertReplicateRequested(0, expert, from);
+        emit canvas->expertReplicateRequested(onlyLayer(0), ExpertId(expert), GpuId(from));
         QVERIFY2(canvas->feedbackText().contains(QStringLiteral("already holds")), qPrintable(canvas->feedbackText()));
         QCOMPARE(w.undoStack()->count(), 1);  // nothing pushed
         compareExactly(*w.latestMetrics(), *before);
+
+        // A chip's right-click menu removes one replica of a replicated expert; undo puts it back.
+        const moex::Placement original = w.documentA()->placement();
+        const auto counts = original.layers[0].replicaCounts(original.num_experts);
+        GpuId holder;
+        ExpertId replicated;
+        for (int g = 0; g < original.numGpus() && !replicated.valid(); ++g)
+            for (ExpertId e : original.layers[0].gpu_slots[static_cast<std::size_t>(g)])
+                if (counts[e.index()] > 1 && !canvas->expertScenePos(GpuId(g), e).isNull()) {
+                    holder = GpuId(g);
+                    replicated = e;
+                    break;
+                }
+        QVERIFY(replicated.valid());
+        std::unique_ptr<QMenu> chipMenu(canvas->createChipMenu(holder, replicated, &w));
+        QAction* remove = chipMenu->actions().value(1);  // after the section heading
+        QVERIFY(remove && remove->isEnabled() && remove->text() == QStringLiteral("Remove this replica"));
+        undone = w.latestMetrics();
+        remove->trigger();
+        QVERIFY(!holds(w.documentA()->placement(), 0, holder.value, replicated.value));
+        QCOMPARE(w.documentA()->placement().layers[0].replicaCounts(original.num_experts)[replicated.index()],
+                 counts[replicated.index()] - 1);
+        QVERIFY2(w.undoStack()->undoText().startsWith(QStringLiteral("Remove")), qPrintable(w.undoStack()->undoText()));
+        QTRY_VERIFY(w.latestMetrics() != undone);
+        w.action(QStringLiteral("actionUndo"))->trigger();
+        QVERIFY(w.documentA()->placement() == original);
         w.documentA()->setModified(false);
     }
 

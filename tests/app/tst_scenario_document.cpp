@@ -13,7 +13,7 @@ using moex::session::ScenarioDocument;
 using moex::ExpertId;
 using moex::GpuId;
 using moex::MoeLayerId;
-using moex::session::MoeLayers;
+using moex::MoeLayers;
 
 namespace {
 

@@ -15,7 +15,7 @@ using moex::session::SimRunner;
 using moex::ExpertId;
 using moex::GpuId;
 using moex::MoeLayerId;
-using moex::session::MoeLayers;
+using moex::MoeLayers;
 
 namespace {
 

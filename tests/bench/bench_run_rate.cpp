@@ -64,7 +64,7 @@ int main(int argc, char** argv)
     right->addWidget(trafficMap);
     lay->addLayout(right, 2);
     canvas->setScenario(s, placement);
-    canvas->setLayer(3);
+    canvas->setLayer(moex::MoeLayers::only(moex::MoeLayerId(3)));
     window.show();
 
     moex::session::SimRunner runner;

@@ -220,9 +220,10 @@ int main(int argc, char** argv)
         }
         w.openScenario(sample("deepseek-r1-decode-nvl72.yaml"), {}, false);
         const moex::Placement& p = doc()->placement();
-        const int expert = p.layers[0].gpu_slots[0].front().value;
+        const moex::ExpertId expert = p.layers[0].gpu_slots[0].front();
         mark();
-        measure(probe, results[4], [&] { emit w.canvas()->expertMoveRequested(0, expert, 0, 9); }, shown);
+        measure(probe, results[4], [&] { emit w.canvas()->expertMoveRequested(moex::MoeLayers::only(moex::MoeLayerId(0)), expert, moex::GpuId(0),
+                                                                              moex::GpuId(9)); }, shown);
         mark();
         measure(probe, results[5], [&] {
             if (sync)

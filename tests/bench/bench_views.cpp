@@ -145,7 +145,7 @@ int main(int argc, char** argv)
     lay->addWidget(split);
     canvas->setScenario(s, placement);
     canvas->setMetrics(m);
-    canvas->setLayer(layer);
+    canvas->setLayer(moex::MoeLayers::only(moex::MoeLayerId(layer)));
     window.show();
     settle();
     window.repaint();
@@ -174,26 +174,26 @@ int main(int argc, char** argv)
     alone->resize(1600, 1000);
     alone->setScenario(s, placement);
     alone->setMetrics(m);
-    alone->setLayer(layer);
+    alone->setLayer(moex::MoeLayers::only(moex::MoeLayerId(layer)));
     alone->show();
     settle();
     alone->fitAll();
     const Timing canvasMs = medianMs(runs, [&] { alone->viewport()->repaint(); });
     const Timing canvasAllMs = [&] {
-        alone->setLayer(-1);
+        alone->setLayer(moex::MoeLayers::all());
         settle();
         return medianMs(runs, [&] { alone->viewport()->repaint(); });
     }();
     if (!shots.isEmpty()) {
-        alone->setLayer(layer);
-        alone->setSelectedGpu(17);
+        alone->setLayer(moex::MoeLayers::only(moex::MoeLayerId(layer)));
+        alone->setSelectedGpu(moex::GpuId(17));
         settle();
         alone->grab().save(shots + QStringLiteral("/canvas.png"));
         alone->setTransform(QTransform::fromScale(2.2, 2.2));
-        alone->centerOn(alone->gpuScenePos(17) + QPointF(120, 60));
+        alone->centerOn(alone->gpuScenePos(moex::GpuId(17)) + QPointF(120, 60));
         settle();
         alone->grab().save(shots + QStringLiteral("/canvas-zoom.png"));
-        alone->setLayer(-1);
+        alone->setLayer(moex::MoeLayers::all());
         alone->fitAll();
         settle();
         alone->grab().save(shots + QStringLiteral("/canvas-all-layers.png"));
@@ -216,8 +216,8 @@ int main(int argc, char** argv)
             steps.addStep(mm);
         }
         breakdown.setMetrics(m);
-        breakdown.setSelectedGpu(17);
-        histogram.setMetrics(m, layer);
+        breakdown.setSelectedGpu(moex::GpuId(17));
+        histogram.setMetrics(m, moex::MoeLayers::only(moex::MoeLayerId(layer)));
         panel.setScenario(s);
         panel.showError(QStringLiteral("placement.redundant_slots: eplb needs a multiple of 72 (example error)"));
         for (QWidget* w : std::initializer_list<QWidget*>{&steps, &breakdown, &histogram, &panel})

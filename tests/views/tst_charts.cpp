@@ -72,7 +72,7 @@ private slots:
         small.gpus.resize(8);
         chart.setMetrics(small);
         QCOMPARE(chart.barCount(), 8);
-        chart.setSelectedGpu(3);
+        chart.setSelectedGpu(moex::GpuId(3));
         QVERIFY(!chart.grab().isNull());
     }
 
@@ -113,13 +113,13 @@ private slots:
     void histogramCountsEveryExpert()
     {
         LoadHistogramChart chart;
-        chart.setMetrics(m_nvl.metrics, 0);
+        chart.setMetrics(m_nvl.metrics, moex::MoeLayers::only(moex::MoeLayerId(0)));
         QCOMPARE(chart.binCount(), 20);
         int total = 0;
         for (int c : chart.binCounts())
             total += c;
         QCOMPARE(total, 256);  // DeepSeek-R1: every routed expert in one bin
-        chart.setMetrics(m_nvl.metrics, -1);
+        chart.setMetrics(m_nvl.metrics, moex::MoeLayers::all());
         total = 0;
         for (int c : chart.binCounts())
             total += c;

@@ -10,10 +10,22 @@
 #include <QSignalSpy>
 #include <QTest>
 
+using moex::ExpertId;
+using moex::GpuId;
+using moex::MoeLayerId;
+using moex::MoeLayers;
 using moex::views::TopologyCanvas;
 using namespace moex::views::test;
 
 namespace {
+MoeLayers onlyLayer(int moeLayer) { return MoeLayers::only(MoeLayerId(moeLayer)); }
+// Argument i of a recorded signal, as its own type.
+template <class T>
+T arg(const QList<QVariant>& args, int i)
+{
+    return qvariant_cast<T>(args.at(i));
+}
+
 QStringList g_warnings;
 QtMessageHandler g_previous = nullptr;
 
@@ -32,11 +44,11 @@ private:
     Sample m_nvl;  // DeepSeek-R1 on one GB200 NVL72, EPLB with 32 redundant slots
     std::unique_ptr<TopologyCanvas> m_canvas;
 
-    // A chip in layer `layer` that is not the only one of its GPU: (gpu, expert).
-    std::pair<int, int> someChip(int layer, int gpu) const
+    // The first chip of GPU `gpu` in MoE layer `moeLayer`: (gpu, expert).
+    std::pair<GpuId, ExpertId> someChip(int moeLayer, int gpu) const
     {
-        const auto& cells = m_nvl.placement.layers[static_cast<std::size_t>(layer)].gpu_slots[static_cast<std::size_t>(gpu)];
-        return {gpu, cells.front().value};
+        const auto& cells = m_nvl.placement.layers[static_cast<std::size_t>(moeLayer)].gpu_slots[static_cast<std::size_t>(gpu)];
+        return {GpuId(gpu), cells.front()};
     }
     QPoint toView(QPointF scenePos) const { return m_canvas->mapFromScene(scenePos); }
     void drag(QPointF from, QPointF to, Qt::KeyboardModifiers mods = {})
@@ -63,7 +75,7 @@ private slots:
         m_canvas->resize(1400, 1000);
         m_canvas->setScenario(m_nvl.scenario, m_nvl.placement);
         m_canvas->setMetrics(m_nvl.metrics);
-        m_canvas->setLayer(3);
+        m_canvas->setLayer(onlyLayer(3));
         m_canvas->show();
         QVERIFY(QTest::qWaitForWindowExposed(m_canvas.get()));
         m_canvas->fitAll();
@@ -86,18 +98,18 @@ private slots:
         canvas.resize(1200, 800);
         canvas.setScenario(s.scenario, s.placement);
         canvas.setMetrics(s.metrics);
-        canvas.setLayer(0);
-        canvas.setLayer(-1);
-        canvas.setSelectedGpu(1);
+        canvas.setLayer(onlyLayer(0));
+        canvas.setLayer(MoeLayers::all());
+        canvas.setSelectedGpu(GpuId(1));
         const QImage shot = canvas.grab().toImage();
         QVERIFY(!shot.isNull());
         QCOMPARE(canvas.gpuItemCount(), s.scenario.topology.numGpus());
         // Every GPU has its own place, and every expert of layer 0 has a chip on its GPU.
-        canvas.setLayer(0);
+        canvas.setLayer(onlyLayer(0));
         for (int g = 0; g < s.scenario.topology.numGpus(); ++g) {
-            QVERIFY(!canvas.gpuScenePos(g).isNull());
+            QVERIFY(!canvas.gpuScenePos(GpuId(g)).isNull());
             for (auto e : s.placement.layers[0].gpu_slots[static_cast<std::size_t>(g)])
-                QVERIFY2(!canvas.expertScenePos(g, e.value).isNull(), qPrintable(QStringLiteral("gpu %1 expert %2").arg(g).arg(e.value)));
+                QVERIFY2(!canvas.expertScenePos(GpuId(g), e).isNull(), qPrintable(QStringLiteral("gpu %1 expert %2").arg(g).arg(e.value)));
         }
         QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join(QLatin1Char('\n'))));
     }
@@ -107,13 +119,13 @@ private slots:
         QSignalSpy move(m_canvas.get(), &TopologyCanvas::expertMoveRequested);
         QSignalSpy swap(m_canvas.get(), &TopologyCanvas::expertSwapRequested);
         const auto [gpu, expert] = someChip(3, 5);
-        drag(m_canvas->expertScenePos(gpu, expert), m_canvas->gpuScenePos(40));
+        drag(m_canvas->expertScenePos(gpu, expert), m_canvas->gpuScenePos(GpuId(40)));
         QCOMPARE(swap.count(), 0);
         QCOMPARE(move.count(), 1);
-        QCOMPARE(move.at(0).at(0).toInt(), 3);
-        QCOMPARE(move.at(0).at(1).toInt(), expert);
-        QCOMPARE(move.at(0).at(2).toInt(), 5);
-        QCOMPARE(move.at(0).at(3).toInt(), 40);
+        QVERIFY(arg<MoeLayers>(move.at(0), 0) == onlyLayer(3));
+        QCOMPARE(arg<ExpertId>(move.at(0), 1).value, expert.value);
+        QCOMPARE(arg<GpuId>(move.at(0), 2).value, 5);
+        QCOMPARE(arg<GpuId>(move.at(0), 3).value, 40);
     }
 
     void ctrlDragReplicates()
@@ -121,12 +133,12 @@ private slots:
         QSignalSpy rep(m_canvas.get(), &TopologyCanvas::expertReplicateRequested);
         QSignalSpy move(m_canvas.get(), &TopologyCanvas::expertMoveRequested);
         const auto [gpu, expert] = someChip(3, 7);
-        drag(m_canvas->expertScenePos(gpu, expert), m_canvas->gpuScenePos(12), Qt::ControlModifier);
+        drag(m_canvas->expertScenePos(gpu, expert), m_canvas->gpuScenePos(GpuId(12)), Qt::ControlModifier);
         QCOMPARE(move.count(), 0);
         QCOMPARE(rep.count(), 1);
-        QCOMPARE(rep.at(0).at(0).toInt(), 3);
-        QCOMPARE(rep.at(0).at(1).toInt(), expert);
-        QCOMPARE(rep.at(0).at(2).toInt(), 12);
+        QVERIFY(arg<MoeLayers>(rep.at(0), 0) == onlyLayer(3));
+        QCOMPARE(arg<ExpertId>(rep.at(0), 1).value, expert.value);
+        QCOMPARE(arg<GpuId>(rep.at(0), 2).value, 12);
     }
 
     void dropOnAChipSwaps()
@@ -134,15 +146,15 @@ private slots:
         QSignalSpy swap(m_canvas.get(), &TopologyCanvas::expertSwapRequested);
         const auto [ga, ea] = someChip(3, 2);
         const auto& other = m_nvl.placement.layers[3].gpu_slots[60];
-        const int eb = other.back().value;
-        drag(m_canvas->expertScenePos(ga, ea), m_canvas->expertScenePos(60, eb));
+        const ExpertId eb = other.back();
+        drag(m_canvas->expertScenePos(ga, ea), m_canvas->expertScenePos(GpuId(60), eb));
         QCOMPARE(swap.count(), 1);
         const QList<QVariant> args = swap.at(0);
-        QCOMPARE(args.at(0).toInt(), 3);
-        QCOMPARE(args.at(1).toInt(), ea);
-        QCOMPARE(args.at(2).toInt(), ga);
-        QCOMPARE(args.at(3).toInt(), eb);
-        QCOMPARE(args.at(4).toInt(), 60);
+        QVERIFY(arg<MoeLayers>(args, 0) == onlyLayer(3));
+        QCOMPARE(arg<ExpertId>(args, 1).value, ea.value);
+        QCOMPARE(arg<GpuId>(args, 2).value, ga.value);
+        QCOMPARE(arg<ExpertId>(args, 3).value, eb.value);
+        QCOMPARE(arg<GpuId>(args, 4).value, 60);
     }
 
     void dropOnOwnGpuOrEmptySpaceDoesNothing()
@@ -151,25 +163,25 @@ private slots:
         QSignalSpy swap(m_canvas.get(), &TopologyCanvas::expertSwapRequested);
         QSignalSpy rep(m_canvas.get(), &TopologyCanvas::expertReplicateRequested);
         const auto [gpu, expert] = someChip(3, 9);
-        drag(m_canvas->expertScenePos(gpu, expert), m_canvas->gpuScenePos(9));
+        drag(m_canvas->expertScenePos(gpu, expert), m_canvas->gpuScenePos(GpuId(9)));
         // Empty space: left of the rack, in the scene margin.
-        drag(m_canvas->expertScenePos(gpu, expert), m_canvas->gpuScenePos(0) - QPointF(200, 0));
+        drag(m_canvas->expertScenePos(gpu, expert), m_canvas->gpuScenePos(GpuId(0)) - QPointF(200, 0));
         QCOMPARE(move.count() + swap.count() + rep.count(), 0);
     }
 
     void allLayersRefusesDrags()
     {
-        m_canvas->setLayer(-1);
-        QCOMPARE(m_canvas->layer(), -1);
+        m_canvas->setLayer(MoeLayers::all());
+        QVERIFY(m_canvas->layer().isAll());
         QSignalSpy move(m_canvas.get(), &TopologyCanvas::expertMoveRequested);
         QSignalSpy swap(m_canvas.get(), &TopologyCanvas::expertSwapRequested);
         // Any chip shown on GPU 5 in the all-layers view.
-        int expert = -1;
-        for (int e = 0; e < m_nvl.placement.num_experts && expert < 0; ++e)
-            if (!m_canvas->expertScenePos(5, e).isNull())
-                expert = e;
-        QVERIFY(expert >= 0);
-        drag(m_canvas->expertScenePos(5, expert), m_canvas->gpuScenePos(40));
+        ExpertId expert;
+        for (int e = 0; e < m_nvl.placement.num_experts && !expert.valid(); ++e)
+            if (!m_canvas->expertScenePos(GpuId(5), ExpertId(e)).isNull())
+                expert = ExpertId(e);
+        QVERIFY(expert.valid());
+        drag(m_canvas->expertScenePos(GpuId(5), expert), m_canvas->gpuScenePos(GpuId(40)));
         QCOMPARE(move.count() + swap.count(), 0);
         QVERIFY(m_canvas->feedbackText().contains(QStringLiteral("layer")));
     }
@@ -177,9 +189,9 @@ private slots:
     void clickSelectsGpu()
     {
         QSignalSpy sel(m_canvas.get(), &TopologyCanvas::gpuSelected);
-        QTest::mouseClick(m_canvas->viewport(), Qt::LeftButton, {}, toView(m_canvas->gpuScenePos(33)));
+        QTest::mouseClick(m_canvas->viewport(), Qt::LeftButton, {}, toView(m_canvas->gpuScenePos(GpuId(33))));
         QCOMPARE(sel.count(), 1);
-        QCOMPARE(sel.at(0).at(0).toInt(), 33);
+        QCOMPARE(arg<GpuId>(sel.at(0), 0).value, 33);
     }
 
     void setMetricsRecoloursChips()
@@ -192,10 +204,10 @@ private slots:
         const auto maxLoad = *std::max_element(load.begin(), load.end());
         const auto minLoad = *std::min_element(load.begin(), load.end());
         // Make this expert the least loaded, then the most loaded: the chip goes to the map's ends.
-        load[static_cast<std::size_t>(expert)] = minLoad;
+        load[expert.index()] = minLoad;
         m_canvas->setMetrics(m);
         QCOMPARE(m_canvas->expertColor(gpu, expert), QColor(0x44, 0x01, 0x54));
-        load[static_cast<std::size_t>(expert)] = maxLoad + 100;
+        load[expert.index()] = maxLoad + 100;
         m_canvas->setMetrics(m);
         QCOMPARE(m_canvas->expertColor(gpu, expert), QColor(0xfd, 0xe7, 0x25));
         QVERIFY(m_canvas->expertColor(gpu, expert) != before || before == QColor(0xfd, 0xe7, 0x25));
@@ -205,7 +217,7 @@ private slots:
     // the same time (and the layer balanced) no GPU is marked.
     void stragglerOnlyWhenSomeGpuIsSlower()
     {
-        QVERIFY(m_canvas->outlinedStraggler() >= 0);  // the sample's eplb layout is not perfectly even
+        QVERIFY(m_canvas->outlinedStraggler().valid());  // the sample's eplb layout is not perfectly even
         moex::StepMetrics m = m_nvl.metrics;
         for (auto& g : m.gpus) {
             g.compute_us = 1000;
@@ -217,13 +229,13 @@ private slots:
         for (auto& l : m.layers)
             l.imbalance = 1.0;
         m_canvas->setMetrics(m);
-        QCOMPARE(m_canvas->outlinedStraggler(), -1);
-        m_canvas->setLayer(-1);
-        QCOMPARE(m_canvas->outlinedStraggler(), -1);
+        QVERIFY(!m_canvas->outlinedStraggler().valid());
+        m_canvas->setLayer(MoeLayers::all());
+        QVERIFY(!m_canvas->outlinedStraggler().valid());
         m.gpus[17].compute_us = 1100;  // one GPU 5% slower: it is the straggler
         m.summary.straggler_gpu = 17;
         m_canvas->setMetrics(m);
-        QCOMPARE(m_canvas->outlinedStraggler(), 17);
+        QCOMPARE(m_canvas->outlinedStraggler().value, 17);
     }
 
     // Readable at fit: the 72-GPU rack draws its chips about 10 px wide, so a selected GPU gets a
@@ -232,7 +244,7 @@ private slots:
     void selectedGpuDetailIsReadable()
     {
         QVERIFY(m_canvas->gpuDetailText().isEmpty());
-        m_canvas->setSelectedGpu(17);
+        m_canvas->setSelectedGpu(GpuId(17));
         const QString text = m_canvas->gpuDetailText();
         QVERIFY2(text.startsWith(QStringLiteral("GPU 17")), qPrintable(text));
         QVERIFY(text.contains(QStringLiteral("MoE layer 3")));
@@ -248,9 +260,9 @@ private slots:
         QVERIFY(card && card->isVisible());
         QVERIFY(QFontInfo(card->font()).pixelSize() >= 11);
         QVERIFY(m_canvas->viewport()->geometry().contains(card->geometry()));
-        m_canvas->setLayer(5);
+        m_canvas->setLayer(onlyLayer(5));
         QVERIFY(m_canvas->gpuDetailText().contains(QStringLiteral("MoE layer 5")));
-        m_canvas->setSelectedGpu(-1);
+        m_canvas->setSelectedGpu(GpuId());
         QVERIFY(m_canvas->gpuDetailText().isEmpty());
     }
 
@@ -273,18 +285,18 @@ private slots:
 
     void tooltipsDescribeGpusAndLinks()
     {
-        const QString gpu = m_canvas->toolTipAt(m_canvas->gpuScenePos(17));
+        const QString gpu = m_canvas->toolTipAt(m_canvas->gpuScenePos(GpuId(17)));
         QVERIFY2(gpu.contains(QStringLiteral("GPU 17")), qPrintable(gpu));
         QVERIFY(gpu.contains(QStringLiteral("HBM used")));
         QVERIFY(gpu.contains(QStringLiteral("dispatch")));
         const auto [g, e] = someChip(3, 17);
-        QVERIFY(m_canvas->toolTipAt(m_canvas->expertScenePos(g, e)).contains(QStringLiteral("Expert %1").arg(e)));
+        QVERIFY(m_canvas->toolTipAt(m_canvas->expertScenePos(g, e)).contains(QStringLiteral("Expert %1").arg(e.value)));
     }
 
     void speedMenuEmitsGpuSpeed()
     {
         QSignalSpy speed(m_canvas.get(), &TopologyCanvas::gpuSpeedRequested);
-        QMenu* menu = m_canvas->createSpeedMenu(17);
+        QMenu* menu = m_canvas->createSpeedMenu(GpuId(17));
         QAction* pick = nullptr;
         for (QAction* a : menu->actions())
             if (a->text() == QStringLiteral("0.85"))
@@ -292,9 +304,61 @@ private slots:
         QVERIFY(pick);
         pick->trigger();
         QCOMPARE(speed.count(), 1);
-        QCOMPARE(speed.at(0).at(0).toInt(), 17);
+        QCOMPARE(arg<GpuId>(speed.at(0), 0).value, 17);
         QCOMPARE(speed.at(0).at(1).toDouble(), 0.85);
         delete menu;
+    }
+
+    // Right-click on a chip: "Remove this replica", enabled only where the expert has another copy
+    // in the shown layer; it asks for the removal of that chip's replica and nothing else.
+    void chipMenuRemovesOnlyAnExtraReplica()
+    {
+        const moex::LayerPlacement& lp = m_nvl.placement.layers[3];
+        const auto counts = lp.replicaCounts(m_nvl.placement.num_experts);
+        GpuId replicaGpu, singleGpu;
+        ExpertId replicated, single;
+        for (int g = 0; g < lp.numGpus(); ++g)
+            for (ExpertId e : lp.gpu_slots[static_cast<std::size_t>(g)]) {
+                if (counts[e.index()] > 1 && !replicated.valid())
+                    replicaGpu = GpuId(g), replicated = e;
+                if (counts[e.index()] == 1 && !single.valid())
+                    singleGpu = GpuId(g), single = e;
+            }
+        QVERIFY(replicated.valid() && single.valid());  // EPLB with 32 redundant slots has both
+        const auto removeAction = [](QMenu* menu) -> QAction* {
+            for (QAction* a : menu->actions())
+                if (a->text().startsWith(QStringLiteral("Remove this replica")))
+                    return a;
+            return nullptr;
+        };
+        QSignalSpy remove(m_canvas.get(), &TopologyCanvas::replicaRemoveRequested);
+        QSignalSpy speed(m_canvas.get(), &TopologyCanvas::gpuSpeedRequested);
+
+        std::unique_ptr<QMenu> onlyCopy(m_canvas->createChipMenu(singleGpu, single));
+        QAction* a = removeAction(onlyCopy.get());
+        QVERIFY(a && !a->isEnabled());
+        QVERIFY2(a->text().contains(QStringLiteral("only copy")), qPrintable(a->text()));
+
+        std::unique_ptr<QMenu> extra(m_canvas->createChipMenu(replicaGpu, replicated));
+        a = removeAction(extra.get());
+        QVERIFY(a && a->isEnabled());
+        a->trigger();
+        QCOMPARE(remove.count(), 1);
+        QVERIFY(arg<MoeLayers>(remove.at(0), 0) == onlyLayer(3));
+        QCOMPARE(arg<ExpertId>(remove.at(0), 1).value, replicated.value);
+        QCOMPARE(arg<GpuId>(remove.at(0), 2).value, replicaGpu.value);
+        // The same menu still sets the GPU's speed.
+        for (QAction* s : extra->actions())
+            if (s->text() == QStringLiteral("0.90"))
+                s->trigger();
+        QCOMPARE(speed.count(), 1);
+        QCOMPARE(arg<GpuId>(speed.at(0), 0).value, replicaGpu.value);
+
+        m_canvas->setLayer(MoeLayers::all());  // the summed view edits nothing
+        std::unique_ptr<QMenu> summed(m_canvas->createChipMenu(replicaGpu, replicated));
+        a = removeAction(summed.get());
+        QVERIFY(a && !a->isEnabled());
+        QCOMPARE(remove.count(), 1);
     }
 
     void placementUpdateMovesChips()
@@ -305,8 +369,8 @@ private slots:
         cells[5].erase(cells[5].begin());
         cells[40].push_back(e);  // one more slot than the layout had: the scene is laid out again
         m_canvas->setPlacement(p);
-        QVERIFY(m_canvas->expertScenePos(5, e.value).isNull() || std::count(cells[5].begin(), cells[5].end(), e) > 0);
-        QVERIFY(!m_canvas->expertScenePos(40, e.value).isNull());
+        QVERIFY(m_canvas->expertScenePos(GpuId(5), e).isNull() || std::count(cells[5].begin(), cells[5].end(), e) > 0);
+        QVERIFY(!m_canvas->expertScenePos(GpuId(40), e).isNull());
         QCOMPARE(m_canvas->gpuItemCount(), 72);
     }
 
