@@ -63,7 +63,7 @@ struct SimShared {
         std::optional<std::pair<Placement, GpuSpeeds>> nextPlacement;
         quint64 config = 0;
         {
-            std::unique_lock lock(mutex);
+            std::lock_guard lock(mutex);
             config = requestedConfig;
             nextSource = std::move(pendingSource);
             nextScenario = std::move(pendingScenario);
@@ -89,7 +89,7 @@ struct SimShared {
                 }
             } catch (...) {
                 appliedConfig = config;
-                std::unique_lock lock(mutex);
+                std::lock_guard lock(mutex);
                 if (source)
                     sourceName = QString::fromStdString(source->name());
                 throw;
@@ -97,7 +97,7 @@ struct SimShared {
             if (nextSource)
                 source = std::move(nextSource);
             appliedConfig = config;
-            std::unique_lock lock(mutex);
+            std::lock_guard lock(mutex);
             current = std::move(nextScenario);
             changed = Change::scenario;
         } else if (nextSource) {
@@ -106,7 +106,7 @@ struct SimShared {
         }
         if (nextPlacement && source->configured()) {
             source->setPlacement(nextPlacement->first, nextPlacement->second);
-            std::unique_lock lock(mutex);
+            std::lock_guard lock(mutex);
             if (current) {
                 current->second = nextPlacement->first;
                 current->first.speeds = nextPlacement->second;
@@ -121,7 +121,7 @@ struct SimShared {
     {
         scratch.source = source->name();
         auto m = std::make_shared<const StepMetrics>(scratch);
-        std::unique_lock lock(mutex);
+        std::lock_guard lock(mutex);
         latest = m;
         latestConfig = appliedConfig;
         return m;
@@ -153,7 +153,7 @@ public:
     void reset()
     {
         {
-            std::unique_lock lock(m_shared->sourceMutex);
+            std::lock_guard lock(m_shared->sourceMutex);
             if (m_shared->source->configured())
                 m_shared->source->reset();
         }
@@ -273,7 +273,7 @@ void SimRunner::post(void (SimWorker::*method)())
 void SimRunner::setSource(std::unique_ptr<MetricsSource> source)
 {
     {
-        std::unique_lock lock(m_shared->mutex);
+        std::lock_guard lock(m_shared->mutex);
         m_shared->sourceName = qs(source->name());
         m_shared->pendingSource = std::move(source);
         ++m_shared->requestedConfig;
@@ -284,7 +284,7 @@ void SimRunner::setSource(std::unique_ptr<MetricsSource> source)
 void SimRunner::setSource(std::unique_ptr<MetricsSource> source, const Scenario& scenario, const Placement& placement)
 {
     {
-        std::unique_lock lock(m_shared->mutex);
+        std::lock_guard lock(m_shared->mutex);
         m_shared->sourceName = qs(source->name());
         m_shared->pendingSource = std::move(source);
         m_shared->pendingScenario.emplace(scenario, placement);
@@ -296,14 +296,14 @@ void SimRunner::setSource(std::unique_ptr<MetricsSource> source, const Scenario&
 
 QString SimRunner::sourceName() const
 {
-    std::unique_lock lock(m_shared->mutex);
+    std::lock_guard lock(m_shared->mutex);
     return m_shared->sourceName;
 }
 
 void SimRunner::setScenario(const Scenario& scenario, const Placement& placement)
 {
     {
-        std::unique_lock lock(m_shared->mutex);
+        std::lock_guard lock(m_shared->mutex);
         m_shared->pendingScenario.emplace(scenario, placement);
         m_shared->pendingPlacement.reset();
         ++m_shared->requestedConfig;
@@ -314,7 +314,7 @@ void SimRunner::setScenario(const Scenario& scenario, const Placement& placement
 void SimRunner::setPlacement(const Placement& placement, const GpuSpeeds& speeds)
 {
     {
-        std::unique_lock lock(m_shared->mutex);
+        std::lock_guard lock(m_shared->mutex);
         m_shared->pendingPlacement.emplace(placement, speeds);
     }
     post(&SimWorker::applyPending);
@@ -355,7 +355,7 @@ MetricsPtr SimRunner::simulateOnce(const Placement& placement, const GpuSpeeds& 
 {
     return simulateNow([&](SimShared& shared) {
         {
-            std::unique_lock lock(shared.mutex);
+            std::lock_guard lock(shared.mutex);
             shared.pendingPlacement.emplace(placement, speeds);
         }
         shared.applyPending();
@@ -370,7 +370,7 @@ MetricsPtr SimRunner::simulateScenario(const Scenario& scenario, const Placement
 {
     return simulateNow([&](SimShared& shared) {
         {
-            std::unique_lock lock(shared.mutex);
+            std::lock_guard lock(shared.mutex);
             shared.pendingPlacement.reset();
             shared.pendingScenario.emplace(scenario, placement);
             ++shared.requestedConfig;
@@ -427,7 +427,7 @@ void SimRunner::onProduced()
     m_shared->notifyPending = false;
     MetricsPtr m;
     {
-        std::unique_lock lock(m_shared->mutex);
+        std::lock_guard lock(m_shared->mutex);
         if (m_shared->latestConfig < m_shared->requestedConfig)
             return;  // a step of a configuration already replaced
         m = m_shared->latest;
