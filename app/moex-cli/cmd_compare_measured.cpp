@@ -120,6 +120,9 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
     }
     const Calibration& cal = cals.front();
     const bool bracketed = each.size() == 2;
+    // Files from before the run recorded its hardware threads have no note.
+    const int hardwareThreads = run.contains("hardware_threads") ? field<int>(run, "hardware_threads", runFile, "\"run\"") : 0;
+    const std::string timeSharing = timeSharingNote(measured.num_gpus, hardwareThreads);
 
     if (jsonOut) {
         nlohmann::json out;
@@ -128,6 +131,7 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
         out["calibrations"] = static_cast<int>(calibrationFiles.size());
         out["engine"] = j.value("engine", "");
         out["measured_statistic"] = medians ? "median" : "mean";
+        out["time_shared"] = !timeSharing.empty();
         nlohmann::json list = nlohmann::json::array();
         for (std::size_t i = 0; i < rows.size(); ++i) {
             const auto& r = rows[i];
@@ -162,6 +166,8 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
             std::cout << std::setw(12) << fixed(each[0][i].predicted_us / 1e3, 3) << " / " << fixed(each[1][i].predicted_us / 1e3, 3);
         std::cout << '\n';
     }
+    if (!timeSharing.empty())
+        std::cout << "\nnote: " << timeSharing << '\n';
     return 0;
 }
 

@@ -11,12 +11,14 @@
 
 #include "common/diagnostics.h"
 #include "metrics/metrics_json.h"
+#include "run/host_prediction.h"
 #include "run/run_loop.h"
 #include "scenario/scenario_yaml.h"
 
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 namespace moex::cli {
 
@@ -126,6 +128,7 @@ int cmdRun(const Argv& argv)
                     {"set", sets},
                     {"backend", s.engine.backend == Backend::cpu ? "cpu" : "cuda"},
                     {"ranks", run.last.num_gpus},
+                    {"hardware_threads", static_cast<int>(std::thread::hardware_concurrency())},
                     {"layers", ran},
                     {"seed", s.engine.seed},
                     {"routing", s.engine.workload_routing ? "workload" : "computed"}};
@@ -144,6 +147,9 @@ int cmdRun(const Argv& argv)
     std::cout << "tokens/s         " << fixed(m.tokens_per_s, 0) << " through the MoE layers (no attention runs)\n";
     std::cout << "imbalance        " << fixed(m.imbalance, 3) << " (max/mean rank load, mean over layers)\n";
     std::cout << "checksum         " << checksumText(run.checksum) << " (last step's layer outputs)\n";
+    const std::string note = timeSharingNote(run.last.num_gpus, static_cast<int>(std::thread::hardware_concurrency()));
+    if (!note.empty())
+        std::cout << "note             " << note << '\n';
     return 0;
 }
 

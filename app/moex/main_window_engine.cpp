@@ -146,7 +146,9 @@ void MainWindow::showPrediction(const StepMetrics& measured)
                 cal = file;
         }
         const StepMetrics predicted = predictEngineStep(m_engineRun, measured, cal);
-        m_predictionView->setRows(predictionTable(measured.layers, predicted), session::qs(cal.name), calibrated);
+        const std::string note = timeSharingNote(measured.num_gpus, static_cast<int>(std::thread::hardware_concurrency()));
+        m_predictionView->setRows(predictionTable(measured.layers, predicted), session::qs(cal.name), calibrated,
+                                  session::qs(note));
     } catch (const std::exception& e) {
         m_predictionView->showMessage(tr("No prediction: %1").arg(session::errorText(e)));
     }

@@ -35,13 +35,17 @@ void PredictionView::showMessage(const QString& text)
     m_table->setRowCount(0);
 }
 
-void PredictionView::setRows(const std::vector<PredictionRow>& rows, const QString& calibration, bool measured)
+void PredictionView::setRows(const std::vector<PredictionRow>& rows, const QString& calibration, bool measured,
+                             const QString& note)
 {
-    m_status->setText(measured ? tr("Prediction: the simulator on host-cpu with calibration \u201c%1\u201d.").arg(calibration)
-                               : tr("Prediction: the simulator on host-cpu with \u201c%1\u201d, not measured on this machine: "
-                                    "run <tt>moex-cli calibrate --backend cpu -o FILE</tt> and name FILE as the "
-                                    "scenario's <tt>calibration:</tt>.")
-                                     .arg(calibration));
+    QString status = measured ? tr("Prediction: the simulator on host-cpu with calibration \u201c%1\u201d.").arg(calibration)
+                              : tr("Prediction: the simulator on host-cpu with \u201c%1\u201d, not measured on this machine: "
+                                   "run <tt>moex-cli calibrate --backend cpu -o FILE</tt> and name FILE as the "
+                                   "scenario's <tt>calibration:</tt>.")
+                                    .arg(calibration);
+    if (!note.isEmpty())
+        status += QStringLiteral("<br><b>%1</b> %2").arg(tr("Note:"), note.toHtmlEscaped());
+    m_status->setText(status);
     m_table->setRowCount(static_cast<int>(rows.size()));
     for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
         const PredictionRow& r = rows[static_cast<std::size_t>(i)];

@@ -19,8 +19,10 @@ class PredictionView : public QWidget {
 public:
     explicit PredictionView(QWidget* parent = nullptr);
 
-    // `calibration`: its name, and whether it was measured on this machine.
-    void setRows(const std::vector<PredictionRow>& rows, const QString& calibration, bool measured);
+    // `calibration`: its name, and whether it was measured on this machine; `note`: what else to
+    // read the table with ("" when nothing), e.g. timeSharingNote's.
+    void setRows(const std::vector<PredictionRow>& rows, const QString& calibration, bool measured,
+                 const QString& note = {});
     void showMessage(const QString& text);
     [[nodiscard]] QTableWidget* table() const { return m_table; }
 

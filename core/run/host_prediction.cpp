@@ -88,6 +88,18 @@ StepMetrics predictEngineStep(const Scenario& engineScenario, const StepMetrics&
     return out;
 }
 
+std::string timeSharingNote(int ranks, int hardwareThreads)
+{
+    if (hardwareThreads <= 0 || ranks <= hardwareThreads)
+        return {};
+    return std::to_string(ranks) + " ranks ran on " + std::to_string(hardwareThreads) +
+           (hardwareThreads == 1 ? " hardware thread" : " hardware threads") +
+           " and took turns on them: each phase's wall time includes waiting for a core, "
+           "router+dispatch above all (a rank waits at the counts exchange for peers that are not running), "
+           "which the prediction does not model; compare the MoE-layer total, or run at most " +
+           std::to_string(hardwareThreads) + (hardwareThreads == 1 ? " rank" : " ranks");
+}
+
 std::vector<PredictionRow> predictionTable(const std::vector<LayerMetrics>& measuredLayers, const StepMetrics& predicted)
 {
     std::vector<PredictionRow> rows(4);

@@ -36,4 +36,12 @@ struct PredictionRow {
 // are the engine's per-layer times (means over its steps), `predicted` predictEngineStep's result.
 std::vector<PredictionRow> predictionTable(const std::vector<LayerMetrics>& measuredLayers, const StepMetrics& predicted);
 
+// Where an engine run had more ranks than hardware threads, its ranks took turns on the cores, and
+// a phase's wall time includes the time a rank waited for one: router+dispatch above all, where a
+// rank waits at the counts exchange for peers that are not running (measured: 4 Mixtral ranks on 2
+// threads, 1-8 ms of wall time against 0.1-0.3 ms of the rank's CPU time; docs/ENGINE.md). The
+// prediction has no such wait. The note saying so, or "" when every rank had a thread of its own
+// (or the thread count is unknown, 0).
+std::string timeSharingNote(int ranks, int hardwareThreads);
+
 }  // namespace moex

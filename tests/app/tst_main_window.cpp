@@ -29,6 +29,8 @@
 #include <QDockWidget>
 #include <QFontInfo>
 #include <QLabel>
+
+#include <thread>
 #include <QAction>
 #include <QApplication>
 #include <QMenu>
@@ -249,6 +251,11 @@ private slots:
         QCOMPARE(w.predictionView()->table()->rowCount(), 5);
         QCOMPARE(w.predictionView()->table()->item(0, 0)->text(), QStringLiteral("MoE layers"));
         QVERIFY(w.predictionView()->table()->item(0, 2)->text().toDouble() > 0);
+        // Ranks beyond this machine's hardware threads take turns on the cores: the view says so.
+        const QLabel* status = w.predictionView()->findChild<QLabel*>();
+        QVERIFY(status);
+        QCOMPARE(status->text().contains(QStringLiteral("took turns")),
+                 first->num_gpus > static_cast<int>(std::thread::hardware_concurrency()));
 
         // The engine's canvas is not the document's: a drag there is refused.
         const int edits = w.undoStack()->count();

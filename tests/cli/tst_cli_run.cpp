@@ -118,6 +118,7 @@ private slots:
         QVERIFY(f.open(QIODevice::ReadOnly));
         const QJsonObject run = QJsonDocument::fromJson(f.readAll()).object();
         QCOMPARE(run[QStringLiteral("run")].toObject()[QStringLiteral("ranks")].toInt(), 2);
+        QVERIFY(run[QStringLiteral("run")].toObject()[QStringLiteral("hardware_threads")].toInt() >= 1);
         const QJsonArray means = run[QStringLiteral("layers_mean")].toArray();
         const QJsonArray medians = run[QStringLiteral("layers_median")].toArray();
         QCOMPARE(means.size(), 3);
@@ -155,6 +156,26 @@ private slots:
         }
         for (const auto v : rows)
             QVERIFY(v.toObject()[QStringLiteral("predicted_us")].toDouble() > 0);
+        {  // The same run as if on one hardware thread: the two ranks took turns, and compare says so.
+            for (const int threads : {1, 64}) {
+                QJsonObject shared = run;
+                QJsonObject settings = shared[QStringLiteral("run")].toObject();
+                settings[QStringLiteral("hardware_threads")] = threads;
+                shared[QStringLiteral("run")] = settings;
+                const QString sharedFile = dir.filePath(QStringLiteral("threads%1.json").arg(threads));
+                QFile o(sharedFile);
+                QVERIFY(o.open(QIODevice::WriteOnly));
+                o.write(QJsonDocument(shared).toJson());
+                o.close();
+                const CliResult js = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), sharedFile, QStringLiteral("--json"),
+                                             QStringLiteral("-")});
+                QVERIFY2(js.exitCode == 0, qPrintable(js.err));
+                QCOMPARE(QJsonDocument::fromJson(js.out.toUtf8()).object()[QStringLiteral("time_shared")].toBool(), threads == 1);
+                const CliResult tx = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), sharedFile});
+                QCOMPARE(tx.exitCode, 0);
+                QCOMPARE(tx.out.contains(QStringLiteral("note: 2 ranks ran on 1 hardware thread and took turns")), threads == 1);
+            }
+        }
         // Calibrations before and after the run: the prediction is the mean of the two, each shown.
         // The second is the first with every expert timing doubled.
         QString slowText;

@@ -216,6 +216,20 @@ private slots:
         QCOMPARE(rows[4].what, std::string("layer 1"));
     }
 
+    // More ranks than hardware threads: the note names both counts and what it means; none where
+    // each rank had a thread, or where the count is unknown (a run file of an earlier version).
+    void timeSharingIsSaid()
+    {
+        const std::string note = moex::timeSharingNote(4, 2);
+        QVERIFY2(note.starts_with("4 ranks ran on 2 hardware threads"), note.c_str());
+        QVERIFY(note.find("router+dispatch") != std::string::npos);
+        QVERIFY(note.find("at most 2 ranks") != std::string::npos);
+        QVERIFY(moex::timeSharingNote(2, 2).empty());
+        QVERIFY(moex::timeSharingNote(1, 64).empty());
+        QVERIFY(moex::timeSharingNote(8, 0).empty());
+        QVERIFY(!moex::timeSharingNote(3, 2).empty());
+    }
+
     void predictionRejectsAStepOfAnotherModel()
     {
         const Scenario s = loadScenarioText(kScenario, "/tmp/tiny.yaml");
