@@ -239,7 +239,7 @@ private:
         std::vector<double> perMass;   // per routing group: sum of tokens / chosen mass over its sub-batches
         std::vector<int> maskSubs;     // per subset of routing groups (up to kMaskedGroups): sub-batches that chose it
         std::vector<int> maskTokens;   // and their tokens
-        std::vector<int> masks;        // the subsets chosen
+        std::vector<int> masks;        // the subsets chosen (room for every subset)
     };
 
     void initLayer(int index, Layer& layer) const;

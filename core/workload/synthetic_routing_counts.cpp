@@ -158,7 +158,7 @@ void SyntheticRouting::nextCounts(RoutingSample& out)
             c.perMass.assign(ng, 0.0);
             c.maskSubs.assign(std::size_t{1} << kMaskedGroups, 0);
             c.maskTokens.assign(std::size_t{1} << kMaskedGroups, 0);
-            c.masks.reserve(std::size_t{1} << kMaskedGroups);
+            c.masks.assign(std::size_t{1} << kMaskedGroups, 0);
             c.groupW.assign(ng, 0.0);
             c.expected.assign(ng, 0.0);
         }
@@ -211,6 +211,8 @@ void SyntheticRouting::chooseGroupsCounts(detail::Rng& rng, CountScratch& c) con
     alignas(16) float key[64];
     const int perSub = m_tokensPerGpu / numSub;
     const int extra = m_tokensPerGpu % numSub;  // the first `extra` sub-batches have one token more
+    int* masks = c.masks.data();  // the subsets chosen, in the order first chosen
+    std::size_t numMasks = 0;
     for (int b = 0; b < numSub; ++b) {
         const int tokens = perSub + (b < extra ? 1 : 0);
         if (tokens == 0)
@@ -232,16 +234,17 @@ void SyntheticRouting::chooseGroupsCounts(detail::Rng& rng, CountScratch& c) con
             mask = smallestKeys(key, numGroups, perToken);
         }
         if (numGroups <= kMaskedGroups) {  // tallied per subset, spread over its groups below
+            // Without a branch: whether a subset is new is a coin flip the predictor keeps missing.
             const auto m = static_cast<std::size_t>(mask);
-            if (c.maskSubs[m]++ == 0)
-                c.masks.push_back(static_cast<int>(m));
+            masks[numMasks] = static_cast<int>(m);
+            numMasks += c.maskSubs[m]++ == 0 ? 1u : 0u;
             c.maskTokens[m] += tokens;
         } else {
             addSubBatch(mask, tokens, c);
         }
     }
     // The sub-batches of each subset chosen: its mass is computed once.
-    for (const int m : c.masks) {
+    for (const int m : std::span<const int>(masks, numMasks)) {
         const auto mu = static_cast<std::size_t>(m);
         const int subs = c.maskSubs[mu];
         const int tokens = c.maskTokens[mu];
@@ -261,7 +264,6 @@ void SyntheticRouting::chooseGroupsCounts(detail::Rng& rng, CountScratch& c) con
         c.maskSubs[mu] = 0;
         c.maskTokens[mu] = 0;
     }
-    c.masks.clear();
     for (std::size_t j = 0; j < ng; ++j)
         c.expected[j] += m_topK * c.groupW[j] * perMass[j];
 }
