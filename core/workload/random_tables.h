@@ -2,7 +2,6 @@
 // Poisson draw inline for the counts sampler's inner loop (one draw per expert per source).
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -72,16 +71,11 @@ struct RandomTables {
             const int bin = static_cast<int>(pos >> 8) + ((random & 0xffu) < (pos & 0xffu));
             const std::uint32_t u = random | 0xffu;  // the top 24 bits, the middle of their cell
             const std::uint32_t* c = cdf[bin];
-            int k = guide[bin][u >> 24];  // at most kPoissonTail - 2
-            // X is the first k with u < c[k] (c rises, c[kPoissonTail - 1] = 2^32 - 1, X at most
-            // kPoissonTail - 1). The guide leaves it at most one step away for nearly every u: those
-            // two steps without a branch (one the predictor kept missing), the rare rest in a loop.
-            const int steps = static_cast<int>(u >= c[k]) + static_cast<int>(u >= c[k + 1]);
-            if (steps < 2) [[likely]]
-                return k + steps;
-            for (k += 2; k < kPoissonTail - 1 && u >= c[k];)
-                ++k;
-            return std::min(k, kPoissonTail - 1);
+            int k = guide[bin][u >> 24];
+            while (u >= c[k])  // c[kPoissonTail - 1] = 2^32 - 1 stops it unless u is 2^32 - 1
+                if (++k == kPoissonTail - 1)
+                    break;
+            return k;
         }
         // Cornish-Fisher: mean + sqrt(mean) z + (z^2 - 1) / 6 (skewness 1 / sqrt(mean)), rounded.
         const double z = quantile[random >> 20];

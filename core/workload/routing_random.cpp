@@ -152,13 +152,11 @@ RandomTables::RandomTables()
             cdf[bin][k] = static_cast<std::uint32_t>(std::min(cum * kTwo32, 4294967295.0));
         }
         cdf[bin][kPoissonTail - 1] = 0xffffffffu;  // the far tail folds into the last value
-        // guide[l]: X at the lowest u of level l (u = l * 2^24), where the search starts; at most
-        // kPoissonTail - 2, so that the search may read the entry after it (from there the search
-        // finds the same X).
+        // guide[l]: X at the lowest u of level l (u = l * 2^24), where the search starts.
         int k = 0;
         for (int level = 0; level < kPoissonGuide; ++level) {
             const auto u = static_cast<std::uint32_t>(static_cast<std::uint64_t>(level) << 24);
-            while (k < kPoissonTail - 2 && u >= cdf[bin][k])
+            while (k < kPoissonTail - 1 && u >= cdf[bin][k])
                 ++k;
             guide[bin][level] = static_cast<std::uint8_t>(k);
         }
