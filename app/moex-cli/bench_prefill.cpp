@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <barrier>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #ifdef MOEX_HAVE_OPENBLAS
@@ -101,6 +102,7 @@ PrefillResult benchPrefill(int runs, int threads)
     std::vector<float> c(static_cast<std::size_t>(maxTokens) * N);
     lib.setThreads(threads);
     result.blas_core = lib.corename();
+    result.blas_core_forced = std::getenv("OPENBLAS_CORETYPE") != nullptr;
     std::vector<double> sgemm;
     for (int t : tokenCounts) {
         std::vector<double> ms;

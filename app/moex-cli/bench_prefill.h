@@ -20,6 +20,7 @@ struct PrefillResult {
     bool measured = false;  // false: this build has no OpenBLAS
     std::string why;        // when not measured
     std::string blas_core;  // the kernel OpenBLAS picked for this CPU (OPENBLAS_CORETYPE overrides it)
+    bool blas_core_forced = false;  // OPENBLAS_CORETYPE was set: the kernel is the environment's choice
     std::vector<PrefillFigure> figures;
     double ratio = 0;       // the smallest
 };

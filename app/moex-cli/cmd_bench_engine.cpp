@@ -452,7 +452,8 @@ int benchEngine(const Args& args)
         std::cout << "prefill_ratio    not measured: " << prefill.why << '\n';
     } else {
         std::cout << "prefill, the same slice: expert FFN GFLOP/s over one OpenBLAS sgemm of the same FLOPs (" << threads
-                  << " threads, OpenBLAS core " << prefill.blas_core << ")\n";
+                  << " threads, OpenBLAS core " << prefill.blas_core
+                  << (prefill.blas_core_forced ? ", as OPENBLAS_CORETYPE in the environment asks" : "") << ")\n";
         std::cout << "  weights  tokens       ms  GFLOP/s   sgemm   ratio\n";
         for (const auto& f : prefill.figures) {
             char line[112];
@@ -477,6 +478,7 @@ int benchEngine(const Args& args)
         if (prefill.measured) {
             j["prefill_ratio"] = prefill.ratio;
             j["openblas_core"] = prefill.blas_core;
+            j["openblas_core_forced"] = prefill.blas_core_forced;
             nlohmann::json rows = nlohmann::json::array();
             for (const auto& f : prefill.figures)
                 rows.push_back({{"weights", f.format}, {"tokens", f.tokens}, {"ms", f.ms}, {"gflops", f.gflops},
