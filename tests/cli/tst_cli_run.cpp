@@ -139,14 +139,19 @@ private slots:
         QCOMPARE(rows.size(), 4 + 3);  // four phases, three layers
         QCOMPARE(rows[0].toObject()[QStringLiteral("what")].toString(), QStringLiteral("MoE layers"));
         QCOMPARE(rows[0].toObject()[QStringLiteral("measured_us")].toDouble(), measured);
+        // A variant of the run file, written beside it.
+        const auto writeVariant = [&dir](const QString& name, const QJsonObject& object) {
+            const QString path = dir.filePath(name);
+            QFile o(path);
+            if (!o.open(QIODevice::WriteOnly) || o.write(QJsonDocument(object).toJson()) < 0)
+                return QString();
+            return path;
+        };
         {  // A run file of an earlier version, with means only: those are compared.
             QJsonObject old = run;
             old.remove(QStringLiteral("layers_median"));
-            const QString oldFile = dir.filePath(QStringLiteral("old.json"));
-            QFile o(oldFile);
-            QVERIFY(o.open(QIODevice::WriteOnly));
-            o.write(QJsonDocument(old).toJson());
-            o.close();
+            const QString oldFile = writeVariant(QStringLiteral("old.json"), old);
+            QVERIFY(!oldFile.isEmpty());
             const CliResult m = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), oldFile, QStringLiteral("--json"),
                                         QStringLiteral("-")});
             QVERIFY2(m.exitCode == 0, qPrintable(m.err));
@@ -162,11 +167,8 @@ private slots:
                 QJsonObject settings = shared[QStringLiteral("run")].toObject();
                 settings[QStringLiteral("hardware_threads")] = threads;
                 shared[QStringLiteral("run")] = settings;
-                const QString sharedFile = dir.filePath(QStringLiteral("threads%1.json").arg(threads));
-                QFile o(sharedFile);
-                QVERIFY(o.open(QIODevice::WriteOnly));
-                o.write(QJsonDocument(shared).toJson());
-                o.close();
+                const QString sharedFile = writeVariant(QStringLiteral("threads%1.json").arg(threads), shared);
+                QVERIFY(!sharedFile.isEmpty());
                 const CliResult js = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), sharedFile, QStringLiteral("--json"),
                                              QStringLiteral("-")});
                 QVERIFY2(js.exitCode == 0, qPrintable(js.err));
