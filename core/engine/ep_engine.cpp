@@ -111,6 +111,14 @@ struct EpEngine::Impl {
     std::vector<std::vector<std::size_t>> recvOffset;  // [dst][src] first row from src
     std::vector<std::vector<float>> result;       // [dst] expert output per received row
     std::vector<std::vector<float>> output;       // [rank] n_r x H
+    // [rank][worker]: a worker's gathered rows, their results and the FFN's buffers, kept between
+    // steps as a serving engine keeps its workspace (fresh pages cost 5-10% of a prefill FFN).
+    struct WorkerBuffers {
+        std::vector<float> in, got, ffn;
+        std::vector<std::size_t> which;
+    };
+    std::vector<std::vector<WorkerBuffers>> workerBuffers;
+    std::vector<std::vector<float>> sharedScratch;  // [rank] the shared experts' FFN buffers
     std::vector<std::int64_t> counts;             // [src * ranks + dst] rows
     std::vector<std::vector<PhaseTimes>> times;   // [configured layer][rank]
     std::vector<std::vector<std::vector<std::int64_t>>> rankExpertLoad;  // [rank][configured layer][expert]
@@ -191,7 +199,6 @@ struct EpEngine::Impl {
         const auto Hs = static_cast<std::size_t>(H);
         const int n = tokensOf(r);
         const std::int64_t t0 = tokenBegin(r);
-        std::vector<float> scratch;
         for (std::size_t li = 0; li < ordinals.size(); ++li) {
             const int ordinal = ordinals[li];
             const RankLayer& w = rankLayer(r, static_cast<int>(li));
@@ -276,9 +283,11 @@ struct EpEngine::Impl {
             // The rank's share of the cores takes its slots in turn (each slot's rows to one worker).
             const int workers = std::max(1, std::min(static_cast<int>(w.slots.size()),
                                                      static_cast<int>(std::thread::hardware_concurrency()) / ranks));
+            auto& buffers = workerBuffers[static_cast<std::size_t>(r)];
+            if (buffers.size() < static_cast<std::size_t>(workers))
+                buffers.resize(static_cast<std::size_t>(workers));
             auto runSlots = [&](int worker) {
-                std::vector<float> in, got, local;
-                std::vector<std::size_t> which;
+                auto& [in, got, local, which] = buffers[static_cast<std::size_t>(worker)];
                 for (std::size_t j = static_cast<std::size_t>(worker); j < w.slots.size(); j += static_cast<std::size_t>(workers)) {
                     which.clear();
                     for (std::size_t i = 0; i < rows; ++i)
@@ -308,7 +317,7 @@ struct EpEngine::Impl {
             auto& o = output[static_cast<std::size_t>(r)];
             o.assign(static_cast<std::size_t>(n) * Hs, 0.0f);
             if (shape.shared_inter > 0 && n > 0)
-                ffnForward(shape, shape.shared_inter, w.shared, xr.data(), n, o.data(), scratch);
+                ffnForward(shape, shape.shared_inter, w.shared, xr.data(), n, o.data(), sharedScratch[static_cast<std::size_t>(r)]);
             pt.expert = usSince(phase);
 
             // Combine: wait for every rank's experts, pull this rank's results, sum per token.
@@ -410,6 +419,8 @@ EpEngine::EpEngine(const ModelSpec& model, DType weights, const Placement& place
     m->recvOffset.assign(Rs, std::vector<std::size_t>(Rs, 0));
     m->result.resize(Rs);
     m->output.resize(Rs);
+    m->workerBuffers.resize(Rs);
+    m->sharedScratch.resize(Rs);
     m->pickedRows.resize(Rs);
     m->counts.assign(Rs * Rs, 0);
 }

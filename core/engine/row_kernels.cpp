@@ -3,6 +3,7 @@
 #include "engine/moe_layer.h"
 #include "engine/row_kernels_bf16.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@ namespace moex::engine {
 namespace {
 
 constexpr int kTokenBlock = 8;  // accumulators held in registers per pass over the row
+constexpr int kBlockedMinTokens = 32;  // from here on, rowsBlockedAvx512
 
 void rowDotsPortable(const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y,
                      std::vector<float>& scratch)
@@ -175,6 +177,100 @@ __attribute__((target("avx512f,avx512bw"))) void rowsTiledAvx512(const QuantMatr
             tileDispatchAvx512<F, kRows, kTokens>(w, r0 + r, nrows - r < kRows ? nrows - r : kRows,
                                                   x + static_cast<std::size_t>(t0) * ldx, n - t0 < kTokens ? n - t0 : kTokens,
                                                   ldx, y + static_cast<std::size_t>(r) * ldy + static_cast<std::size_t>(t0), ldy);
+}
+
+// Many tokens: the same tiles and the same per-(row, token) order, taken in blocks of columns
+// (kColumnBlock) and of tokens (kTokenGroup) so that a block of tokens is reused from L2 by every
+// row tile of the call, and each tile's rows from L1 by every token tile, where the full-width
+// tiles above re-read all n tokens from L3 for every 6 rows. The tokens come from the panel's
+// packed copy (one sequential stream per tile instead of four); each tile's 24 accumulators are
+// stored between column blocks and reloaded exactly, so the sums are the one-row kernel's bit for
+// bit. Float32 weights, 256 tokens, hidden 4096: 1.3-1.4x the full-width tiles on one core
+// (docs/PERFORMANCE.md, CPU engine: float32 prefill).
+constexpr int kColumnBlock = 1024;
+constexpr int kTokenGroup = 64;
+
+template <WeightFormat F, int NR>
+__attribute__((target("avx512f,avx512bw"))) void blockedTileAvx512(const QuantMatrix& w, int r0, int c0, int c1,
+                                                                   const float* xp, float* partial, bool first, bool last,
+                                                                   int nt, float* y, std::size_t ldy)
+{
+    constexpr int NT = TokenPanel::kPackedTokens;
+    const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
+                                        -3.0f, -4.0f, -6.0f);
+    const std::uint8_t* rows[NR];
+    const float* scales[NR];
+    for (int i = 0; i < NR; ++i) {
+        rows[i] = w.rowData(r0 + i);
+        scales[i] = w.rowScales(r0 + i);
+    }
+    __m512 acc[NR][NT];
+    for (int i = 0; i < NR; ++i)
+        for (int t = 0; t < NT; ++t)
+            acc[i][t] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(partial + (i * NT + t) * 16);
+    const float* xc = xp + static_cast<std::size_t>(c0) * NT;
+    for (int c = c0; c < c1; c += 16, xc += NT * 16) {
+        __m512 v[NR];
+        for (int i = 0; i < NR; ++i)
+            v[i] = load16<F>(rows[i], scales[i], c, table);
+        for (int t = 0; t < NT; ++t) {
+            const __m512 xt = _mm512_loadu_ps(xc + t * 16);
+            for (int i = 0; i < NR; ++i)
+                acc[i][t] = _mm512_fmadd_ps(v[i], xt, acc[i][t]);
+        }
+    }
+    if (last) {
+        for (int i = 0; i < NR; ++i)
+            for (int t = 0; t < nt; ++t)
+                y[static_cast<std::size_t>(i) * ldy + static_cast<std::size_t>(t)] = _mm512_reduce_add_ps(acc[i][t]);
+    } else {
+        for (int i = 0; i < NR; ++i)
+            for (int t = 0; t < NT; ++t)
+                _mm512_storeu_ps(partial + (i * NT + t) * 16, acc[i][t]);
+    }
+}
+
+template <WeightFormat F>
+__attribute__((target("avx512f,avx512bw"))) void rowsBlockedAvx512(const QuantMatrix& w, int r0, int nrows, const float* xp,
+                                                                   int n, float* y, std::size_t ldy)
+{
+    constexpr int kRows = 6, NT = TokenPanel::kPackedTokens, kTile = kRows * NT * 16;
+    using Tile = void (*)(const QuantMatrix&, int, int, int, const float*, float*, bool, bool, int, float*, std::size_t);
+    static constexpr Tile tiles[kRows + 1] = {nullptr,
+                                              blockedTileAvx512<F, 1>,
+                                              blockedTileAvx512<F, 2>,
+                                              blockedTileAvx512<F, 3>,
+                                              blockedTileAvx512<F, 4>,
+                                              blockedTileAvx512<F, 5>,
+                                              blockedTileAvx512<F, 6>};
+    const int C = w.cols();
+    const int rowTiles = (nrows + kRows - 1) / kRows;
+    thread_local std::vector<float> partial;
+    partial.resize(static_cast<std::size_t>(rowTiles) * (kTokenGroup / NT) * kTile);
+    for (int g0 = 0; g0 < n; g0 += kTokenGroup) {
+        const int g1 = n - g0 < kTokenGroup ? n : g0 + kTokenGroup;
+        for (int c0 = 0; c0 < C; c0 += kColumnBlock) {
+            const int c1 = C - c0 < kColumnBlock ? C : c0 + kColumnBlock;
+            for (int rt = 0; rt < rowTiles; ++rt) {
+                const int r = rt * kRows, nr = nrows - r < kRows ? nrows - r : kRows;
+                for (int t = g0; t < g1; t += NT)
+                    tiles[nr](w, r0 + r, c0, c1, xp + static_cast<std::size_t>(t) * static_cast<std::size_t>(C),
+                              partial.data() + (static_cast<std::size_t>(rt) * (kTokenGroup / NT) + static_cast<std::size_t>((t - g0) / NT)) * kTile,
+                              c0 == 0, c1 == C, n - t < NT ? n - t : NT,
+                              y + static_cast<std::size_t>(r) * ldy + static_cast<std::size_t>(t), ldy);
+            }
+        }
+    }
+}
+
+void rowsBlockedDotsAvx512(const QuantMatrix& w, int r0, int nrows, const float* xp, int n, float* y, std::size_t ldy)
+{
+    switch (w.format()) {
+    case WeightFormat::f32: return rowsBlockedAvx512<WeightFormat::f32>(w, r0, nrows, xp, n, y, ldy);
+    case WeightFormat::bf16: return rowsBlockedAvx512<WeightFormat::bf16>(w, r0, nrows, xp, n, y, ldy);
+    case WeightFormat::fp8_block: return rowsBlockedAvx512<WeightFormat::fp8_block>(w, r0, nrows, xp, n, y, ldy);
+    case WeightFormat::mxfp4: return rowsBlockedAvx512<WeightFormat::mxfp4>(w, r0, nrows, xp, n, y, ldy);
+    }
 }
 
 void rowsDotsAvx512(const QuantMatrix& w, int r0, int nrows, const float* x, int n, std::size_t ldx, float* y, std::size_t ldy)
@@ -387,6 +483,38 @@ bool roundsToBf16(Kernel k, const QuantMatrix& w)
     return k == Kernel::avx512bf16 && detail::bf16KernelFits(w.format(), w.cols()) && kernelSupported(Kernel::avx512bf16);
 }
 
+std::size_t TokenPanel::packedSize(int n, int cols)
+{
+    return static_cast<std::size_t>((n + kPackedTokens - 1) / kPackedTokens) * kPackedTokens * static_cast<std::size_t>(cols);
+}
+
+const float* TokenPanel::packed()
+{
+    if (m_packedStore == nullptr && m_n > 0) {
+        if (m_packed.empty())
+            m_packed.resize(packedSize(m_n, m_cols));
+        m_packedStore = m_packed.data();
+    }
+    if (!m_isPacked && m_n > 0) {
+        constexpr int NT = kPackedTokens;
+        const auto cols = static_cast<std::size_t>(m_cols);
+        const int padded = (m_n + NT - 1) / NT * NT;
+        for (int t = 0; t < padded; ++t) {
+            float* dst = m_packedStore + static_cast<std::size_t>(t / NT) * NT * cols + static_cast<std::size_t>(t % NT) * 16;
+            if (t >= m_n) {  // the last group's missing tokens: zeros (their sums are never written)
+                for (std::size_t c = 0; c < cols; c += 16)
+                    std::fill_n(dst + c * NT, std::min<std::size_t>(16, cols - c), 0.0f);
+                continue;
+            }
+            const float* src = m_x + static_cast<std::size_t>(t) * m_ldx;
+            for (std::size_t c = 0; c < cols; c += 16)
+                std::copy(src + c, src + std::min(c + 16, cols), dst + c * NT);
+        }
+        m_isPacked = true;
+    }
+    return m_packedStore;
+}
+
 const std::uint16_t* TokenPanel::bf16()
 {
     if (m_bf16.empty() && m_n > 0) {
@@ -430,6 +558,10 @@ void rowsDotsWith(Kernel k, const QuantMatrix& w, int r0, int nrows, TokenPanel&
     const std::size_t ldx = panel.ldx();
     // Tiles pay off when a loaded token chunk has rows to feed; with fewer than 4 tokens the one-row
     // kernel measured faster (fp8, 1 token: 18-28 ms against 35 ms in bench engine).
+    // From 32 tokens on, the blocked tiles over the packed tokens measured faster (float32 weights,
+    // hidden 4096: 1.35x at 256 tokens, 1.1x at 32, even at 8; docs/PERFORMANCE.md).
+    if (k == Kernel::avx512 && w.cols() % 16 == 0 && n >= kBlockedMinTokens)
+        return rowsBlockedDotsAvx512(w, r0, nrows, panel.packed(), n, y, ldy);
     if (k == Kernel::avx512 && w.cols() % 16 == 0 && n >= 4)
         return rowsDotsAvx512(w, r0, nrows, x, n, ldx, y, ldy);
     for (int i = 0; i < nrows; ++i)

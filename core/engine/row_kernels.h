@@ -6,7 +6,9 @@
 //                as avx512
 //   avx512       16 floats per step (AVX-512F/BW): bf16 widened by a shift, fp8-e4m3 moved into
 //                fp16 bits and converted by the hardware (exact, subnormals included), MXFP4
-//                nibbles through a 16-entry permute; tiles of 6 rows x 4 tokens from 4 tokens on
+//                nibbles through a 16-entry permute; tiles of 6 rows x 4 tokens from 4 tokens on,
+//                from 32 tokens on taken in blocks of 1024 columns x 64 tokens over a packed
+//                copy of the tokens (TokenPanel::packed)
 //   avx2         8 floats per step (AVX2 + FMA + F16C), the same conversions (MXFP4 via an 8-entry
 //                permute and a sign flip)
 //   portable     the row dequantised into a buffer, then moe_layer's fixed-order dot
@@ -49,12 +51,24 @@ bool roundsToBf16(Kernel k, const QuantMatrix& w);
 class TokenPanel {
 public:
     TokenPanel(const float* x, int n, std::size_t ldx, int cols) : m_x(x), m_n(n), m_ldx(ldx), m_cols(cols) {}
+    // The same, its packed copy written into `packStore` (packedSize(n, cols) floats, the caller's
+    // buffer kept between calls, so that no call pays for fresh pages).
+    TokenPanel(const float* x, int n, std::size_t ldx, int cols, float* packStore)
+        : m_x(x), m_n(n), m_ldx(ldx), m_cols(cols), m_packedStore(packStore)
+    {
+    }
     [[nodiscard]] const float* x() const { return m_x; }
     [[nodiscard]] int n() const { return m_n; }
     [[nodiscard]] std::size_t ldx() const { return m_ldx; }
     [[nodiscard]] int cols() const { return m_cols; }
     // n rows of cols bf16 values; only for a kernel that rounds to bf16.
     const std::uint16_t* bf16();
+    // The float32 tokens in groups of kPackedTokens, interleaved 16 columns at a time: group g,
+    // columns c .. c+15 of its tokens t0 .. t3 lie at packed()[g * 4 * cols + c * 4 + t * 16 ..];
+    // tokens past n are zeros. Made on first use and kept, like the bf16 copy.
+    static constexpr int kPackedTokens = 4;
+    const float* packed();
+    static std::size_t packedSize(int n, int cols);
 
 private:
     const float* m_x;
@@ -62,6 +76,9 @@ private:
     std::size_t m_ldx;
     int m_cols;
     std::vector<std::uint16_t> m_bf16;
+    std::vector<float> m_packed;  // the packed copy where no store was given
+    float* m_packedStore = nullptr;
+    bool m_isPacked = false;
 };
 
 // y[t] = sum_c W[r][c] * x[t * ldx + c] for t < n, with kernel k. `scratch` (portable) grows as needed.
