@@ -306,12 +306,17 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
         if (gated)
             rowsDots(w.gate, r0, nr, tokens, dg, N, rowBuffer);
         rowsDots(w.up, r0, nr, tokens, du, N, rowBuffer);
-        for (int i = 0; i < nr; ++i)
-            for (std::size_t t = 0; t < N; ++t) {
+        // [row][token] to [token][row], token by token: each token's rows are written contiguously
+        // (row by row, every write landed a token stride apart: 8% of a prefill FFN in perf).
+        for (std::size_t t = 0; t < N; ++t) {
+            float* gt = g + t * I + static_cast<std::size_t>(r0);
+            float* ut = u + t * I + static_cast<std::size_t>(r0);
+            for (int i = 0; i < nr; ++i) {
                 if (gated)
-                    g[t * I + static_cast<std::size_t>(r0 + i)] = dg[static_cast<std::size_t>(i) * N + t];
-                u[t * I + static_cast<std::size_t>(r0 + i)] = du[static_cast<std::size_t>(i) * N + t];
+                    gt[i] = dg[static_cast<std::size_t>(i) * N + t];
+                ut[i] = du[static_cast<std::size_t>(i) * N + t];
             }
+        }
     }
     for (std::size_t t = 0; t < N; ++t)
         for (std::size_t r = 0; r < I; ++r) {
@@ -337,11 +342,10 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
     for (int r0 = 0; r0 < H; r0 += kRows) {
         const int nr = std::min(kRows, H - r0);
         rowsDots(w.down, r0, nr, activated, dg, N, rowBuffer);
-        for (int i = 0; i < nr; ++i) {
-            const auto r = static_cast<std::size_t>(r0 + i);
-            const float bias = w.down_bias.empty() ? 0.0f : w.down_bias[r];
-            for (std::size_t t = 0; t < N; ++t)
-                y[t * Hs + r] = dg[static_cast<std::size_t>(i) * N + t] + bias;
+        for (std::size_t t = 0; t < N; ++t) {
+            float* yt = y + t * Hs + static_cast<std::size_t>(r0);
+            for (int i = 0; i < nr; ++i)
+                yt[i] = dg[static_cast<std::size_t>(i) * N + t] + (w.down_bias.empty() ? 0.0f : w.down_bias[static_cast<std::size_t>(r0 + i)]);
         }
     }
 }
