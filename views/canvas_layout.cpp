@@ -458,7 +458,9 @@ CanvasLayout layoutTopology(const Topology& t, int slotsPerGpu)
                 row0Bottom = std::max(row0Bottom, y + nh);
         }
         layoutNetwork(t, 0, totalW, bandTop, rowsOfNodes == 2, nics, out);
-        const double top = rowsOfNodes == 2 ? -10 - rowH : bandTop;
+        // No NICs (host-cpu: the CPU engine's ranks on this machine): no network band to keep
+        // room for, so the drawing is the node alone and fits the view at its size.
+        const double top = rowsOfNodes == 2 ? -10 - rowH : nics.empty() ? 0.0 : bandTop;
         const double bottom = rowsOfNodes == 2 ? kBandH + 10 + rowH : rowH;
         (void)row0Bottom;
         out.sceneRect = QRectF(-12, top - 12, totalW + 24, bottom - top + 24);

@@ -1,6 +1,8 @@
 #include "views/topology_canvas.h"
 #include "views/canvas_items.h"
+#include "views/canvas_layout.h"
 #include "views/canvas_overlay.h"
+#include "topology/builtin_topologies.h"
 
 #include "views_fixture.h"
 
@@ -82,6 +84,32 @@ private slots:
     }
 
     void cleanup() { m_canvas.reset(); }
+
+    void hostCpuDrawingIsTheNodeAlone()
+    {
+        // host-cpu (the CPU engine's ranks) has no NICs and no network: its drawing must not keep
+        // the network band's room above the node, or the fitted node is drawn small in a corner.
+        // An HGX node keeps the band (its leaves and spines are drawn there).
+        moex::TopologyParams host;
+        host.builtin = "host-cpu";
+        host.ranks = 2;
+        const moex::views::CanvasLayout cpu = moex::views::layoutTopology(moex::buildTopology(host), 4);
+        QRectF drawn;
+        for (const auto& b : cpu.boxes)
+            drawn |= b.rect;
+        for (const QRectF& g : cpu.gpuRects)
+            drawn |= g;
+        QVERIFY(!drawn.isEmpty());
+        QVERIFY2(cpu.sceneRect.height() <= drawn.height() + 30,
+                 qPrintable(QStringLiteral("scene %1 high for a drawing %2 high").arg(cpu.sceneRect.height()).arg(drawn.height())));
+        moex::TopologyParams hgx;
+        hgx.builtin = "hgx-h100";
+        const moex::views::CanvasLayout gpu = moex::views::layoutTopology(moex::buildTopology(hgx), 4);
+        QRectF gpus;
+        for (const QRectF& g : gpu.gpuRects)
+            gpus |= g;
+        QVERIFY(gpu.sceneRect.top() < gpus.top() - 100);  // the band above the node
+    }
 
     void everySampleBuildsWithoutWarnings_data()
     {
