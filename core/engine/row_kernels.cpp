@@ -113,11 +113,12 @@ __attribute__((target("avx512f,avx512bw"))) void rowsAvx512(const QuantMatrix& w
     }
 }
 
-// NR rows x NT tokens per pass: each token chunk loaded once feeds NR rows. Every (row, token)
-// keeps its own accumulator and order, so results equal the one-row kernel's bit for bit.
-template <WeightFormat F, int NR, int NT>
-__attribute__((target("avx512f,avx512bw"))) void tileAvx512(const QuantMatrix& w, int r0, const float* x, std::size_t ldx,
-                                                            float* y, std::size_t ldy)
+// NR rows x NT tokens, columns c0 .. c1 - 1 added into acc: each token chunk loaded once feeds NR
+// rows. Every (row, token) keeps its own accumulator and order, so results equal the one-row
+// kernel's bit for bit. token(t, c) is where token t's columns c .. c + 15 lie.
+template <WeightFormat F, int NR, int NT, class TokenAt>
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline void accumulateAvx512(const QuantMatrix& w, int r0, int c0, int c1,
+                                                                                       TokenAt token, __m512 (&acc)[NR][NT])
 {
     const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
                                         -3.0f, -4.0f, -6.0f);
@@ -127,21 +128,30 @@ __attribute__((target("avx512f,avx512bw"))) void tileAvx512(const QuantMatrix& w
         rows[i] = w.rowData(r0 + i);
         scales[i] = w.rowScales(r0 + i);
     }
-    __m512 acc[NR][NT];
-    for (int i = 0; i < NR; ++i)
-        for (int t = 0; t < NT; ++t)
-            acc[i][t] = _mm512_setzero_ps();
-    const int C = w.cols();
-    for (int c = 0; c < C; c += 16) {
+    for (int c = c0; c < c1; c += 16) {
         __m512 v[NR];
         for (int i = 0; i < NR; ++i)
             v[i] = load16<F>(rows[i], scales[i], c, table);
         for (int t = 0; t < NT; ++t) {
-            const __m512 xt = _mm512_loadu_ps(x + static_cast<std::size_t>(t) * ldx + static_cast<std::size_t>(c));
+            const __m512 xt = _mm512_loadu_ps(token(t, c));
             for (int i = 0; i < NR; ++i)
                 acc[i][t] = _mm512_fmadd_ps(v[i], xt, acc[i][t]);
         }
     }
+}
+
+// A whole row's columns at once, the tokens where they lie.
+template <WeightFormat F, int NR, int NT>
+__attribute__((target("avx512f,avx512bw"))) void tileAvx512(const QuantMatrix& w, int r0, const float* x, std::size_t ldx,
+                                                            float* y, std::size_t ldy)
+{
+    __m512 acc[NR][NT];
+    for (int i = 0; i < NR; ++i)
+        for (int t = 0; t < NT; ++t)
+            acc[i][t] = _mm512_setzero_ps();
+    accumulateAvx512<F, NR, NT>(w, r0, 0, w.cols(),
+                                [x, ldx](int t, int c) { return x + static_cast<std::size_t>(t) * ldx + static_cast<std::size_t>(c); },
+                                acc);
     for (int i = 0; i < NR; ++i)
         for (int t = 0; t < NT; ++t)
             y[static_cast<std::size_t>(i) * ldy + static_cast<std::size_t>(t)] = _mm512_reduce_add_ps(acc[i][t]);
@@ -196,29 +206,13 @@ __attribute__((target("avx512f,avx512bw"))) void blockedTileAvx512(const QuantMa
                                                                    int nt, float* y, std::size_t ldy)
 {
     constexpr int NT = TokenPanel::kPackedTokens;
-    const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
-                                        -3.0f, -4.0f, -6.0f);
-    const std::uint8_t* rows[NR];
-    const float* scales[NR];
-    for (int i = 0; i < NR; ++i) {
-        rows[i] = w.rowData(r0 + i);
-        scales[i] = w.rowScales(r0 + i);
-    }
     __m512 acc[NR][NT];
     for (int i = 0; i < NR; ++i)
         for (int t = 0; t < NT; ++t)
             acc[i][t] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(partial + (i * NT + t) * 16);
-    const float* xc = xp + static_cast<std::size_t>(c0) * NT;
-    for (int c = c0; c < c1; c += 16, xc += NT * 16) {
-        __m512 v[NR];
-        for (int i = 0; i < NR; ++i)
-            v[i] = load16<F>(rows[i], scales[i], c, table);
-        for (int t = 0; t < NT; ++t) {
-            const __m512 xt = _mm512_loadu_ps(xc + t * 16);
-            for (int i = 0; i < NR; ++i)
-                acc[i][t] = _mm512_fmadd_ps(v[i], xt, acc[i][t]);
-        }
-    }
+    accumulateAvx512<F, NR, NT>(w, r0, c0, c1,
+                                [xp](int t, int c) { return xp + static_cast<std::size_t>(c) * NT + static_cast<std::size_t>(t) * 16; },
+                                acc);
     if (last) {
         for (int i = 0; i < NR; ++i)
             for (int t = 0; t < nt; ++t)
