@@ -397,8 +397,9 @@ const char* toString(Kernel k)
 
 bool kernelFromString(const std::string& name, Kernel& out)
 {
+    // "avx2" is the name MOEX_KERNEL and --kernel document; "avx2+fma" is how reports print it.
     for (Kernel k : {Kernel::portable, Kernel::avx2, Kernel::avx512, Kernel::avx512bf16})
-        if (name == toString(k)) {
+        if (name == toString(k) || (k == Kernel::avx2 && name == "avx2")) {
             out = k;
             return true;
         }

@@ -30,7 +30,7 @@ namespace moex::engine {
 enum class Kernel { portable, avx2, avx512, avx512bf16 };
 
 const char* toString(Kernel k);
-// The kernel named `name` (as toString writes it); false when there is none.
+// The kernel named `name` (as toString writes it, or "avx2"); false when there is none.
 bool kernelFromString(const std::string& name, Kernel& out);
 // The fastest kernel this CPU runs.
 Kernel bestKernel();

@@ -108,6 +108,7 @@ private slots:
     void seededWeightsDependOnlyOnTheirIndex();
     void vectorKernelsAgreeWithPortable();
     void blockedTilesEqualTheOneRowKernel();
+    void kernelNamesAreRead();
     void bf16KernelIsExactOnBf16Values();
     void routersFollowTheirFamily();
     void groupLimitedRoutingStaysInItsGroups();
@@ -310,6 +311,25 @@ void TestEngine::vectorKernelsAgreeWithPortable()
         ++checked;
     }
     qInfo("%d row sets checked; active kernel %s", checked, toString(activeKernel()));
+}
+
+void TestEngine::kernelNamesAreRead()
+{
+    // The names MOEX_KERNEL and bench engine --kernel document, and the ones reports print.
+    const std::pair<const char*, Kernel> named[] = {{"portable", Kernel::portable}, {"avx2", Kernel::avx2},
+                                                    {"avx2+fma", Kernel::avx2},     {"avx512", Kernel::avx512},
+                                                    {"avx512-bf16", Kernel::avx512bf16}};
+    for (const auto& [name, kernel] : named) {
+        Kernel k = name == std::string("portable") ? Kernel::avx512 : Kernel::portable;
+        QVERIFY2(kernelFromString(name, k), name);
+        QCOMPARE(k, kernel);
+        Kernel back = Kernel::portable;
+        QVERIFY(kernelFromString(toString(kernel), back));
+        QCOMPARE(back, kernel);
+    }
+    Kernel k = Kernel::portable;
+    for (const char* wrong : {"avx", "AVX2", "avx512bf16", ""})
+        QVERIFY2(!kernelFromString(wrong, k), wrong);
 }
 
 void TestEngine::blockedTilesEqualTheOneRowKernel()
