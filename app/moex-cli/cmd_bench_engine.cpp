@@ -222,7 +222,10 @@ __attribute__((target("avx512f,avx512bf16"))) double dpbf16Loop512(long iters)
 // CPU has neither vector unit.
 double fmaCeiling(int threads, int runs, double& sink, bool dpbf16 = false)
 {
-    const bool wide = kernelSupported(Kernel::avx512);
+    // The ceiling of the vectors the kernel uses: 512-bit FMAs for the AVX-512 kernels, 256-bit for
+    // avx2 (also on a CPU with AVX-512, when --kernel avx2 chose it).
+    const Kernel active = activeKernel();
+    const bool wide = (active == Kernel::avx512 || active == Kernel::avx512bf16) && kernelSupported(Kernel::avx512);
     if (!wide && !kernelSupported(Kernel::avx2))
         return 0;
     if (dpbf16 && !kernelSupported(Kernel::avx512bf16))
@@ -440,7 +443,7 @@ int benchEngine(const Args& args)
             const bool bf16Products = kernel == Kernel::avx512bf16 && f.format != "fp32";
             const double ceilingGflops = bf16Products ? dpbf16Gflops : fmaGflops;
             std::cout << "  " << f.format << " x8: " << fixed(gflops, 1) << " GFLOP/s = " << fixed(gflops / ceilingGflops, 2) << " of the "
-                      << (bf16Products ? "VDPBF16PS" : "FMA") << " ceiling (" << fixed(ceilingGflops, 1) << " GFLOP/s, " << threads
+                      << (bf16Products ? "VDPBF16PS" : kernel == Kernel::avx2 ? "256-bit FMA" : "FMA") << " ceiling (" << fixed(ceilingGflops, 1) << " GFLOP/s, " << threads
                       << " threads); 0.85 of its read ceiling needs " << fixed(needed, 1) << " GFLOP/s\n";
         }
     std::cout << "R1-shaped layer  " << fixed(r1Median, 2) << " ms (4 ranks, 64 tokens, fp8, 32 experts + shared)\n";

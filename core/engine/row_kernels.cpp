@@ -224,23 +224,20 @@ __attribute__((target("avx512f,avx512bw"))) void blockedTileAvx512(const QuantMa
     }
 }
 
-template <WeightFormat F>
-__attribute__((target("avx512f,avx512bw"))) void rowsBlockedAvx512(const QuantMatrix& w, int r0, int nrows, const float* xp,
-                                                                   int n, float* y, std::size_t ldy)
+// The blocked order over a call's rows: token groups, then column blocks, then tiles of kRows rows
+// x 4 tokens (tiles[nr] for nr rows, nr <= kRows), each tile's accumulators kept in `partial`
+// (kTileFloats floats a tile) between column blocks.
+using BlockedTile = void (*)(const QuantMatrix&, int, int, int, const float*, float*, bool, bool, int, float*, std::size_t);
+
+template <int kRows, int kTileFloats>
+void rowsBlocked(const BlockedTile (&tiles)[kRows + 1], const QuantMatrix& w, int r0, int nrows, const float* xp, int n,
+                 float* y, std::size_t ldy)
 {
-    constexpr int kRows = 6, NT = TokenPanel::kPackedTokens, kTile = kRows * NT * 16;
-    using Tile = void (*)(const QuantMatrix&, int, int, int, const float*, float*, bool, bool, int, float*, std::size_t);
-    static constexpr Tile tiles[kRows + 1] = {nullptr,
-                                              blockedTileAvx512<F, 1>,
-                                              blockedTileAvx512<F, 2>,
-                                              blockedTileAvx512<F, 3>,
-                                              blockedTileAvx512<F, 4>,
-                                              blockedTileAvx512<F, 5>,
-                                              blockedTileAvx512<F, 6>};
+    constexpr int NT = TokenPanel::kPackedTokens;
     const int C = w.cols();
     const int rowTiles = (nrows + kRows - 1) / kRows;
     thread_local std::vector<float> partial;
-    partial.resize(static_cast<std::size_t>(rowTiles) * (kTokenGroup / NT) * kTile);
+    partial.resize(static_cast<std::size_t>(rowTiles) * (kTokenGroup / NT) * kTileFloats);
     for (int g0 = 0; g0 < n; g0 += kTokenGroup) {
         const int g1 = n - g0 < kTokenGroup ? n : g0 + kTokenGroup;
         for (int c0 = 0; c0 < C; c0 += kColumnBlock) {
@@ -249,12 +246,25 @@ __attribute__((target("avx512f,avx512bw"))) void rowsBlockedAvx512(const QuantMa
                 const int r = rt * kRows, nr = nrows - r < kRows ? nrows - r : kRows;
                 for (int t = g0; t < g1; t += NT)
                     tiles[nr](w, r0 + r, c0, c1, xp + static_cast<std::size_t>(t) * static_cast<std::size_t>(C),
-                              partial.data() + (static_cast<std::size_t>(rt) * (kTokenGroup / NT) + static_cast<std::size_t>((t - g0) / NT)) * kTile,
+                              partial.data() + (static_cast<std::size_t>(rt) * (kTokenGroup / NT) + static_cast<std::size_t>((t - g0) / NT)) * kTileFloats,
                               c0 == 0, c1 == C, n - t < NT ? n - t : NT,
                               y + static_cast<std::size_t>(r) * ldy + static_cast<std::size_t>(t), ldy);
             }
         }
     }
+}
+
+template <WeightFormat F>
+void rowsBlockedAvx512(const QuantMatrix& w, int r0, int nrows, const float* xp, int n, float* y, std::size_t ldy)
+{
+    static constexpr BlockedTile tiles[7] = {nullptr,
+                                             blockedTileAvx512<F, 1>,
+                                             blockedTileAvx512<F, 2>,
+                                             blockedTileAvx512<F, 3>,
+                                             blockedTileAvx512<F, 4>,
+                                             blockedTileAvx512<F, 5>,
+                                             blockedTileAvx512<F, 6>};
+    rowsBlocked<6, 6 * TokenPanel::kPackedTokens * 16>(tiles, w, r0, nrows, xp, n, y, ldy);
 }
 
 void rowsBlockedDotsAvx512(const QuantMatrix& w, int r0, int nrows, const float* xp, int n, float* y, std::size_t ldy)
@@ -369,6 +379,65 @@ __attribute__((target("avx2,fma,f16c"))) void rowsAvx2(const QuantMatrix& w, int
     for (int t0 = 0; t0 < n; t0 += kTokenBlock) {
         const int m = n - t0 < kTokenBlock ? n - t0 : kTokenBlock;
         dispatchAvx2<F, kTokenBlock>(w, r, x + static_cast<std::size_t>(t0) * ldx, m, ldx, y + t0);
+    }
+}
+
+// The blocked order of the AVX-512 kernel (rowsBlocked) with 8-column steps: 3 rows x 4 tokens,
+// 12 accumulators, 3 weight vectors and a token vector in the 16 registers. A token's columns
+// c .. c + 7 lie in the packed copy's 16-column chunk of c. Every (row, token) adds in blockAvx2's
+// order, so results equal the one-row kernel's bit for bit.
+template <WeightFormat F, int NR>
+__attribute__((target("avx2,fma,f16c"))) void blockedTileAvx2(const QuantMatrix& w, int r0, int c0, int c1, const float* xp,
+                                                             float* partial, bool first, bool last, int nt, float* y,
+                                                             std::size_t ldy)
+{
+    constexpr int NT = TokenPanel::kPackedTokens;
+    const std::uint8_t* rows[NR];
+    const float* scales[NR];
+    for (int i = 0; i < NR; ++i) {
+        rows[i] = w.rowData(r0 + i);
+        scales[i] = w.rowScales(r0 + i);
+    }
+    __m256 acc[NR][NT];
+    for (int i = 0; i < NR; ++i)
+        for (int t = 0; t < NT; ++t)
+            acc[i][t] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(partial + (i * NT + t) * 8);
+    for (int c = c0; c < c1; c += 8) {
+        const float* xc = xp + static_cast<std::size_t>(c & ~15) * NT + (c & 15);
+        __m256 v[NR];
+        for (int i = 0; i < NR; ++i)
+            v[i] = load8<F>(rows[i], scales[i], c);
+        for (int t = 0; t < NT; ++t) {
+            const __m256 xt = _mm256_loadu_ps(xc + t * 16);
+            for (int i = 0; i < NR; ++i)
+                acc[i][t] = _mm256_fmadd_ps(v[i], xt, acc[i][t]);
+        }
+    }
+    if (last) {
+        for (int i = 0; i < NR; ++i)
+            for (int t = 0; t < nt; ++t)
+                y[static_cast<std::size_t>(i) * ldy + static_cast<std::size_t>(t)] = hsum8(acc[i][t]);
+    } else {
+        for (int i = 0; i < NR; ++i)
+            for (int t = 0; t < NT; ++t)
+                _mm256_storeu_ps(partial + (i * NT + t) * 8, acc[i][t]);
+    }
+}
+
+template <WeightFormat F>
+void rowsBlockedAvx2(const QuantMatrix& w, int r0, int nrows, const float* xp, int n, float* y, std::size_t ldy)
+{
+    static constexpr BlockedTile tiles[4] = {nullptr, blockedTileAvx2<F, 1>, blockedTileAvx2<F, 2>, blockedTileAvx2<F, 3>};
+    rowsBlocked<3, 3 * TokenPanel::kPackedTokens * 8>(tiles, w, r0, nrows, xp, n, y, ldy);
+}
+
+void rowsBlockedDotsAvx2(const QuantMatrix& w, int r0, int nrows, const float* xp, int n, float* y, std::size_t ldy)
+{
+    switch (w.format()) {
+    case WeightFormat::f32: return rowsBlockedAvx2<WeightFormat::f32>(w, r0, nrows, xp, n, y, ldy);
+    case WeightFormat::bf16: return rowsBlockedAvx2<WeightFormat::bf16>(w, r0, nrows, xp, n, y, ldy);
+    case WeightFormat::fp8_block: return rowsBlockedAvx2<WeightFormat::fp8_block>(w, r0, nrows, xp, n, y, ldy);
+    case WeightFormat::mxfp4: return rowsBlockedAvx2<WeightFormat::mxfp4>(w, r0, nrows, xp, n, y, ldy);
     }
 }
 
@@ -557,6 +626,8 @@ void rowsDotsWith(Kernel k, const QuantMatrix& w, int r0, int nrows, TokenPanel&
     // hidden 4096: 1.35x at 256 tokens, 1.1x at 32, even at 8; docs/PERFORMANCE.md).
     if (k == Kernel::avx512 && w.cols() % 16 == 0 && n >= kBlockedMinTokens)
         return rowsBlockedDotsAvx512(w, r0, nrows, panel.packed(), n, y, ldy);
+    if (k == Kernel::avx2 && w.cols() % 16 == 0 && n >= kBlockedMinTokens && kernelSupported(Kernel::avx2))
+        return rowsBlockedDotsAvx2(w, r0, nrows, panel.packed(), n, y, ldy);
     if (k == Kernel::avx512 && w.cols() % 16 == 0 && n >= 4)
         return rowsDotsAvx512(w, r0, nrows, x, n, ldx, y, ldy);
     for (int i = 0; i < nrows; ++i)

@@ -10,7 +10,8 @@
 //                from 32 tokens on taken in blocks of 1024 columns x 64 tokens over a packed
 //                copy of the tokens (TokenPanel::packed)
 //   avx2         8 floats per step (AVX2 + FMA + F16C), the same conversions (MXFP4 via an 8-entry
-//                permute and a sign flip)
+//                permute and a sign flip); from 32 tokens on, tiles of 3 rows x 4 tokens in the
+//                same blocks over the packed tokens
 //   portable     the row dequantised into a buffer, then moe_layer's fixed-order dot
 // Each implementation sums in a fixed order, so a token's result does not depend on the other
 // tokens of the call: ranks agree bit for bit on one machine. The float32 implementations differ
