@@ -4,8 +4,8 @@
 //   avx512-bf16  bf16, fp8 and MXFP4 weights against the tokens rounded to bf16, with VDPBF16PS
 //                (twice the multiply-adds of float32 FMAs; row_kernels_bf16.cpp); float32 weights
 //                as avx512
-//   avx512       16 floats per step (AVX-512F/BW): bf16 widened by a shift, fp8-e4m3 moved into
-//                fp16 bits and converted by the hardware (exact, subnormals included), MXFP4
+//   avx512       16 floats per step (AVX-512F/BW; row_kernels_simd.cpp, as avx2): bf16 widened
+//                by a shift, fp8-e4m3 moved into fp16 bits and converted by the hardware (exact, subnormals included), MXFP4
 //                nibbles through a 16-entry permute; tiles of 6 rows x 4 tokens from 4 tokens on,
 //                from 32 tokens on taken in blocks of 1024 columns x 64 tokens over a packed
 //                copy of the tokens (TokenPanel::packed)
