@@ -10,6 +10,7 @@
 #include <QIdentityProxyModel>
 #include <QLabel>
 #include <QLocale>
+#include <QPainter>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -46,24 +47,46 @@ QString totals(const StepTotals& t)
              QLocale::c().toString(t.imbalance, 'f', 3));
 }
 
-QLabel* thumbLabel()
+}  // namespace
+
+Thumbnail::Thumbnail(QWidget* parent) : QFrame(parent)
 {
-    auto* l = new QLabel;
-    l->setMinimumSize(160, 100);
-    l->setAlignment(Qt::AlignCenter);
-    l->setFrameShape(QFrame::StyledPanel);
-    l->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
-    return l;
+    setFrameShape(QFrame::StyledPanel);
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
 }
 
-}  // namespace
+void Thumbnail::setPixmap(const QPixmap& pm)
+{
+    m_pm = pm;
+    update();
+}
+
+QRect Thumbnail::drawnRect() const
+{
+    if (m_pm.isNull())
+        return {};
+    const QRect box = contentsRect().adjusted(4, 4, -4, -4);
+    QRect r(QPoint(0, 0), m_pm.size().scaled(box.size(), Qt::KeepAspectRatio));
+    r.moveCenter(box.center());
+    return r;
+}
+
+void Thumbnail::paintEvent(QPaintEvent* event)
+{
+    QFrame::paintEvent(event);
+    if (m_pm.isNull())
+        return;
+    QPainter p(this);
+    p.setRenderHint(QPainter::SmoothPixmapTransform);
+    p.drawPixmap(drawnRect(), m_pm);
+}
 
 CompareView::CompareView(QWidget* parent)
     : QWidget(parent),
       m_model(new session::CompareModel(this)),
       m_table(new QTableView),
-      m_thumbA(thumbLabel()),
-      m_thumbB(thumbLabel()),
+      m_thumbA(new Thumbnail),
+      m_thumbB(new Thumbnail),
       m_titleA(new QLabel),
       m_titleB(new QLabel),
       m_totalsA(new QLabel),
@@ -115,6 +138,8 @@ CompareView::CompareView(QWidget* parent)
     leftBox->addLayout(sides, 1);
     top->addLayout(leftBox, 5);
     top->addLayout(right, 6);
+    m_sidesBox = leftBox;
+    m_tableBox = right;
     setNames(tr("A"), tr("B"));
     showMessage(tr("Edit \u25b8 Duplicate as B makes a copy of this scenario; change anything in B and the "
                    "difference shows here, term by term."));
@@ -133,7 +158,8 @@ void CompareView::setResult(const session::ComparisonResult& r)
     const int rowsHeight = m_table->verticalHeader()->defaultSectionSize() * m_model->rowCount()
                            + m_table->horizontalHeader()->sizeHint().height() + 2 * m_table->frameWidth() + 4;
     m_table->setMaximumHeight(rowsHeight);
-    m_table->setMinimumHeight(std::min(rowsHeight, 140));
+    m_rowsHeight = rowsHeight;
+    arrange();
     m_totalsA->setText(totals(r.a.mean));
     m_totalsB->setText(totals(r.b.mean));
     m_explanation->setText(session::qs(r.explanation).trimmed());
@@ -143,32 +169,32 @@ void CompareView::setResult(const session::ComparisonResult& r)
 
 void CompareView::setThumbnails(const QPixmap& a, const QPixmap& b)
 {
-    m_pixA = a;
-    m_pixB = b;
-    rescaleThumbnails();
+    m_thumbA->setPixmap(a);
+    m_thumbB->setPixmap(b);
 }
 
-void CompareView::rescaleThumbnails()
+void CompareView::arrange()
 {
-    auto fit = [](QLabel* label, const QPixmap& pm) {
-        const QSize box = label->contentsRect().size().expandedTo(QSize(120, 80)) - QSize(8, 8);
-        label->setPixmap(pm.isNull() ? QPixmap() : pm.scaled(box, Qt::KeepAspectRatio, Qt::SmoothTransformation));
-    };
-    fit(m_thumbA, m_pixA);
-    fit(m_thumbB, m_pixB);
+    // Wide and short (a dock): thumbnails left of the table, 5 : 6. Tall (a tab, a screenshot): the
+    // table on top, as tall as its rows, and the thumbnails side by side below it in all the
+    // height that is left (not a gap under the explanation).
+    auto* box = qobject_cast<QBoxLayout*>(layout());
+    if (!box)
+        return;
+    const bool tall = height() > 560;
+    const auto dir = tall ? QBoxLayout::BottomToTop : QBoxLayout::LeftToRight;
+    if (box->direction() != dir)
+        box->setDirection(dir);
+    box->setStretchFactor(m_sidesBox, tall ? 1 : 5);
+    box->setStretchFactor(m_tableBox, tall ? 0 : 6);
+    // Every row shown where half the height holds them; a dock scrolls below 140 pixels.
+    m_table->setMinimumHeight(std::min(m_rowsHeight, tall ? height() / 2 : 140));
 }
 
 void CompareView::resizeEvent(QResizeEvent* event)
 {
-    // Wide and short (a dock): thumbnails left of the table. Tall (a tab, a screenshot): the table
-    // on top and the thumbnails side by side below it.
-    if (auto* box = qobject_cast<QBoxLayout*>(layout())) {
-        const auto dir = height() > 560 ? QBoxLayout::BottomToTop : QBoxLayout::LeftToRight;
-        if (box->direction() != dir)
-            box->setDirection(dir);
-    }
+    arrange();
     QWidget::resizeEvent(event);
-    rescaleThumbnails();
 }
 
 void CompareView::setBusy(bool busy)
@@ -183,9 +209,7 @@ void CompareView::clear()
     m_totalsA->clear();
     m_totalsB->clear();
     m_explanation->clear();
-    m_pixA = QPixmap();
-    m_pixB = QPixmap();
-    rescaleThumbnails();
+    setThumbnails(QPixmap(), QPixmap());
     m_hasResult = false;
     m_status->setText(tr("Edit \u25b8 Duplicate as B to compare a what-if with this scenario."));
 }
