@@ -245,9 +245,13 @@ void TopologyCanvas::Impl::buildScene()
     }
     chips.assign(gpus.size(), {});
     scene.setSceneRect(layout.sceneRect);
-    // Generous margins around the drawing so that panning and the legend offset are never clamped.
+    // Generous margins around the drawing so that panning and the legend offset are never clamped:
+    // twice its longer side on every side. (Its own width and height were not enough for a wide
+    // drawing fitted to a small view: the view then shows more height than the drawing has, the
+    // centre moved to keep the legend's rows free was clamped, and the legend covered the nodes.)
     const QRectF r = layout.sceneRect;
-    q->setSceneRect(r.adjusted(-r.width(), -r.height(), r.width(), r.height()));
+    const double m = 2.0 * std::max(r.width(), r.height());
+    q->setSceneRect(r.adjusted(-m, -m, m, m));
     rebuildChips();
     recolour();
 }

@@ -117,6 +117,56 @@ private slots:
         for (const QString& f : sampleFiles())
             QTest::addRow("%s", qPrintable(f.section(QLatin1Char('/'), -1))) << f;
     }
+    // Fitted into a small view (the 1024 x 700 window's canvas is about 320 x 330), the drawing
+    // keeps clear of the legend, wide topologies included: no GPU and no expert chip under it.
+    void legendNeverCoversTheFittedDrawing_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QSize>("size");
+        for (const char* f : {"kimi-k2-thinking-decode-hgx-h200x8.yaml", "deepseek-r1-decode-nvl72.yaml",
+                              "mixtral-8x7b-decode-hgx-h100.yaml"})
+            for (const QSize size : {QSize(320, 330), QSize(330, 700), QSize(900, 300), QSize(1400, 1000)})
+                QTest::newRow(qPrintable(QStringLiteral("%1 %2x%3").arg(QLatin1String(f)).arg(size.width()).arg(size.height())))
+                    << QString::fromStdString(samplePath(f)) << size;
+    }
+    void legendNeverCoversTheFittedDrawing()
+    {
+        QFETCH(QString, file);
+        QFETCH(QSize, size);
+        const Sample s = loadSample(file.toStdString());
+        TopologyCanvas canvas;
+        canvas.resize(size);
+        canvas.setScenario(s.scenario, s.placement);
+        canvas.setMetrics(s.metrics);
+        canvas.setLayer(onlyLayer(0));
+        canvas.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&canvas));
+        canvas.fitAll();
+        QWidget* found = nullptr;
+        for (QWidget* w : canvas.findChildren<QWidget*>())
+            if (QLatin1String(w->metaObject()->className()).endsWith(QLatin1String("CanvasLegend")))
+                found = w;
+        QVERIFY(found && found->isVisible());
+        // The legend in the viewport's coordinates.
+        const QRect legendRect(canvas.viewport()->mapFrom(&canvas, found->geometry().topLeft()), found->size());
+        // The first GPU header or expert chip outside the view or under the legend ("" when none).
+        auto where = [&](const QPointF& scenePos) {
+            const QPoint p = canvas.mapFromScene(scenePos);
+            return !canvas.viewport()->rect().contains(p) ? QStringLiteral(" outside the view")
+                   : legendRect.contains(p)               ? QStringLiteral(" under the legend")
+                                                          : QString();
+        };
+        QString first;
+        for (int g = 0; g < s.scenario.topology.numGpus() && first.isEmpty(); ++g) {
+            if (const QString w = where(canvas.gpuScenePos(GpuId(g))); !w.isEmpty())
+                first = QStringLiteral("GPU %1").arg(g) + w;
+            for (auto e : s.placement.layers[0].gpu_slots[static_cast<std::size_t>(g)])
+                if (const QString w = where(canvas.expertScenePos(GpuId(g), e)); first.isEmpty() && !w.isEmpty())
+                    first = QStringLiteral("GPU %1 expert %2").arg(g).arg(e.value) + w;
+        }
+        QVERIFY2(first.isEmpty(), qPrintable(first));
+    }
+
     void everySampleBuildsWithoutWarnings()
     {
         QFETCH(QString, file);
