@@ -58,6 +58,11 @@ void MainWindow::openLoadStatistics(const QString& path)
         stats = QFileInfo(stats).absolutePath();
     m_loadStatsDock->show();
     m_loadStatsDock->raise();
+    // The report's verdict and its two charts need more than the charts' strip (they were drawn
+    // cut off at 30% of a 1000-pixel window): at least 45% of the height, never less than it has.
+    const int wanted = height() * 45 / 100;
+    if (isVisible() && m_loadStatsDock->height() < wanted)
+        resizeDocks({m_loadStatsDock}, {wanted}, Qt::Vertical);
     m_loadStatsView->analyse(m_docA->scenario(), m_docA->filePath(), stats);
 }
 
