@@ -15,7 +15,7 @@ namespace {
 constexpr int kMargin = 6;
 constexpr int kLegendWidth = 74;   // bar + tick labels
 constexpr int kLegendBar = 12;
-constexpr int kTitleHeight = 20;
+constexpr int kTitleHeight = 20;  // at least: more where the font is larger (presentation mode)
 constexpr int kAxisTitle = 16;
 
 QString formatValue(double v)
@@ -214,7 +214,7 @@ bool HeatmapWidget::colLabelsVertical() const
         return false;
     measureLabels();
     const int w = m_colLabelW;
-    const double cellW = double(width() - rowLabelWidth() - kLegendWidth - kAxisTitle - 3 * kMargin) / m_cols;
+    const double cellW = double(width() - rowLabelWidth() - kLegendWidth - axisTitleHeight() - 3 * kMargin) / m_cols;
     return w + 4 > cellW;
 }
 
@@ -226,12 +226,21 @@ int HeatmapWidget::colLabelHeight() const
     return std::min(m_colLabelW, 90) + 4;
 }
 
+int HeatmapWidget::titleHeight() const
+{
+    QFont bold = font();
+    bold.setBold(true);
+    return std::max(kTitleHeight, QFontMetrics(bold).height() + 4);
+}
+
+int HeatmapWidget::axisTitleHeight() const { return std::max(kAxisTitle, fontMetrics().height() + 2); }
+
 QRectF HeatmapWidget::plotRect() const
 {
-    const double left = kMargin + kAxisTitle + rowLabelWidth();
-    const double top = kMargin + (m_title.isEmpty() ? 0 : kTitleHeight);
+    const double left = kMargin + axisTitleHeight() + rowLabelWidth();
+    const double top = kMargin + (m_title.isEmpty() ? 0 : titleHeight());
     const double right = width() - kMargin - kLegendWidth;
-    const double bottom = height() - kMargin - colLabelHeight() - (m_colTitle.isEmpty() ? 0 : kAxisTitle);
+    const double bottom = height() - kMargin - colLabelHeight() - (m_colTitle.isEmpty() ? 0 : axisTitleHeight());
     return QRectF(QPointF(left, top), QPointF(std::max(left + 1, right), std::max(top + 1, bottom)));
 }
 
@@ -283,7 +292,7 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
         f.setBold(true);
         p.setFont(f);
         p.setPen(palette().color(QPalette::Text));
-        p.drawText(QRectF(kMargin, kMargin, width() - 2 * kMargin, kTitleHeight), Qt::AlignLeft | Qt::AlignVCenter,
+        p.drawText(QRectF(kMargin, kMargin, width() - 2 * kMargin, titleHeight()), Qt::AlignLeft | Qt::AlignVCenter,
                    m_title);
         p.setFont(font());
     }
@@ -346,13 +355,13 @@ void HeatmapWidget::paintAxes(QPainter& p, const QRectF& plot) const
     bold.setBold(true);
     p.setFont(bold);
     if (!m_colTitle.isEmpty())
-        p.drawText(QRectF(plot.left(), plot.bottom() + lh, plot.width(), kAxisTitle), Qt::AlignCenter,
+        p.drawText(QRectF(plot.left(), plot.bottom() + lh, plot.width(), axisTitleHeight()), Qt::AlignCenter,
                    m_colTitle + (m_sorted ? tr(" (sorted by total, descending)") : QString()));
     if (!m_rowTitle.isEmpty()) {
         p.save();
         p.translate(kMargin, plot.center().y());
         p.rotate(-90);
-        p.drawText(QRectF(-plot.height() / 2, 0, plot.height(), kAxisTitle), Qt::AlignCenter, m_rowTitle);
+        p.drawText(QRectF(-plot.height() / 2, 0, plot.height(), axisTitleHeight()), Qt::AlignCenter, m_rowTitle);
         p.restore();
     }
     p.setFont(font());

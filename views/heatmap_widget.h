@@ -67,6 +67,8 @@ private:
     [[nodiscard]] QString colLabel(int col) const;
     [[nodiscard]] int rowLabelWidth() const;
     [[nodiscard]] int colLabelHeight() const;
+    [[nodiscard]] int titleHeight() const;      // the title's band: its bold line and a margin
+    [[nodiscard]] int axisTitleHeight() const;  // an axis title's line
     [[nodiscard]] bool colLabelsVertical() const;
     void paintAxes(QPainter& p, const QRectF& plot) const;
     void paintLegend(QPainter& p, const QRectF& plot) const;

@@ -40,6 +40,33 @@ private slots:
         QCOMPARE(w.colorOf(2.5), QColor(0x87, 0xb4, 0x48));
     }
 
+    // A larger font (presentation mode) gets larger title and axis-title bands: the title's line
+    // ends above the cells and above the unit over the colour bar (with a fixed 20-pixel band the
+    // two were drawn into each other), and the row title keeps its line left of the labels.
+    void titlesMakeRoomForTheirFont()
+    {
+        for (const int points : {9, 14, 22}) {
+            HeatmapWidget w;
+            QFont f = w.font();
+            f.setPointSize(points);
+            w.setFont(f);
+            w.resize(700, 500);
+            w.setMatrix(4, 6, std::vector<double>(24, 1.0));
+            w.setTitle(QStringLiteral("Expert load (token-expert pairs per step)"));
+            w.setAxisTitles(QStringLiteral("MoE layer"), QStringLiteral("expert"));
+            w.setUnit(QStringLiteral("pairs"));
+            QFont bold = f;
+            bold.setBold(true);
+            const int titleBottom = 6 + QFontMetrics(bold).height();  // kMargin + the title's line
+            // The unit's line starts 2 px above the cells' top, right of them: the title ends there.
+            const double cellsTop = w.cellRect(0, 0).top();
+            QVERIFY2(cellsTop - 2 >= titleBottom,
+                     qPrintable(QStringLiteral("%1 pt: cells from %2, title to %3").arg(points).arg(cellsTop).arg(titleBottom)));
+            const double cellsLeft = w.cellRect(0, 0).left();
+            QVERIFY(cellsLeft >= 6 + QFontMetrics(f).height());  // the row title's line, rotated
+        }
+    }
+
     void largeMatrices()
     {
         HeatmapWidget w;
