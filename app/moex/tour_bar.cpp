@@ -1,6 +1,7 @@
 #include "tour_bar.h"
 
 #include "mailbox.h"
+#include "views/elided_label.h"
 
 #include <QFontMetrics>
 #include <QHBoxLayout>
@@ -17,7 +18,7 @@ namespace moex::app {
 
 TourBar::TourBar(QWidget* parent)
     : QWidget(parent),
-      m_title(new QLabel),
+      m_title(new views::ElidedLabel(QString())),
       m_caption(new QLabel),
       m_counter(new QLabel),
       m_prev(new QPushButton(tr("\u25c0 Previous"))),
@@ -146,7 +147,10 @@ void TourBar::show(int step)
 {
     m_step = step;
     const session::TourStep& s = m_tour.steps[static_cast<std::size_t>(step)];
-    m_title->setText(s.title.isEmpty() ? m_tour.title : m_tour.title + QStringLiteral(" \u2014 ") + s.title);
+    // The step first: where the bar is narrow the tour's name is what the ellipsis takes.
+    const QString title = s.title.isEmpty() ? m_tour.title : s.title + QStringLiteral(" \u2014 ") + m_tour.title;
+    m_title->setText(title);
+    m_title->setToolTip(title);
     showCaption();
     m_counter->setText(tr("%1 / %2").arg(step + 1).arg(m_tour.steps.size()));
     m_prev->setEnabled(step > 0);

@@ -471,6 +471,13 @@ private slots:
             QCOMPARE(buttons[0]->mapTo(&w, QPoint(0, 0)), prevAt);
             QCOMPARE(buttons[1]->mapTo(&w, QPoint(0, 0)), nextAt);
             QCOMPARE(panelDock->width(), panelWidth);
+            // The step's own title leads the bar's title (a narrow bar elides the tour's name
+            // after it, not the step), and the whole title is its tooltip.
+            const QString stepTitle = w.tourBar()->tour().steps[static_cast<std::size_t>(step)].title;
+            const auto labels = w.tourBar()->findChildren<QLabel*>();
+            QVERIFY2(std::any_of(labels.begin(), labels.end(),
+                                 [&](const QLabel* l) { return l->text().startsWith(stepTitle) && l->toolTip() == l->text(); }),
+                     qPrintable(stepTitle));
         }
         w.tourBar()->stop();
         QApplication::processEvents();
