@@ -1,7 +1,7 @@
 // The main window as a new user drives it: every sample loads and renders with no Qt warning; a
 // mouse drag on the canvas moves an expert, the numbers change and undo restores them exactly;
 // refused edits show feedback; Duplicate as B fills the compare view; every model passes
-// QAbstractItemModelTester; tours step; presentation mode enlarges fonts.
+// QAbstractItemModelTester; presentation mode enlarges fonts. (The guided tours: tst_tour.)
 #include "compare_runner.h"
 #include "window_fixture.h"
 #include "compare_view.h"
@@ -54,21 +54,6 @@ using moex::MoeLayers;
 
 namespace {
 
-QStringList g_warnings;
-QtMessageHandler g_previous = nullptr;
-
-void recordWarnings(QtMsgType type, const QMessageLogContext& ctx, const QString& msg)
-{
-    // The offscreen platform plugin itself warns that it cannot propagate size hints; that is the
-    // test platform talking, not the application.
-    const bool platformNoise = msg.contains(QLatin1String("does not support propagateSizeHints"));
-    if ((type == QtWarningMsg || type == QtCriticalMsg || type == QtFatalMsg) && !platformNoise)
-        g_warnings << msg;
-    if (g_previous)
-        g_previous(type, ctx, msg);
-}
-
-
 MoeLayers onlyLayer(int moeLayer) { return MoeLayers::only(MoeLayerId(moeLayer)); }
 
 bool holds(const moex::Placement& p, int layer, int gpu, int expert)
@@ -99,16 +84,9 @@ void compareExactly(const moex::StepMetrics& a, const moex::StepMetrics& b)
 class TestMainWindow : public QObject {
     Q_OBJECT
 private slots:
-    void initTestCase()
-    {
-        qputenv("XDG_CONFIG_HOME", m_config.path().toUtf8());
-        moex::app::initResources();
-        qApp->setStyleSheet(moex::app::styleSheet());
-        g_previous = qInstallMessageHandler(recordWarnings);
-    }
-
-    void init() { g_warnings.clear(); }
-    void cleanup() { QVERIFY2(g_warnings.isEmpty(), qPrintable(g_warnings.join(QLatin1Char('\n')))); }
+    void initTestCase() { setUpWindowTests(m_config.path()); }
+    void init() { clearWarnings(); }
+    void cleanup() { QVERIFY2(noWarnings(), warningText().constData()); }
 
     // File > Export without its dialogs: every placement format parses back (by the format's own
     // rules) into the window's placement; the view exports as a real PNG and SVG; metrics as CSV
@@ -205,7 +183,7 @@ private slots:
             QVERIFY(w.statusText().contains(QStringLiteral("tok/s")));
             const QImage img = w.grab().toImage();
             QVERIFY(!img.isNull());
-            QVERIFY2(g_warnings.isEmpty(), qPrintable(s.name + QStringLiteral(": ") + g_warnings.join(QLatin1Char('\n'))));
+            QVERIFY2(recordedWarnings().isEmpty(), qPrintable(s.name + QStringLiteral(": ") + recordedWarnings().join(QLatin1Char('\n'))));
         }
     }
 
@@ -445,45 +423,6 @@ private slots:
         w.documentA()->setModified(false);
     }
 
-    // The tour bar never squeezes the panel (its caption does not set the window's minimum
-    // width) and Previous / Next stay where they are from step to step.
-    void tourBarKeepsThePanelAndItsButtons()
-    {
-        MainWindow w(samples());
-        QVERIFY(showForTest(w));
-        QVERIFY(w.openScenario(sample("deepseek-r1-decode-nvl72.yaml"), {}, false));
-        QApplication::processEvents();
-        auto* panelDock = w.findChild<QDockWidget*>(QStringLiteral("scenarioDock"));
-        QVERIFY(panelDock);
-        const int panelWidth = panelDock->width();
-        const auto tours = moex::session::listTours(samples() + QStringLiteral("/tours"));
-        QVERIFY(w.startTour(tours.front().path));
-        QTRY_VERIFY_WITH_TIMEOUT(!w.documentA()->isBusy(), 30000);
-        QList<QPushButton*> buttons = w.tourBar()->findChildren<QPushButton*>();
-        QCOMPARE(buttons.size(), 2);
-        QApplication::processEvents();
-        const QPoint prevAt = buttons[0]->mapTo(&w, QPoint(0, 0));
-        const QPoint nextAt = buttons[1]->mapTo(&w, QPoint(0, 0));
-        for (int step = 1; step < static_cast<int>(w.tourBar()->tour().steps.size()); ++step) {
-            w.tourBar()->next();
-            QTRY_VERIFY_WITH_TIMEOUT(!w.documentA()->isBusy(), 30000);
-            QApplication::processEvents();
-            QCOMPARE(buttons[0]->mapTo(&w, QPoint(0, 0)), prevAt);
-            QCOMPARE(buttons[1]->mapTo(&w, QPoint(0, 0)), nextAt);
-            QCOMPARE(panelDock->width(), panelWidth);
-            // The step's own title leads the bar's title (a narrow bar elides the tour's name
-            // after it, not the step), and the whole title is its tooltip.
-            const QString stepTitle = w.tourBar()->tour().steps[static_cast<std::size_t>(step)].title;
-            const auto labels = w.tourBar()->findChildren<QLabel*>();
-            QVERIFY2(std::any_of(labels.begin(), labels.end(),
-                                 [&](const QLabel* l) { return l->text().startsWith(stepTitle) && l->toolTip() == l->text(); }),
-                     qPrintable(stepTitle));
-        }
-        w.tourBar()->stop();
-        QApplication::processEvents();
-        QCOMPARE(panelDock->width(), panelWidth);
-    }
-
     // Run > Speed speaks English: "1 step/s", "10 steps/s".
     void speedMenuWords()
     {
@@ -494,32 +433,6 @@ private slots:
         QVERIFY2(texts.contains(QStringLiteral("1 step/s")), qPrintable(texts.join(QLatin1Char('|'))));
         QVERIFY(!texts.contains(QStringLiteral("1 steps/s")));
         QVERIFY(texts.contains(QStringLiteral("10 steps/s")));
-    }
-
-    void tourSteps()
-    {
-        MainWindow w(samples());
-        w.setInteractive(false);
-        w.show();
-        const auto tours = moex::session::listTours(samples() + QStringLiteral("/tours"));
-        QVERIFY(!tours.empty());
-        QVERIFY(w.startTour(tours.front().path));
-        QVERIFY(w.tourBar()->active());
-        QCOMPARE(w.tourBar()->currentStep(), 0);
-        QTRY_VERIFY(!w.documentA()->isBusy() && w.documentA()->hasScenario());
-        const QString first = w.documentA()->displayName();
-        // Steps load in the background: the window stays live while a step's placement runs.
-        w.tourBar()->next();
-        QCOMPARE(w.tourBar()->currentStep(), 1);
-        QTRY_VERIFY_WITH_TIMEOUT(w.documentA()->displayName() != first, 30000);
-        w.tourBar()->previous();
-        QTRY_COMPARE_WITH_TIMEOUT(w.documentA()->displayName(), first, 30000);
-        // The captions quote the steps' figures once they are computed: no placeholder left.
-        QTRY_VERIFY_WITH_TIMEOUT(w.tourBar()->hasFigures(), 60000);
-        QVERIFY2(!w.tourBar()->captionText().contains(QLatin1Char('{'))
-                     && !w.tourBar()->captionText().contains(QStringLiteral("\u2026")),
-                 qPrintable(w.tourBar()->captionText()));
-        QVERIFY(w.tourBar()->captionText().contains(QStringLiteral(" ms")));
     }
 
     // Presentation mode enlarges what is on screen, not only the popup menus: the status bar, the
