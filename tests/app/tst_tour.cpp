@@ -44,7 +44,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(w.documentA()->displayName() != first, 30000);
         w.tourBar()->previous();
         QTRY_COMPARE_WITH_TIMEOUT(w.documentA()->displayName(), first, 30000);
-        // The captions quote the steps' figures once they are computed: no placeholder left.
+        // The captions quote the steps' figures once computed: every {field} of the template filled.
         QTRY_VERIFY_WITH_TIMEOUT(w.tourBar()->hasFigures(), 60000);
         QVERIFY2(!w.tourBar()->captionText().contains(QLatin1Char('{'))
                      && !w.tourBar()->captionText().contains(QStringLiteral("\u2026")),
