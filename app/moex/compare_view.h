@@ -26,7 +26,6 @@ class Thumbnail : public QFrame {
 public:
     explicit Thumbnail(QWidget* parent = nullptr);
     void setPixmap(const QPixmap& pm);
-    [[nodiscard]] const QPixmap& pixmap() const { return m_pm; }
     // Where the pixmap is drawn: as large as the box allows, centred; empty without a pixmap.
     [[nodiscard]] QRect drawnRect() const;
     [[nodiscard]] QSize sizeHint() const override { return {320, 200}; }

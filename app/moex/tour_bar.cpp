@@ -36,8 +36,7 @@ TourBar::TourBar(QWidget* parent)
     m_caption->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
     m_caption->setMinimumWidth(1);
     m_caption->setFixedHeight(3 * m_caption->fontMetrics().lineSpacing() + 4);
-    m_title->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    m_title->setMinimumWidth(1);
+    // m_title is an ElidedLabel: it never sets the window's minimum width.
     m_pool.setMaxThreadCount(1);
     // The figures are a nicety: they take the CPU only when nothing else wants it (SCHED_IDLE on
     // Linux), so that computing them never slows the window or a placement.
