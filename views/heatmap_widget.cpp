@@ -233,6 +233,14 @@ int HeatmapWidget::titleHeight() const
     return std::max(kTitleHeight, QFontMetrics(bold).height() + 4);
 }
 
+QString HeatmapWidget::shownTitle() const
+{
+    // A title wider than the widget (a narrow dock, presentation mode) ends in "…", never cut.
+    QFont bold = font();
+    bold.setBold(true);
+    return QFontMetrics(bold).elidedText(m_title, Qt::ElideRight, width() - 2 * kMargin);
+}
+
 int HeatmapWidget::axisTitleHeight() const { return std::max(kAxisTitle, fontMetrics().height() + 2); }
 
 QRectF HeatmapWidget::plotRect() const
@@ -293,7 +301,7 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
         p.setFont(f);
         p.setPen(palette().color(QPalette::Text));
         p.drawText(QRectF(kMargin, kMargin, width() - 2 * kMargin, titleHeight()), Qt::AlignLeft | Qt::AlignVCenter,
-                   m_title);
+                   shownTitle());
         p.setFont(font());
     }
     if (m_image.isNull()) {
@@ -354,14 +362,17 @@ void HeatmapWidget::paintAxes(QPainter& p, const QRectF& plot) const
     QFont bold = font();
     bold.setBold(true);
     p.setFont(bold);
+    const QFontMetrics boldMetrics(bold);
     if (!m_colTitle.isEmpty())
         p.drawText(QRectF(plot.left(), plot.bottom() + lh, plot.width(), axisTitleHeight()), Qt::AlignCenter,
-                   m_colTitle + (m_sorted ? tr(" (sorted by total, descending)") : QString()));
+                   boldMetrics.elidedText(m_colTitle + (m_sorted ? tr(" (sorted by total, descending)") : QString()),
+                                          Qt::ElideRight, static_cast<int>(plot.width())));
     if (!m_rowTitle.isEmpty()) {
         p.save();
         p.translate(kMargin, plot.center().y());
         p.rotate(-90);
-        p.drawText(QRectF(-plot.height() / 2, 0, plot.height(), axisTitleHeight()), Qt::AlignCenter, m_rowTitle);
+        p.drawText(QRectF(-plot.height() / 2, 0, plot.height(), axisTitleHeight()), Qt::AlignCenter,
+                   boldMetrics.elidedText(m_rowTitle, Qt::ElideRight, static_cast<int>(plot.height())));
         p.restore();
     }
     p.setFont(font());

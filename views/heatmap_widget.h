@@ -45,6 +45,8 @@ public:
     [[nodiscard]] QString cellText(int row, int col) const;
     // Display position of a data column (the identity unless sorted).
     [[nodiscard]] int displayColumn(int col) const;
+    // The title as painted at the widget's width: ends in "…" where the whole one does not fit.
+    [[nodiscard]] QString shownTitle() const;
 
 signals:
     void cellClicked(int row, int col);  // data indices (not display order)

@@ -130,7 +130,8 @@ void MainWindow::buildViews()
     m_panel->setModelChoices(names, paths);
 }
 
-// The centre: the tour bar, the canvas's bar (layer, active document, hint, fit) and the canvas.
+// The centre: the canvas's bar (layer, active document, hint, fit) and the canvas. The tour bar
+// is made here and spans the window in a tool bar row of its own (buildMenus).
 void MainWindow::buildCentral()
 {
     m_canvas = new views::TopologyCanvas;
@@ -177,7 +178,6 @@ void MainWindow::buildCentral()
     auto* v = new QVBoxLayout(central);
     v->setContentsMargins(0, 0, 0, 0);
     v->setSpacing(0);
-    v->addWidget(m_tourBar);
     v->addLayout(bar);
     v->addWidget(m_canvas, 1);
     setCentralWidget(central);

@@ -25,6 +25,7 @@ class QComboBox;
 class QDockWidget;
 class QLabel;
 class QMenu;
+class QToolBar;
 class QUndoGroup;
 class QUndoStack;
 
@@ -189,6 +190,7 @@ private:
     HeatmapPanel* m_heatmaps = nullptr;
     CompareView* m_compareView = nullptr;
     TourBar* m_tourBar = nullptr;
+    QToolBar* m_tourToolBar = nullptr;  // holds m_tourBar
     QComboBox* m_layerCombo = nullptr;
     QComboBox* m_activeCombo = nullptr;
     QDockWidget* m_panelDock = nullptr;

@@ -173,6 +173,20 @@ void MainWindow::buildMenus()
     tb->addAction(redo);
     tb->addSeparator();
     tb->addAction(action(QStringLiteral("actionDuplicateAsB")));
+
+    // The guided tour's bar: a row of its own under the Run toolbar, the window's whole width
+    // (its caption reads in a few lines even in a 1024-pixel window), shown while a tour runs.
+    addToolBarBreak();
+    m_tourToolBar = addToolBar(tr("Guided tour"));
+    m_tourToolBar->setObjectName(QStringLiteral("tourToolBar"));
+    m_tourToolBar->setMovable(false);
+    m_tourToolBar->setFloatable(false);
+    m_tourToolBar->toggleViewAction()->setVisible(false);  // not in the toolbars' context menu
+    m_tourToolBar->setContentsMargins(0, 0, 0, 0);
+    m_tourToolBar->layout()->setContentsMargins(0, 0, 0, 0);
+    m_tourToolBar->addWidget(m_tourBar);
+    m_tourToolBar->hide();
+    connect(m_tourBar, &TourBar::activeChanged, m_tourToolBar, &QToolBar::setVisible);
 }
 
 void MainWindow::restoreSettings()
@@ -184,6 +198,7 @@ void MainWindow::restoreSettings()
         return;  // screenshots and tests use the default layout
     restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
     m_restoredLayout = restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+    m_tourToolBar->setVisible(m_tourBar->active());  // a saved state never brings back an empty bar
 }
 
 void MainWindow::saveSettings()

@@ -3,12 +3,14 @@
 #include "mailbox.h"
 #include "views/elided_label.h"
 
+#include <QEvent>
 #include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QPointer>
 #include <QThread>
 #include <QLabel>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -32,11 +34,12 @@ TourBar::TourBar(QWidget* parent)
     m_caption->setWordWrap(true);
     m_caption->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_caption->setAlignment(Qt::AlignLeft | Qt::AlignTop);
-    // Never the window's minimum width; three lines reserved so the bar keeps its height.
+    // Never the window's minimum width; its height is the longest step's (updateCaptionHeight), so
+    // that the bar keeps its height from step to step.
     m_caption->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
     m_caption->setMinimumWidth(1);
-    m_caption->setFixedHeight(3 * m_caption->fontMetrics().lineSpacing() + 4);
     // m_title is an ElidedLabel: it never sets the window's minimum width.
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
     m_pool.setMaxThreadCount(1);
     // The figures are a nicety: they take the CPU only when nothing else wants it (SCHED_IDLE on
     // Linux), so that computing them never slows the window or a placement.
@@ -46,24 +49,23 @@ TourBar::TourBar(QWidget* parent)
     close->setToolTip(tr("End the tour"));
     close->setAutoRaise(true);
 
-    auto* text = new QVBoxLayout;
-    text->addWidget(m_title);
-    text->addWidget(m_caption);
-    // Fixed widths: Previous and Next stay where they were whatever the step.
+    // Previous and Next stay where they were whatever the step: their texts never change and the
+    // counter's width is fixed (updateSizes, again when the font changes).
     m_counter->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    m_counter->setFixedWidth(m_counter->fontMetrics().horizontalAdvance(QStringLiteral("88 / 88")) + 6);
-    const int buttonWidth = std::max(m_prev->sizeHint().width(), m_next->sizeHint().width());
-    m_prev->setFixedWidth(buttonWidth);
-    m_next->setFixedWidth(buttonWidth);
-    auto* buttons = new QHBoxLayout;
-    buttons->addWidget(m_counter);
-    buttons->addWidget(m_prev);
-    buttons->addWidget(m_next);
-    buttons->addWidget(close);
-    auto* layout = new QHBoxLayout(this);
-    layout->setContentsMargins(10, 6, 6, 6);
-    layout->addLayout(text, 1);
-    layout->addLayout(buttons);
+    // The title shares its row with the buttons; the caption has the bar's whole width below them,
+    // so that a narrow window still reads it in a few lines.
+    auto* top = new QHBoxLayout;
+    top->addWidget(m_title, 1);
+    top->addWidget(m_counter);
+    top->addWidget(m_prev);
+    top->addWidget(m_next);
+    top->addWidget(close);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(10, 4, 6, 4);
+    layout->setSpacing(2);
+    layout->addLayout(top);
+    layout->addWidget(m_caption);
+    updateSizes();
 
     connect(m_prev, &QPushButton::clicked, this, &TourBar::previous);
     connect(m_next, &QPushButton::clicked, this, &TourBar::next);
@@ -71,7 +73,6 @@ TourBar::TourBar(QWidget* parent)
         stop();
         emit closed();
     });
-    hide();
 }
 
 TourBar::~TourBar()
@@ -86,9 +87,10 @@ void TourBar::start(const session::Tour& tour)
     m_cancel = CancelSource();
     m_tour = tour;
     m_figures.clear();
-    setVisible(!m_tour.steps.empty());
+    emit activeChanged(active());
     if (m_tour.steps.empty())
         return;
+    updateCaptionHeight();
     QPointer<TourBar> self(this);
     const CancelToken token = m_cancel.token();
     session::startJob(m_pool, [self, tour, token] {
@@ -103,6 +105,7 @@ void TourBar::start(const session::Tour& tour)
                 if (!self || token.requested())
                     return;
                 self->m_figures = figures;
+                self->updateCaptionHeight();
                 self->showCaption();
                 emit self->figuresReady();
             });
@@ -116,10 +119,55 @@ void TourBar::stop()
     m_tour = {};
     m_figures.clear();
     m_step = -1;
-    hide();
+    emit activeChanged(false);
 }
 
 QString TourBar::captionText() const { return m_caption->text(); }
+
+int TourBar::captionHeightFor(int width) const
+{
+    // Every step's caption as shown now, and with each figure still to come as six characters
+    // (the bar must not grow a line when the figures arrive).
+    static const QRegularExpression field(QStringLiteral("\\{[^{}]*\\}"));
+    const QFontMetrics fm(font());  // the caption's, which it takes from the bar
+    const int lines = 2;
+    int height = 0;
+    for (std::size_t i = 0; i < m_tour.steps.size(); ++i) {
+        const QString& caption = m_tour.steps[i].caption;
+        for (const QString& text : {session::fillCaption(caption, static_cast<int>(i), m_figures),
+                                    QString(caption).replace(field, QStringLiteral("000.00"))})
+            height = std::max(height, fm.boundingRect(QRect(0, 0, std::max(width, 1), 1 << 20),
+                                                      Qt::AlignLeft | Qt::TextWordWrap, text).height());
+    }
+    return std::max(height, lines * fm.lineSpacing()) + 4;
+}
+
+void TourBar::updateSizes()
+{
+    m_counter->setFixedWidth(fontMetrics().horizontalAdvance(QStringLiteral("88 / 88")) + 6);
+    updateCaptionHeight();
+}
+
+void TourBar::updateCaptionHeight()
+{
+    const QMargins m = layout()->contentsMargins();
+    const int h = captionHeightFor(width() - m.left() - m.right());
+    if (h != m_caption->height() || m_caption->minimumHeight() != h)
+        m_caption->setFixedHeight(h);
+}
+
+void TourBar::resizeEvent(QResizeEvent* event)
+{
+    QWidget::resizeEvent(event);
+    updateCaptionHeight();
+}
+
+void TourBar::changeEvent(QEvent* event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::FontChange)  // presentation mode
+        updateSizes();
+}
 
 void TourBar::showCaption()
 {

@@ -1,7 +1,9 @@
 // The guided-tour bar above the canvas: the tour's title, the step's caption, previous / next.
 // Captions quote figures computed when the tour starts (tour_figures.h), on the bar's own
-// background thread; until they arrive the figures show as "…". The bar never sets the window's
-// minimum width (its caption wraps into three reserved lines) and its buttons keep their places.
+// background thread; until they arrive the figures show as "…". The bar spans the window (a tool
+// bar row of its own): the title shares a row with Previous / Next, which keep their places; the
+// caption wraps in the whole width below, as tall as the tour's longest caption needs, and never
+// sets the window's minimum width.
 #pragma once
 
 #include <QWidget>
@@ -35,15 +37,24 @@ public:
     void previous();
     [[nodiscard]] QString captionText() const;  // the caption as shown, figures filled
     [[nodiscard]] bool hasFigures() const { return !m_figures.empty(); }
+    // The caption's height at a width: the longest step's caption, figures filled or still to come.
+    [[nodiscard]] int captionHeightFor(int width) const;
 
 signals:
     void stepRequested(const moex::session::TourStep& step);
     void closed();
     void figuresReady();
+    void activeChanged(bool active);  // the host shows the bar while a tour runs
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
     void show(int step);
     void showCaption();
+    void updateSizes();  // the counter's width and the caption's height, for the bar's font
+    void updateCaptionHeight();
     session::Tour m_tour;
     std::vector<session::TourStepFigures> m_figures;
     CancelSource m_cancel;

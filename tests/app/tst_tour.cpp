@@ -91,6 +91,52 @@ private slots:
         QCOMPARE(panelDock->width(), panelWidth);
     }
 
+    // In a 1024 x 700 window, normal and presentation fonts: the bar spans the window, its caption
+    // has the bar's width and the height every step's caption needs (nothing cut, no step taller
+    // than the bar), and Previous / Next show their whole text.
+    void tourBarReadsInASmallWindow()
+    {
+        MainWindow w(samples());
+        w.setInteractive(false);
+        w.resize(1024, 700);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        const auto tours = moex::session::listTours(samples() + QStringLiteral("/tours"));
+        QVERIFY(w.startTour(tours.front().path));
+        QTRY_VERIFY_WITH_TIMEOUT(!w.documentA()->isBusy(), 30000);
+        moex::app::TourBar* bar = w.tourBar();
+        QLabel* caption = nullptr;
+        for (QLabel* l : bar->findChildren<QLabel*>())
+            if (l->wordWrap())
+                caption = l;
+        QVERIFY(caption);
+        for (const bool presentation : {false, true}) {
+            w.setPresentationMode(presentation);
+            QApplication::processEvents();
+            QTRY_VERIFY(bar->isVisible() && bar->width() >= w.width() - 24);
+            QVERIFY2(caption->width() >= w.width() * 9 / 10, qPrintable(QString::number(caption->width())));
+            for (QPushButton* b : bar->findChildren<QPushButton*>())
+                QVERIFY2(b->width() >= b->sizeHint().width(), qPrintable(b->text()));
+            const int barHeight = bar->height();
+            for (int step = 0; step < static_cast<int>(bar->tour().steps.size()); ++step) {
+                while (bar->currentStep() < step)
+                    bar->next();
+                QApplication::processEvents();
+                QCOMPARE(bar->height(), barHeight);
+                QVERIFY2(caption->height() >= caption->heightForWidth(caption->width()),
+                         qPrintable(QStringLiteral("step %1: %2 px for %3").arg(step + 1).arg(caption->height())
+                                        .arg(caption->heightForWidth(caption->width()))));
+            }
+            while (bar->currentStep() > 0)
+                bar->previous();
+            QTRY_VERIFY_WITH_TIMEOUT(!w.documentA()->isBusy(), 30000);
+        }
+        w.setPresentationMode(false);
+        bar->stop();
+        QApplication::processEvents();
+        QVERIFY(!bar->isVisible());
+    }
+
 private:
     QTemporaryDir m_config;
 };

@@ -67,6 +67,32 @@ private slots:
         }
     }
 
+    // A narrow heatmap (a small window, presentation mode) ends its title in "…" within its width
+    // instead of cutting it mid-word at the edge; a wide one shows it whole.
+    void longTitlesEndInAnEllipsis()
+    {
+        const QString title = QStringLiteral("Expert load (token-expert pairs per step)");
+        for (const int width : {240, 900}) {
+            HeatmapWidget w;
+            QFont f = w.font();
+            f.setPointSize(14);
+            w.setFont(f);
+            w.resize(width, 300);
+            w.setTitle(title);
+            QFont bold = f;
+            bold.setBold(true);
+            const QFontMetrics fm(bold);
+            const QString shown = w.shownTitle();
+            QVERIFY2(fm.horizontalAdvance(shown) <= width - 12, qPrintable(shown));
+            if (fm.horizontalAdvance(title) <= width - 12) {
+                QCOMPARE(shown, title);
+            } else {
+                QVERIFY2(shown.endsWith(QStringLiteral("\u2026")) && shown.size() > 4, qPrintable(shown));
+                QVERIFY(title.startsWith(shown.chopped(1)));
+            }
+        }
+    }
+
     void largeMatrices()
     {
         HeatmapWidget w;
