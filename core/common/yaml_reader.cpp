@@ -41,6 +41,9 @@ std::optional<YAML::Node> parseYaml(const std::string& text, const std::string& 
 
 Location YamlReader::at(const YAML::Node& node) const
 {
+    for (const NodeOrigin& o : m_origins)
+        if (o.node.is(node))
+            return {o.where, 0, 0};
     const YAML::Mark m = node.Mark();
     if (m.is_null())
         return {m_file, 0, 0};

@@ -28,9 +28,19 @@ inline constexpr std::size_t kMaxYamlItems = 100000;                // lines + f
 // Refuses (with a located error) text beyond kMaxYamlBytes or kMaxYamlItems before parsing.
 std::optional<YAML::Node> parseYaml(const std::string& text, const std::string& file, Diagnostics& diags);
 
+// A node that did not come from the file (a --set override) and where it came from instead: errors
+// about it name `where` ("--set workload.tokens_per_gpu=abc"), not a line of the file.
+struct NodeOrigin {
+    YAML::Node node;
+    std::string where;
+};
+
 class YamlReader {
 public:
-    YamlReader(std::string file, Diagnostics& diags) : m_file(std::move(file)), m_diags(diags) {}
+    YamlReader(std::string file, Diagnostics& diags, std::vector<NodeOrigin> origins = {})
+        : m_file(std::move(file)), m_diags(diags), m_origins(std::move(origins))
+    {
+    }
 
     [[nodiscard]] const std::string& file() const { return m_file; }
     [[nodiscard]] Diagnostics& diagnostics() { return m_diags; }
@@ -65,6 +75,7 @@ public:
 private:
     std::string m_file;
     Diagnostics& m_diags;
+    std::vector<NodeOrigin> m_origins;
 };
 
 }  // namespace moex

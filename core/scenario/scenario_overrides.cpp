@@ -16,8 +16,22 @@ std::pair<std::string, std::string> parseOverride(const std::string& arg)
     return {key, arg.substr(eq + 1)};
 }
 
-void applyOverrides(YAML::Node& root, const Overrides& overrides, Diagnostics& diags)
+namespace {
+
+// The key node of `name` in the mapping `map` (the one yaml-cpp made when the key was new).
+YAML::Node keyNode(const YAML::Node& map, const std::string& name)
 {
+    for (auto it = map.begin(); it != map.end(); ++it)
+        if (it->first.IsScalar() && it->first.Scalar() == name)
+            return it->first;
+    return {};
+}
+
+}  // namespace
+
+std::vector<NodeOrigin> applyOverrides(YAML::Node& root, const Overrides& overrides, Diagnostics& diags)
+{
+    std::vector<NodeOrigin> origins;
     for (const auto& [key, value] : overrides) {
         const std::string where = "--set " + key + "=" + value;
         if (!root.IsMap()) {
@@ -26,7 +40,6 @@ void applyOverrides(YAML::Node& root, const Overrides& overrides, Diagnostics& d
         }
         YAML::Node cur = root;
         std::size_t start = 0;
-        bool ok = true;
         std::string walked;
         while (true) {
             const std::size_t dot = key.find('.', start);
@@ -36,28 +49,35 @@ void applyOverrides(YAML::Node& root, const Overrides& overrides, Diagnostics& d
                 YAML::Node existing = cur[part];
                 if (existing && (existing.IsMap() || existing.IsSequence())) {
                     diags.error(Location{where, 0, 0}, "'" + walked + "' is not a scalar; --set overrides scalars only");
-                    ok = false;
                     break;
                 }
-                cur[part] = value;
+                const bool isNew = !existing;
+                const YAML::Node fresh(value);  // a node of its own: no mark of the file's old value
+                cur[part] = fresh;
+                origins.push_back({fresh, where});
+                if (isNew)
+                    origins.push_back({keyNode(cur, part), where});
                 break;
             }
             YAML::Node next = cur[part];
             if (!next || next.IsNull()) {
+                const bool isNew = !next;
                 cur[part] = YAML::Node(YAML::NodeType::Map);
                 next = cur[part];
+                origins.push_back({next, where});
+                if (isNew)
+                    origins.push_back({keyNode(cur, part), where});
             } else if (!next.IsMap()) {
                 diags.error(Location{where, 0, 0}, "'" + walked + "' is not a mapping (it is "
                                                        + (next.IsScalar() ? "the value '" + next.Scalar() + "'" : std::string("a list"))
                                                        + "), so '" + key + "' cannot be set");
-                ok = false;
                 break;
             }
             cur.reset(next);
             start = dot + 1;
         }
-        (void)ok;
     }
+    return origins;
 }
 
 }  // namespace moex

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "common/diagnostics.h"
+#include "common/yaml_reader.h"
 #include "scenario/scenario_yaml.h"
 
 #include <yaml-cpp/yaml.h>
@@ -8,6 +9,8 @@
 namespace moex {
 
 // Sets each dotted KEY to VALUE (a scalar) in `root`, creating intermediate mappings as needed.
-void applyOverrides(YAML::Node& root, const Overrides& overrides, Diagnostics& diags);
+// Returns the nodes it set or created (values and new keys), each with its "--set KEY=VALUE", so
+// that a YamlReader blames the flag, not the file's line, for what is wrong with them.
+std::vector<NodeOrigin> applyOverrides(YAML::Node& root, const Overrides& overrides, Diagnostics& diags);
 
 }  // namespace moex

@@ -147,12 +147,13 @@ Scenario loadScenarioText(const std::string& text, const std::string& file, cons
     if (!parsed)
         throw InputError(diags);
     YAML::Node root = *parsed;
+    std::vector<NodeOrigin> origins;
     if (!overrides.empty()) {
-        applyOverrides(root, overrides, diags);
+        origins = applyOverrides(root, overrides, diags);
         if (!diags.empty())
             throw InputError(diags);
     }
-    YamlReader r(file, diags);
+    YamlReader r(file, diags, std::move(origins));
     if (root.IsNull() || !root.IsDefined()) {
         r.error(root, "the file is empty; a scenario needs at least 'model' and 'topology'");
         throw InputError(diags);

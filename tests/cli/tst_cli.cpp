@@ -188,6 +188,9 @@ void TestCli::setOverrides()
     r = runCli({QStringLiteral("validate"), s, QStringLiteral("--set"), QStringLiteral("workload.tokens_per_gpu=-1")});
     QCOMPARE(r.exitCode, 2);
     QVERIFY(r.err.contains(QStringLiteral("out of range")));
+    // The error names the flag that set the value, not the file's line that holds a good one.
+    QVERIFY2(r.err.contains(QStringLiteral("--set workload.tokens_per_gpu=-1: error:")) && !r.err.contains(s),
+             qPrintable(r.err));
 }
 
 // An output path that cannot be written is the user's input, not an internal failure: exit 2, the

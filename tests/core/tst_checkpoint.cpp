@@ -442,10 +442,16 @@ void TestCheckpoint::scenarioKeyIsParsed()
     QCOMPARE(loadScenarioText(saved, file).engine.checkpoint, s.engine.checkpoint);
     // --set overrides it, relative to the scenario file as well.
     QCOMPARE(loadScenarioText(yaml, file, {{"engine.checkpoint", "weights/b"}}).engine.checkpoint, root + "/weights/b");
-    // Not a directory: located at the key.
-    const std::string missing = errorOf([&] { loadScenarioText(yaml, file, {{"engine.checkpoint", "weights/c"}}); });
+    // Not a directory: located at the key in the file, at the flag for a --set.
+    std::string missingYaml = yaml;
+    missingYaml.replace(missingYaml.find("weights/a"), 9, "weights/c");
+    const std::string missing = errorOf([&] { loadScenarioText(missingYaml, file); });
     QVERIFY2(missing.find("scenario.yaml:7:") != std::string::npos && missing.find("weights/c") != std::string::npos,
              missing.c_str());
+    const std::string missingSet = errorOf([&] { loadScenarioText(yaml, file, {{"engine.checkpoint", "weights/c"}}); });
+    QVERIFY2(missingSet.rfind("--set engine.checkpoint=weights/c: error:", 0) == 0
+                 && missingSet.find("not a directory") != std::string::npos,
+             missingSet.c_str());
     const std::string notText = errorOf([&] {
         loadScenarioText("name: x\nmodel: " MOEX_SOURCE_DIR "/samples/models/mixtral-8x7b.yaml\n"
                          "topology: {builtin: hgx-h100}\nworkload: {phase: decode, tokens_per_gpu: 8}\n"

@@ -8,6 +8,7 @@
 #include <QtTest>
 
 #include <filesystem>
+#include <fstream>
 
 using namespace moex;
 namespace fs = std::filesystem;
@@ -192,14 +193,44 @@ void TestScenario::overrides()
 void TestScenario::overrideErrors()
 {
     const std::string path = kSamples + "deepseek-r1-decode-nvl72.yaml";
-    // A bad value is caught by the same checks as a bad file.
-    QVERIFY_THROWS_EXCEPTION(InputError, loadScenarioFile(path, {{"workload.tokens_per_gpu", "-3"}}));
-    // An unknown key is caught too (did-you-mean).
+    // A bad value is caught by the same checks as a bad file, and the error names the flag, not
+    // the line of the file whose value it replaced (the file holds a good one there).
+    const auto errorsOf = [&](const Overrides& o) {
+        try {
+            (void)loadScenarioFile(path, o);
+        } catch (const InputError& e) {
+            return e.diagnostics().format();
+        }
+        return std::string("(accepted)");
+    };
+    for (const char* bad : {"-3", "abc"}) {
+        const std::string text = errorsOf({{"workload.tokens_per_gpu", bad}});
+        QVERIFY2(text.rfind("--set workload.tokens_per_gpu=" + std::string(bad) + ": error: 'tokens_per_gpu'", 0) == 0,
+                 text.c_str());
+        QVERIFY2(text.find(path) == std::string::npos, text.c_str());
+    }
+    // An unknown key is caught too (did-you-mean), at the flag that brought it, and so is a new
+    // section's unknown key.
+    QVERIFY(errorsOf({{"workload.tokens", "3"}})
+                .rfind("--set workload.tokens=3: error: unknown key 'tokens' in workload; did you mean", 0) == 0);
+    QVERIFY(errorsOf({{"sweep.batch", "3"}}).rfind("--set sweep.batch=3: error: unknown key 'sweep' in scenario", 0) == 0);
+    // The file's own errors keep their lines beside a flag's.
+    QTemporaryDir dir;
+    const std::string broken = dir.filePath(QStringLiteral("broken.yaml")).toStdString();
+    {
+        std::string text = moex::readFile(path);
+        const auto at = text.find("context_tokens: 4096");
+        QVERIFY(at != std::string::npos);
+        text.replace(at, 20, "context_tokens: many");
+        std::ofstream(broken) << text;
+    }
     try {
-        (void)loadScenarioFile(path, {{"workload.tokens", "3"}});
+        (void)loadScenarioFile(broken, {{"workload.tokens_per_gpu", "abc"}});
         QFAIL("expected an InputError");
     } catch (const InputError& e) {
-        QVERIFY(QString::fromStdString(e.diagnostics().format()).contains(QStringLiteral("unknown key 'tokens'")));
+        const std::string text = e.diagnostics().format();
+        QVERIFY2(text.find(broken + ":9:") != std::string::npos && text.find("--set workload.tokens_per_gpu=abc:") != std::string::npos,
+                 text.c_str());
     }
     // Descending into a scalar is refused with a message that says why.
     try {
