@@ -255,6 +255,12 @@ GpuBreakdownChart::GpuBreakdownChart(QWidget* parent) : QWidget(parent), d(std::
 
 GpuBreakdownChart::~GpuBreakdownChart() = default;
 
+void GpuBreakdownChart::setBarsAreRanks(bool ranks)
+{
+    d->chart->setTitle(ranks ? tr("Per-rank step time breakdown (measured)") : tr("Per-GPU step time breakdown"));
+    d->xLabels->setTitleText(ranks ? tr("engine rank") : tr("GPU"));
+}
+
 void GpuBreakdownChart::relabel()
 {
     if (d->bars <= 0)

@@ -47,6 +47,8 @@ public:
     // runs beside its compute, and only the part that outlasts it takes time of its own.
     void setMetrics(const StepMetrics& m);
     void setSelectedGpu(GpuId gpu);  // an invalid id: none
+    // What a bar is: a GPU (the model) or a rank of the local engine (measured).
+    void setBarsAreRanks(bool ranks);
     [[nodiscard]] int barCount() const;  // bars (GPUs) shown
     [[nodiscard]] std::vector<double> barValues(int gpu) const;  // the stacked values of GPU `gpu`, bottom first
     [[nodiscard]] QChart* chart() const;

@@ -22,12 +22,8 @@ HeatmapPanel::HeatmapPanel(QWidget* parent)
     m_load->setAxisTitles(tr("MoE layer"), tr("expert"));
     m_load->setUnit(tr("pairs"));
     m_load->setColorMap(views::ColorMap::viridis());
-    m_traffic->setTitle(tr("GPU \u2192 GPU traffic per step (dispatch + combine)"));
-    m_traffic->setAxisTitles(tr("source GPU"), tr("destination GPU"));
     m_traffic->setUnit(tr("MB"));
     m_traffic->setColorMap(views::ColorMap::viridis());
-    m_latency->setTitle(tr("Per-GPU busy time over the last steps"));
-    m_latency->setAxisTitles(tr("step"), tr("GPU"));
     m_latency->setUnit(tr("ms"));
     m_latency->setColorMap(views::ColorMap::utilisation());
 
@@ -42,7 +38,8 @@ HeatmapPanel::HeatmapPanel(QWidget* parent)
     m_tabs->setDocumentMode(true);
     m_tabs->addTab(m_loadPage, tr("Expert load"));
     m_tabs->addTab(m_trafficPage, tr("Traffic"));
-    m_tabs->addTab(m_latencyPage, tr("GPU latency"));
+    m_tabs->addTab(m_latencyPage, QString());
+    setUnitsAreRanks(false);
     m_tileGrid = new QGridLayout(m_tiles);
     m_tileGrid->setContentsMargins(0, 0, 0, 0);
     m_tiles->hide();
@@ -64,6 +61,27 @@ QWidget* HeatmapPanel::wrap(views::HeatmapWidget* map, QWidget* extra)
     return page;
 }
 
+QString HeatmapPanel::latencyTabText() const { return m_ranks ? tr("Rank latency") : tr("GPU latency"); }
+
+void HeatmapPanel::setUnitsAreRanks(bool ranks)
+{
+    m_ranks = ranks;
+    if (ranks) {
+        m_traffic->setTitle(tr("Rank \u2192 rank traffic per step, measured (dispatch + combine)"));
+        m_traffic->setAxisTitles(tr("source rank"), tr("destination rank"));
+        m_latency->setTitle(tr("Per-rank busy time over the last steps, measured"));
+        m_latency->setAxisTitles(tr("step"), tr("engine rank"));
+    } else {
+        m_traffic->setTitle(tr("GPU \u2192 GPU traffic per step (dispatch + combine)"));
+        m_traffic->setAxisTitles(tr("source GPU"), tr("destination GPU"));
+        m_latency->setTitle(tr("Per-GPU busy time over the last steps"));
+        m_latency->setAxisTitles(tr("step"), tr("GPU"));
+    }
+    const int tab = m_tabs->indexOf(m_latencyPage);
+    if (tab >= 0)
+        m_tabs->setTabText(tab, latencyTabText());
+}
+
 void HeatmapPanel::setTiled(bool tiled)
 {
     if (tiled == m_tiles->isVisible())
@@ -82,7 +100,7 @@ void HeatmapPanel::setTiled(bool tiled)
     } else {
         m_tabs->addTab(m_loadPage, tr("Expert load"));
         m_tabs->addTab(m_trafficPage, tr("Traffic"));
-        m_tabs->addTab(m_latencyPage, tr("GPU latency"));
+        m_tabs->addTab(m_latencyPage, latencyTabText());
         m_tiles->hide();
         m_tabs->show();
     }

@@ -29,6 +29,8 @@ public:
     void clearHistory();
     void setSelectedGpu(GpuId gpu);  // an invalid id: none
     void setTiled(bool tiled);  // all three side by side instead of tabs
+    // What a row / column of traffic and latency is: a GPU (the model) or a local engine rank.
+    void setUnitsAreRanks(bool ranks);
 
     [[nodiscard]] views::HeatmapWidget* expertLoad() const { return m_load; }
     [[nodiscard]] views::HeatmapWidget* traffic() const { return m_traffic; }
@@ -40,6 +42,7 @@ signals:
 
 private:
     QWidget* wrap(views::HeatmapWidget* map, QWidget* extra = nullptr);
+    [[nodiscard]] QString latencyTabText() const;
 
     views::HeatmapWidget* m_load;
     views::HeatmapWidget* m_traffic;
@@ -53,6 +56,7 @@ private:
     QGridLayout* m_tileGrid;
     session::LatencyHistory m_history{60};
     int m_gpus = 0;
+    bool m_ranks = false;
 };
 
 }  // namespace moex::app

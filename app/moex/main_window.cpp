@@ -382,8 +382,9 @@ void MainWindow::selectGpu(GpuId gpu)
     m_heatmaps->setSelectedGpu(gpu);
     if (gpu.valid() && m_latest && gpu.index() < m_latest->gpus.size()) {
         const GpuMetrics& g = m_latest->gpus[gpu.index()];
-        statusBar()->showMessage(tr("GPU %1: compute %2 \u00b5s, dispatch %3 \u00b5s, combine %4 \u00b5s, idle %5 \u00b5s, "
-                                    "HBM %6 GB, speed %7")
+        statusBar()->showMessage(tr("%1 %2: compute %3 \u00b5s, dispatch %4 \u00b5s, combine %5 \u00b5s, idle %6 \u00b5s, "
+                                    "HBM %7 GB, speed %8")
+                                     .arg(m_engineSource ? tr("Rank") : tr("GPU"))
                                      .arg(gpu.value)
                                      .arg(g.compute_us + g.attention_us, 0, 'f', 0)
                                      .arg(g.dispatch_us, 0, 'f', 0)

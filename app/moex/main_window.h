@@ -102,6 +102,7 @@ public:
     [[nodiscard]] views::TopologyCanvas* canvas() const { return m_canvas; }
     [[nodiscard]] views::ScenarioPanel* scenarioPanel() const { return m_panel; }
     [[nodiscard]] HeatmapPanel* heatmaps() const { return m_heatmaps; }
+    [[nodiscard]] views::GpuBreakdownChart* breakdownChart() const { return m_breakdown; }
     [[nodiscard]] CompareView* compareView() const { return m_compareView; }
     [[nodiscard]] PredictionView* predictionView() const { return m_predictionView; }
     [[nodiscard]] LoadStatsView* loadStatsView() const { return m_loadStatsView; }
@@ -134,6 +135,7 @@ private:
     // host-cpu; false (error shown, back to the model) when the engine cannot run it.
     // `newSource`: the engine to switch to with it (null: the runner keeps its source).
     bool showEngineScenario(std::unique_ptr<MetricsSource> newSource = nullptr);
+    void showUnitsAsRanks(bool engine);  // m_engineSource, and what the charts and heatmaps call a bar / row
     void refillLayerCombo(const Scenario& s);
     [[nodiscard]] const std::vector<int>& shownMoeLayers() const;
     void showPrediction(const StepMetrics& measured);

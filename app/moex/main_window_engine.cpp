@@ -125,7 +125,7 @@ bool MainWindow::showEngineScenario(std::unique_ptr<MetricsSource> newSource)
         return true;
     } catch (const std::exception& e) {
         statusBar()->showMessage(tr("Local engine: %1 (back to the analytical model)").arg(session::errorText(e)), 15000);
-        m_engineSource = false;
+        showUnitsAsRanks(false);
         if (m_simSourceAction)
             m_simSourceAction->setChecked(true);
         m_runner->setSource(makeSimSource(), doc->scenario(), doc->placement());
@@ -154,12 +154,19 @@ void MainWindow::showPrediction(const StepMetrics& measured)
     }
 }
 
+void MainWindow::showUnitsAsRanks(bool engine)
+{
+    m_engineSource = engine;
+    m_heatmaps->setUnitsAreRanks(engine);
+    m_breakdown->setBarsAreRanks(engine);
+}
+
 void MainWindow::setEngineSource(bool on)
 {
     if (on == m_engineSource)
         return;
     m_runner->pause();
-    m_engineSource = on;
+    showUnitsAsRanks(on);
     (on ? m_engineSourceAction : m_simSourceAction)->setChecked(true);
     if (!document()->hasScenario()) {
         m_runner->setSource(on ? makeCpuEngineSource() : makeSimSource());

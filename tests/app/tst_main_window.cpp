@@ -21,6 +21,7 @@
 #endif
 #include "heatmap_panel.h"
 #include "views/charts.h"
+#include "views/heatmap_widget.h"
 #include "views/scenario_panel.h"
 #include "views/topology_canvas.h"
 
@@ -225,6 +226,10 @@ private slots:
         QVERIFY(first->summary.moe_time_us > 0);
         QVERIFY(w.statusText().contains(QStringLiteral("source: cpu")));
         QVERIFY(w.action(QStringLiteral("actionSourceEngine"))->isChecked());
+        // The charts and heatmaps call what they show ranks, as the canvas does.
+        QVERIFY(w.breakdownChart()->chart()->title().contains(QStringLiteral("rank")));
+        QVERIFY(w.heatmaps()->latency()->shownTitle().contains(QStringLiteral("rank")));
+        QVERIFY(w.heatmaps()->traffic()->shownTitle().startsWith(QStringLiteral("Rank")));
         // Beside it, the simulator's prediction of that step: phases, then the one layer.
         QCOMPARE(w.predictionView()->table()->rowCount(), 5);
         QCOMPARE(w.predictionView()->table()->item(0, 0)->text(), QStringLiteral("MoE layers"));
@@ -252,6 +257,8 @@ private slots:
 
         w.setEngineSource(false);
         QTRY_VERIFY_WITH_TIMEOUT(w.latestMetrics() && w.latestMetrics()->source == "sim", 60000);
+        QVERIFY(w.breakdownChart()->chart()->title().contains(QStringLiteral("GPU")));
+        QVERIFY(w.heatmaps()->latency()->shownTitle().contains(QStringLiteral("GPU")));
         QCOMPARE(w.latestMetrics()->num_gpus, w.documentA()->scenario().topology.numGpus());
         QVERIFY(w.documentA()->placement() == before);
     }
