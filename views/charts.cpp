@@ -7,6 +7,7 @@
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
+#include <QFontMetricsF>
 #include <QLineSeries>
 #include <QStackedBarSeries>
 #include <QVBoxLayout>
@@ -57,6 +58,8 @@ void scaleChartFonts(QChart* chart, double factor)
 
 // --- StepTimeChart ------------------------------------------------------------------------------
 
+static double valueAxisWidth(const QValueAxis* axis, bool withTitle);
+
 struct StepTimeChart::Impl {
     QChart* chart = new QChart;
     QLineSeries* time = new QLineSeries;
@@ -98,8 +101,41 @@ struct StepTimeChart::Impl {
         };
         range(timePts, yTime);
         range(tpsPts, yTps);
+        fitValueAxes();
+    }
+
+    // Qt Charts gives the vertical axes at most 0.4 of the chart's width together (0.2 each with
+    // two) and elides the labels of an axis that wants more ("1..."). Where an axis with its title
+    // would not fit, the titles go (the legend above names each series with its unit, and each
+    // axis is drawn in its series' colour); where even the labels would not, the throughput axis
+    // goes and the step time's has the room of both (its line stays, as the legend's second entry).
+    void fitValueAxes()
+    {
+        const QMarginsF margins = chart->margins();
+        const double room = 0.4 * (chart->size().width() - margins.left() - margins.right());
+        const auto fits = [&](bool titles) {
+            return valueAxisWidth(yTime, titles) <= room / 2 && valueAxisWidth(yTps, titles) <= room / 2;
+        };
+        const bool both = room <= 0 || fits(false);
+        const bool titles = room <= 0 || fits(true) || (!both && valueAxisWidth(yTime, true) <= room);
+        yTps->setVisible(both);
+        yTime->setTitleVisible(titles);
+        yTps->setTitleVisible(titles);
     }
 };
+
+static double valueAxisWidth(const QValueAxis* axis, bool withTitle)
+{
+    // The widest tick label as "%.4g" writes it, its tick and padding, and the title's line.
+    const QFontMetricsF labels(axis->labelsFont());
+    double widest = 0;
+    const int ticks = std::max(2, axis->tickCount());
+    for (int i = 0; i < ticks; ++i) {
+        const double v = axis->min() + (axis->max() - axis->min()) * i / (ticks - 1);
+        widest = std::max(widest, labels.horizontalAdvance(QString::asprintf("%.4g", v)));
+    }
+    return widest + 16 + (withTitle ? QFontMetricsF(axis->titleFont()).height() + 4 : 0.0);
+}
 
 StepTimeChart::StepTimeChart(QWidget* parent) : QWidget(parent), d(std::make_unique<Impl>())
 {
@@ -126,10 +162,15 @@ StepTimeChart::StepTimeChart(QWidget* parent) : QWidget(parent), d(std::make_uni
     d->yTime->setLinePenColor(d->time->pen().color());
     d->yTps->setLinePenColor(d->tps->pen().color());
     embedChart(this, d->chart);
+    // A new size or font (presentation mode) lays the chart out again: the titles follow.
+    connect(d->chart, &QChart::plotAreaChanged, this, [this] { d->fitValueAxes(); });
     d->refresh();
 }
 
 StepTimeChart::~StepTimeChart() = default;
+
+bool StepTimeChart::valueAxisTitlesShown() const { return d->yTime->isTitleVisible(); }
+bool StepTimeChart::throughputAxisShown() const { return d->yTps->isVisible(); }
 
 void StepTimeChart::addStep(const StepMetrics& m)
 {

@@ -32,6 +32,11 @@ public:
     [[nodiscard]] int historyLength() const;
     [[nodiscard]] int pointCount() const;
     [[nodiscard]] QChart* chart() const;
+    // The value axes' titles ("ms", "k tokens/s"): left out where the chart is too narrow for an
+    // axis with its title (Qt Charts would cut its labels to "1..." instead).
+    [[nodiscard]] bool valueAxisTitlesShown() const;
+    // The k tokens/s axis: left out where the chart cannot hold two value axes' labels.
+    [[nodiscard]] bool throughputAxisShown() const;
 private:
     struct Impl;
     std::unique_ptr<Impl> d;

@@ -2,7 +2,9 @@
 
 #include "views_fixture.h"
 
+#include <QApplication>
 #include <QChart>
+#include <QFontMetricsF>
 #include <QSignalSpy>
 #include <QValueAxis>
 
@@ -35,6 +37,50 @@ private slots:
         QCOMPARE(chart.pointCount(), 4);
         chart.clear();
         QCOMPARE(chart.pointCount(), 0);
+    }
+
+    // Charts too narrow for their value axes (a 1024-pixel window, presentation fonts): the axes'
+    // titles give way, then the throughput axis, so that every axis shown keeps its labels within
+    // the share of the width Qt Charts grants it (0.4 of it over the axes shown) and none is cut
+    // to "1..."; a wide chart keeps both axes with their titles.
+    void narrowStepChartKeepsItsLabels()
+    {
+        for (const int width : {200, 300, 700}) {
+            StepTimeChart chart;
+            scaleChartFonts(chart.chart(), 1.5);
+            chart.resize(width, 260);
+            chart.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&chart));
+            moex::StepMetrics m = m_nvl.metrics;
+            for (int i = 0; i < 8; ++i) {
+                m.step = i;
+                m.summary.step_time_us = 17'950.0 + 30.0 * i;  // labels like "17.95": four digits
+                chart.addStep(m);
+            }
+            QApplication::processEvents();
+            const QMarginsF margins = chart.chart()->margins();
+            const auto vertical = chart.chart()->axes(Qt::Vertical);
+            const auto shown = std::count_if(vertical.begin(), vertical.end(), [](QAbstractAxis* a) { return a->isVisible(); });
+            QCOMPARE(shown, chart.throughputAxisShown() ? 2 : 1);
+            const double axisRoom = 0.4 * (chart.chart()->size().width() - margins.left() - margins.right()) / shown;
+            for (QAbstractAxis* a : vertical) {
+                auto* axis = qobject_cast<QValueAxis*>(a);
+                QVERIFY(axis);
+                if (!axis->isVisible())
+                    continue;
+                QCOMPARE(axis->isTitleVisible(), chart.valueAxisTitlesShown());
+                // What the axis needs: its widest label, the tick and padding, the title if shown.
+                const QFontMetricsF labels(axis->labelsFont());
+                double widest = 0;
+                for (int i = 0; i < axis->tickCount(); ++i)
+                    widest = std::max(widest, labels.horizontalAdvance(QString::asprintf(
+                                                  "%.4g", axis->min() + (axis->max() - axis->min()) * i / (axis->tickCount() - 1))));
+                const double need = widest + 16 + (axis->isTitleVisible() ? QFontMetricsF(axis->titleFont()).height() + 4 : 0.0);
+                QVERIFY2(need <= axisRoom, qPrintable(QStringLiteral("%1 px: axis needs %2 of %3").arg(width).arg(need).arg(axisRoom)));
+            }
+            QCOMPARE(chart.valueAxisTitlesShown() && chart.throughputAxisShown(), width >= 700);
+            QCOMPARE(chart.throughputAxisShown(), width >= 300);
+        }
     }
 
     // The step axis labels whole steps: at step 0 (range 0..1), after 7 and after 200 steps its
