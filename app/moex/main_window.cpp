@@ -508,6 +508,7 @@ void MainWindow::setPresentationMode(bool on)
     m_uiScale = scale;
     m_canvas->setUiScale(scale);
     updateDockMinimums();
+    fitStatusFields();
     if (m_presentationAction && m_presentationAction->isChecked() != on)
         m_presentationAction->setChecked(on);
     m_canvas->fitAll();

@@ -116,6 +116,7 @@ public:
 protected:
     void closeEvent(QCloseEvent* event) override;
     void showEvent(QShowEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     void buildViews();
@@ -135,7 +136,8 @@ private:
     // host-cpu; false (error shown, back to the model) when the engine cannot run it.
     // `newSource`: the engine to switch to with it (null: the runner keeps its source).
     bool showEngineScenario(std::unique_ptr<MetricsSource> newSource = nullptr);
-    void showUnitsAsRanks(bool engine);  // m_engineSource, and what the charts and heatmaps call a bar / row
+    void showUnitsAsRanks(bool engine);
+    void fitStatusFields();  // main_window_status.cpp: the fields that fit the bar's width  // m_engineSource, and what the charts and heatmaps call a bar / row
     void refillLayerCombo(const Scenario& s);
     [[nodiscard]] const std::vector<int>& shownMoeLayers() const;
     void showPrediction(const StepMetrics& measured);

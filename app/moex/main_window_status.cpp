@@ -90,6 +90,35 @@ void MainWindow::updateStatus()
     if (t.moe_time_balanced_us > 0 && t.moe_time_us > 0)  // the simulator's floor; engines leave it 0
         imbalance += tr(", costs %1%").arg(100.0 * (t.moe_time_us - t.moe_time_balanced_us) / t.moe_time_us, 0, 'f', 2);
     m_statusImbalance->setText(imbalance);
+    fitStatusFields();
+}
+
+void MainWindow::fitStatusFields()
+{
+    // The fields as wide as their text, never cut at the window's edge: where the bar is too
+    // narrow (a small window in presentation mode) the step, then tokens per kW, then the source
+    // give way; step time, tokens/s and the imbalance stay. The status bar's margins, the spacing
+    // between fields and its size grip are the 40 px held back.
+    const QList<QLabel*> all = {m_statusSource, m_statusStep, m_statusStepTime, m_statusTokens, m_statusPerKw, m_statusImbalance};
+    const QList<QLabel*> optional = {m_statusStep, m_statusPerKw, m_statusSource};  // first to go first
+    const int room = statusBar()->width() - 40;
+    int total = 0;
+    for (QLabel* l : all)
+        total += l->text().isEmpty() ? 0 : l->sizeHint().width();
+    for (QLabel* l : all)
+        l->setVisible(true);
+    for (QLabel* l : optional) {
+        if (total <= room)
+            break;
+        l->setVisible(false);
+        total -= l->sizeHint().width();
+    }
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event)
+{
+    QMainWindow::resizeEvent(event);
+    fitStatusFields();
 }
 
 void MainWindow::setStatusBusy(bool busy)

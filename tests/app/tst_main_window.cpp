@@ -490,6 +490,20 @@ private slots:
                                         .arg(min.width()).arg(min.height())));
             }
             QVERIFY(w.scenarioPanel()->width() >= w.scenarioPanel()->minimumSizeHint().width());
+            // The status bar's fields: whole and inside the window (the step time, tokens/s and the
+            // imbalance always; the others where they fit).
+            int shown = 0;
+            for (QLabel* l : w.statusBar()->findChildren<QLabel*>()) {
+                if (!l->isVisible() || l->text().isEmpty() || !l->text().contains(QLatin1Char(' ')))
+                    continue;
+                ++shown;
+                QVERIFY2(l->mapTo(&w, QPoint(l->width(), 0)).x() <= w.width() && l->width() >= l->sizeHint().width(),
+                         qPrintable(QStringLiteral("%1: '%2' %3 px of %4, right edge %5 of %6").arg(QLatin1String(when), l->text())
+                                        .arg(l->width()).arg(l->sizeHint().width())
+                                        .arg(l->mapTo(&w, QPoint(l->width(), 0)).x()).arg(w.width())));
+            }
+            QVERIFY(shown >= 3);
+            QVERIFY(w.statusText().contains(QStringLiteral("imbalance")));
         };
         for (bool presentation : {false, true}) {
             w.setPresentationMode(presentation);
