@@ -5,23 +5,22 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace moex {
 
-void writeFileAtomically(const std::string& path, std::string_view contents)
+namespace {
+
+void writeAll(int fd, const std::string& path, std::string_view contents, const std::string& tmp)
 {
-    std::random_device rd;
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + '.' + std::to_string(rd());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
-        throw FileWriteError("cannot write " + path + ": " + std::strerror(errno));
     std::size_t done = 0;
     while (done < contents.size()) {
         const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
@@ -30,11 +29,48 @@ void writeFileAtomically(const std::string& path, std::string_view contents)
                 continue;
             const int err = errno;
             ::close(fd);
-            ::unlink(tmp.c_str());
+            if (!tmp.empty())
+                ::unlink(tmp.c_str());
             throw FileWriteError("cannot write " + path + ": " + std::strerror(err));
         }
         done += static_cast<std::size_t>(n);
     }
+}
+
+}  // namespace
+
+void writeFileAtomically(const std::string& requested, std::string_view contents)
+{
+    // A symbolic link is followed: the file it names is replaced, the link stays. A device, pipe
+    // or socket (/dev/stdout, a FIFO) is written straight through: it has no old contents to keep
+    // and must not be replaced by a regular file.
+    std::string path = requested;
+    struct stat st {};
+    if (::lstat(requested.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+        std::error_code ec;
+        const auto target = std::filesystem::weakly_canonical(requested, ec);
+        if (!ec)
+            path = target.string();
+    }
+    if (::stat(path.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            throw FileWriteError("cannot write " + requested + ": it is a directory");
+        if (!S_ISREG(st.st_mode)) {
+            const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+            if (fd < 0)
+                throw FileWriteError("cannot write " + requested + ": " + std::strerror(errno));
+            writeAll(fd, requested, contents, {});
+            if (::close(fd) != 0)
+                throw FileWriteError("cannot write " + requested + ": " + std::strerror(errno));
+            return;
+        }
+    }
+    std::random_device rd;
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + '.' + std::to_string(rd());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        throw FileWriteError("cannot write " + path + ": " + std::strerror(errno));
+    writeAll(fd, path, contents, tmp);
     if (::fsync(fd) != 0 || ::close(fd) != 0) {
         const int err = errno;
         ::unlink(tmp.c_str());
@@ -49,6 +85,9 @@ void writeFileAtomically(const std::string& path, std::string_view contents)
 
 std::string readFile(const std::string& path, std::size_t maxBytes)
 {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw InputError(Location{path, 0, 0}, "is a directory, not a file");
     std::ifstream in(path, std::ios::binary);
     if (!in)
         throw InputError(Location{path, 0, 0}, std::string("cannot open file: ") + std::strerror(errno));

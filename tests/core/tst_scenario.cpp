@@ -9,6 +9,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <thread>
+
+#include <sys/stat.h>
 
 using namespace moex;
 namespace fs = std::filesystem;
@@ -279,6 +283,14 @@ void TestScenario::relativePathsResolveAgainstFile()
     QVERIFY(fs::exists(s.model_source.path));
 }
 
+namespace {
+std::string readPipe(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
 void TestScenario::atomicSaveKeepsOldFileOnFailure()
 {
     QTemporaryDir dir;
@@ -293,6 +305,38 @@ void TestScenario::atomicSaveKeepsOldFileOnFailure()
     for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path().toStdString()))
         ++files;
     QCOMPARE(files, 1);
+
+    // A symbolic link is followed: the file it names gets the new contents and the link stays.
+    const std::string target = dir.filePath(QStringLiteral("target.json")).toStdString();
+    const std::string link = dir.filePath(QStringLiteral("link.json")).toStdString();
+    writeFileAtomically(target, "old\n");
+    fs::create_symlink(target, link);
+    writeFileAtomically(link, "through the link\n");
+    QVERIFY(fs::is_symlink(link));
+    QCOMPARE(readFile(target), std::string("through the link\n"));
+    // A pipe is written straight through and stays a pipe (--json /dev/stdout, a FIFO): a reader
+    // at its other end gets the contents.
+    const std::string fifo = dir.filePath(QStringLiteral("out.fifo")).toStdString();
+    QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+    std::string received;
+    std::thread reader([&] { received = readPipe(fifo); });
+    writeFileAtomically(fifo, "to the pipe\n");
+    reader.join();
+    QCOMPARE(received, std::string("to the pipe\n"));
+    QVERIFY(fs::is_fifo(fifo));
+    // A directory is neither written nor read as a file, and says so.
+    try {
+        writeFileAtomically(dir.path().toStdString(), "x");
+        QFAIL("a directory was written");
+    } catch (const FileWriteError& e) {
+        QVERIFY2(std::string(e.what()).find("is a directory") != std::string::npos, e.what());
+    }
+    try {
+        (void)readFile(dir.path().toStdString());
+        QFAIL("a directory was read");
+    } catch (const InputError& e) {
+        QVERIFY2(e.diagnostics().format().find("is a directory") != std::string::npos, e.what());
+    }
 }
 
 QTEST_APPLESS_MAIN(TestScenario)
