@@ -16,6 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <iomanip>
 #include <iostream>
 
@@ -41,6 +44,67 @@ T field(const nlohmann::json& j, const char* key, const std::string& file, const
     }
 }
 
+std::string shortNumber(double v)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return text;
+}
+
+// What a run file must hold to be predicted: the ranks the model's experts allow, one "gpus"
+// entry per rank, the run's layers (MoE layers of the model, each once) in "layers" and in the
+// times, each expert's load, times that are durations. A file edited by hand or cut short is
+// refused here, never predicted into a table that looks right.
+void checkMeasuredRun(const Scenario& s, const StepMetrics& measured, const std::vector<LayerMetrics>& times,
+                      const nlohmann::json& j, const std::string& file)
+{
+    constexpr std::int64_t kMaxRunTokens = 1 << 20;  // run --tokens and engine.tokens allow as many
+    const int ranks = s.engine.ranks;
+    if (ranks < 1 || ranks > s.model.routed_experts)
+        badRun(file, "\"run\".ranks = " + std::to_string(ranks) + ": " + s.model.name + "'s "
+                         + std::to_string(s.model.routed_experts) + " experts allow 1 to " + std::to_string(s.model.routed_experts));
+    if (measured.num_gpus != ranks)
+        badRun(file, "\"gpus\" has " + std::to_string(measured.num_gpus) + " entries for " + std::to_string(ranks) + " ranks");
+    for (const GpuMetrics& g : measured.gpus)
+        if (g.tokens < 0 || g.tokens > kMaxRunTokens)
+            badRun(file, "a \"gpus\" entry has " + std::to_string(g.tokens) + " tokens (0 to " + std::to_string(kMaxRunTokens) + ")");
+    std::vector<int> ran = s.engine.layers.empty() ? s.model.moe_layers : s.engine.layers;
+    for (std::size_t i = 0; i < ran.size(); ++i) {
+        if (std::find(s.model.moe_layers.begin(), s.model.moe_layers.end(), ran[i]) == s.model.moe_layers.end())
+            badRun(file, "\"run\".layers: decoder layer " + std::to_string(ran[i]) + " is not an MoE layer of " + s.model.name);
+        if (std::find(ran.begin(), ran.begin() + static_cast<std::ptrdiff_t>(i), ran[i]) != ran.begin() + static_cast<std::ptrdiff_t>(i))
+            badRun(file, "\"run\".layers: decoder layer " + std::to_string(ran[i]) + " is listed twice");
+    }
+    const auto sameLayers = [&](const auto& rows, const char* key) {
+        if (rows.size() != ran.size())
+            badRun(file, std::string("\"") + key + "\" has " + std::to_string(rows.size()) + " layers, the run ran "
+                             + std::to_string(ran.size()) + ": the file is cut short or edited");
+        for (std::size_t i = 0; i < ran.size(); ++i)
+            if (rows[i].decoder_layer != ran[i])
+                badRun(file, std::string("\"") + key + "\" entry " + std::to_string(i) + " is layer " + std::to_string(rows[i].decoder_layer)
+                                 + ", the run's is " + std::to_string(ran[i]));
+    };
+    sameLayers(measured.layers, "layers");
+    sameLayers(times, j.contains("layers_median") ? "layers_median" : "layers_mean");
+    for (const LayerMetrics& l : measured.layers) {
+        if (static_cast<int>(l.expert_load.size()) != s.model.routed_experts)
+            badRun(file, "layer " + std::to_string(l.decoder_layer) + "'s expert_load has " + std::to_string(l.expert_load.size())
+                             + " entries for " + std::to_string(s.model.routed_experts) + " experts");
+        for (const std::int64_t v : l.expert_load)
+            if (v < 0 || v > kMaxRunTokens)
+                badRun(file, "layer " + std::to_string(l.decoder_layer) + "'s expert_load holds " + std::to_string(v)
+                                 + ": a count of token-expert pairs is 0 to the run's tokens");
+    }
+    constexpr double kMaxUs = 3.6e9;  // an hour per layer: anything longer is not a measurement
+    for (const LayerMetrics& l : times)
+        for (const double v : {l.time_us, l.dispatch_us, l.compute_us, l.combine_us})
+            if (!std::isfinite(v) || v < 0 || v > kMaxUs)
+                badRun(file, "layer " + std::to_string(l.decoder_layer) + " has a time of " + shortNumber(v)
+                                 + " us: times are 0 to an hour");
+    if (j.contains("steps") && (!j["steps"].is_number_integer() || j["steps"].get<std::int64_t>() < 1))
+        badRun(file, "\"steps\" must be a whole number of steps, 1 or more");
+}
+
 }  // namespace
 
 int compareMeasured(const std::string& runFile, const std::vector<std::string>& calibrationFiles, const std::optional<std::string>& jsonOut)
@@ -51,7 +115,8 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
     } catch (const nlohmann::json::parse_error& e) {
         badRun(runFile, std::string("not valid JSON: ") + e.what());
     }
-    if (!j.is_object() || !j.value("measured", false))
+    const auto flag = j.is_object() ? j.find("measured") : j.end();
+    if (!j.is_object() || flag == j.end() || !flag->is_boolean() || !flag->get<bool>())
         badRun(runFile, "not a measured run: `moex-cli run --json` writes \"measured\": true");
     const auto run = field<nlohmann::json>(j, "run", runFile, "the file");
     Overrides sets;
@@ -95,6 +160,7 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
         lm.combine_us = field<double>(l, "combine_us", runFile, entry);
         means.push_back(lm);
     }
+    checkMeasuredRun(s, measured, means, j, runFile);
     const Calibration base = defaultCalibration(GpuArch::cpu);
     std::vector<Calibration> cals;
     for (const auto& f : calibrationFiles)

@@ -11,6 +11,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <functional>
+
 using moex::test::CliResult;
 using moex::test::runCli;
 
@@ -232,6 +234,47 @@ private slots:
         const CliResult bad = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), broken.fileName()});
         QCOMPARE(bad.exitCode, 2);
         QVERIFY2(bad.err.contains(QStringLiteral("not valid JSON")), qPrintable(bad.err));
+        // A real run file edited by hand or cut short: refused, saying which field (it printed a
+        // full table, or stopped with an internal error on a "measured" that was a string).
+        QFile runIn(runFile);
+        QVERIFY(runIn.open(QIODevice::ReadOnly));
+        const QJsonObject real = QJsonDocument::fromJson(runIn.readAll()).object();
+        const auto edited = [&](const std::function<void(QJsonObject&)>& edit, const QString& needle) {
+            QJsonObject o = real;
+            edit(o);
+            QFile f(dir.filePath(QStringLiteral("edited.json")));
+            QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            f.write(QJsonDocument(o).toJson());
+            f.close();
+            const CliResult r = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), f.fileName()});
+            QVERIFY2(r.exitCode == 2 && r.err.contains(needle), qPrintable(needle + QStringLiteral(" / ") + r.err));
+        };
+        const auto inRun = [](const char* key, const QJsonValue& v) {
+            return [key, v](QJsonObject& o) {
+                QJsonObject run = o[QStringLiteral("run")].toObject();
+                run[QLatin1String(key)] = v;
+                o[QStringLiteral("run")] = run;
+            };
+        };
+        const auto firstTime = [](const QJsonValue& v) {
+            return [v](QJsonObject& o) {
+                const QString key = o.contains(QStringLiteral("layers_median")) ? QStringLiteral("layers_median") : QStringLiteral("layers_mean");
+                QJsonArray rows = o[key].toArray();
+                QJsonObject first = rows[0].toObject();
+                first[QStringLiteral("time_us")] = v;
+                rows[0] = first;
+                o[key] = rows;
+            };
+        };
+        edited([](QJsonObject& o) { o[QStringLiteral("measured")] = QStringLiteral("true"); }, QStringLiteral("not a measured run"));
+        edited(inRun("ranks", 0), QStringLiteral("\"run\".ranks = 0"));
+        edited(inRun("ranks", 99), QStringLiteral("\"run\".ranks = 99"));
+        edited(inRun("layers", QJsonArray{1, 500}), QStringLiteral("decoder layer 500 is not an MoE layer"));
+        edited(inRun("layers", QJsonArray{1, 1}), QStringLiteral("listed twice"));
+        edited(firstTime(-5.0), QStringLiteral("times are 0 to an hour"));
+        edited(firstTime(1e300), QStringLiteral("1e+300 us"));
+        edited([](QJsonObject& o) { o[QStringLiteral("steps")] = -1; }, QStringLiteral("\"steps\""));
+        edited([](QJsonObject& o) { o[QStringLiteral("layers")] = QJsonArray(); }, QStringLiteral("cut short"));
         const CliResult badCal = runCli({QStringLiteral("calibrate"), QStringLiteral("--backend"), QStringLiteral("cuda"),
                                          QStringLiteral("-o"), cal});
         QCOMPARE(badCal.exitCode, 2);
