@@ -1,5 +1,6 @@
 #include "common/yaml_reader.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -61,6 +62,7 @@ bool YamlReader::expectMap(const YAML::Node& node, std::string_view what, const 
         error(node, std::string(what) + " must be a mapping");
         return false;
     }
+    std::vector<YAML::Node> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
         const YAML::Node key = it->first;
         if (!key.IsScalar()) {
@@ -68,6 +70,16 @@ bool YamlReader::expectMap(const YAML::Node& node, std::string_view what, const 
             continue;
         }
         const std::string& name = key.Scalar();
+        // YAML forbids a key twice in one mapping; yaml-cpp keeps the first and drops the second
+        // without a word, so a value the user wrote last would be ignored.
+        const auto first = std::find_if(seen.begin(), seen.end(), [&](const YAML::Node& k) { return k.Scalar() == name; });
+        if (first != seen.end()) {
+            const Location was = at(*first);
+            error(key, "duplicate key '" + name + "' in " + std::string(what)
+                           + (was.line > 0 ? " (first at line " + std::to_string(was.line) + ")" : std::string()) + "; give it once");
+            continue;
+        }
+        seen.push_back(key);
         bool known = false;
         for (const auto& a : allowed)
             known = known || a == name;

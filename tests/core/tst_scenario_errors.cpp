@@ -122,6 +122,9 @@ void TestScenarioErrors::malformed_data()
         9, "expert_groups = 3 does not divide");
     row("model file missing", QStringLiteral("name: t\nmodel: ../models/nope.yaml\ntopology: {builtin: hgx-h100}\n"), 2,
         "does not exist");
+    // A key given twice (yaml-cpp kept the first and dropped the second in silence).
+    row("duplicate top key", base + QStringLiteral("overlap: none\noverlap: bogus\n"), 5, "duplicate key 'overlap' in scenario (first at line 4)");
+    row("duplicate nested key", base + QStringLiteral("workload:\n  phase: decode\n  phase: prefill\n"), 6, "duplicate key 'phase'");
     row("missing model", QStringLiteral("name: t\ntopology: {builtin: hgx-h100}\n"), 1, "missing required key 'model'");
     row("routing trace without file", base + QStringLiteral("workload:\n  routing: {kind: trace}\n"), 5, "needs a 'file'");
     row("routing file missing", base + QStringLiteral("workload:\n  routing: {kind: trace, file: nope.jsonl}\n"), 5,
