@@ -43,6 +43,8 @@ std::string gb(std::size_t bytes)
 
 Location engineLocation(const Scenario& s)
 {
+    if (!s.engine.flags.empty())
+        return Location{s.engine.flags, 0, 0};
     return Location{s.file.empty() ? std::string("scenario") : s.file, s.engine.line, s.engine.column};
 }
 

@@ -73,6 +73,7 @@ struct EngineSpec {
     std::string checkpoint;                            // Hugging Face checkpoint directory (absolute); empty = seeded weights
     int line = 0;                                      // where engine.backend was set, for located errors
     int column = 0;
+    std::string flags;  // the command-line flags that set these (e.g. "--ranks 16"): where errors point instead
     bool operator==(const EngineSpec&) const = default;
 };
 

@@ -291,7 +291,7 @@ private slots:
         QTest::addColumn<QString>("engineExtra");
         QTest::addColumn<QString>("needle");
         QTest::newRow("more ranks than experts") << QStringList{QStringLiteral("--ranks"), QStringLiteral("17")} << QString()
-                                                 << QStringLiteral("engine.ranks = 17");
+                                                 << QStringLiteral("--ranks 17: error: engine.ranks = 17");  // the flag, not the file
         QTest::newRow("--ranks 0") << QStringList{QStringLiteral("--ranks"), QStringLiteral("0")} << QString()
                                    << QStringLiteral("--ranks");
         QTest::newRow("dense layer") << QStringList{QStringLiteral("--layers"), QStringLiteral("0")} << QString()
@@ -301,7 +301,7 @@ private slots:
         QTest::newRow("unknown backend") << QStringList{QStringLiteral("--backend"), QStringLiteral("tpu")} << QString()
                                          << QStringLiteral("known backends are cpu and cuda");
         QTest::newRow("weights beyond memory") << QStringList() << QStringLiteral("  memory_gb: 0.00001\n")
-                                               << QStringLiteral("weights need");
+                                               << QStringLiteral("small.yaml:22:12: error: the engine's weights need");
         QTest::newRow("yaml: unknown weights mode") << QStringList() << QStringLiteral("  weights: everywhere\n")
                                                     << QStringLiteral("small.yaml:");
         QTest::newRow("yaml: layers out of order") << QStringList() << QStringLiteral("  layers: [3, 1]\n")
