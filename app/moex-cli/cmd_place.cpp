@@ -90,7 +90,9 @@ int cmdPlace(const Argv& argv)
     Scenario s = loadScenarioFile(args.positionals().front(), args.overrides());
     const int E = s.model.routed_experts;
     const int G = s.topology.numGpus();
-    const int slots = args.intValue("slots", E, 1, 1 << 24);
+    // As many redundant slots as a scenario's placement.redundant_slots allows (16 per expert): a
+    // million slots took 47 s and 2.5 GB to place, far past any deployment.
+    const int slots = args.intValue("slots", E, 1, 17 * E);
     if (slots < E)
         bad("--slots " + std::to_string(slots) + " cannot hold the model's " + std::to_string(E) +
             " experts: every expert needs a slot (give at least " + std::to_string(E) + ")");

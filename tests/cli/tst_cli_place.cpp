@@ -168,6 +168,9 @@ void TestCliPlace::badInputExits2AndWritesNothing_data()
                                                              QStringLiteral("--slots"), QStringLiteral("4")} +
                                                      base
                                               << QByteArray() << QStringLiteral("cannot hold the model's 8 experts");
+    QTest::newRow("far more slots than a deployment") // 16 redundant per expert at most, as a scenario allows
+        << QStringList{QStringLiteral("--strategy"), QStringLiteral("eplb"), QStringLiteral("--slots"), QStringLiteral("16777216")} + base
+        << QByteArray() << QStringLiteral("'--slots' = 16777216 is out of range [1, 136]");
     QTest::newRow("load with the wrong layers")
         << QStringList{QStringLiteral("--strategy"), QStringLiteral("eplb"), QStringLiteral("--load"),
                        QStringLiteral("LOAD")} +
