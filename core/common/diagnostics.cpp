@@ -5,16 +5,60 @@
 
 namespace moex {
 
+namespace {
+
+// A message may quote the input (a YAML scalar, a key, a file name): bytes that are not text
+// (control characters, a NUL, invalid UTF-8 from a binary file) are written as \xNN so that the
+// terminal shows them and nothing else; valid UTF-8 (µ, →) stays as it is.
+std::string printable(const std::string& text)
+{
+    std::string out;
+    out.reserve(text.size());
+    const auto hex = [&](unsigned char c) {
+        static const char digits[] = "0123456789abcdef";
+        out += "\\x";
+        out += digits[c >> 4];
+        out += digits[c & 15];
+    };
+    for (std::size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c < 0x80) {
+            if (c >= 0x20 && c != 0x7f)
+                out += static_cast<char>(c);
+            else if (c == '\n' || c == '\t')
+                out += static_cast<char>(c);
+            else
+                hex(c);
+            ++i;
+            continue;
+        }
+        const std::size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+        bool valid = len > 0 && i + len <= text.size();
+        for (std::size_t k = 1; valid && k < len; ++k)
+            valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+        if (valid) {
+            out.append(text, i, len);
+            i += len;
+        } else {
+            hex(c);
+            ++i;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
 std::string Diagnostic::format() const
 {
-    std::string out = where.file.empty() ? std::string("<input>") : where.file;
+    std::string out = where.file.empty() ? std::string("<input>") : printable(where.file);
     if (where.line > 0) {
         out += ':' + std::to_string(where.line);
         if (where.column > 0)
             out += ':' + std::to_string(where.column);
     }
     out += ": error: ";
-    out += message;
+    out += printable(message);
     return out;
 }
 

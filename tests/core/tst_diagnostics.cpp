@@ -23,6 +23,11 @@ void TestDiagnostics::formatting()
 {
     QCOMPARE(Diagnostic({{"a.yaml", 3, 7}, "bad"}).format(), std::string("a.yaml:3:7: error: bad"));
     QCOMPARE(Diagnostic({{"a.yaml", 0, 0}, "bad"}).format(), std::string("a.yaml: error: bad"));
+    // Bytes quoted from a binary file reach the terminal as \xNN, never raw (a NUL, an escape, a
+    // stray UTF-8 byte); text in UTF-8 stays as written.
+    const std::string quoted = std::string("escape '") + '\0' + "\x1b[2J\xff\xc3' in 1 \xc2\xb5s \xe2\x86\x92 x";
+    QCOMPARE(Diagnostic({{"f\x01.pt", 1, 7}, quoted}).format(),
+             std::string("f\\x01.pt:1:7: error: escape '\\x00\\x1b[2J\\xff\\xc3' in 1 \xc2\xb5s \xe2\x86\x92 x"));
     Diagnostics d;
     for (std::size_t i = 0; i < Diagnostics::kMaxErrors + 10; ++i)
         d.error({"f", 1, 1}, "x");
