@@ -1,5 +1,7 @@
 #include "common/json_input.h"
 
+#include <algorithm>
+#include <unordered_set>
 #include <vector>
 
 namespace moex {
@@ -7,6 +9,9 @@ namespace moex {
 namespace {
 
 struct TooDeep {};
+struct DuplicateKey {
+    std::string key;
+};
 
 // Dumps at most `budget` characters, iteratively deep only to kMaxJsonDepth.
 void snippet(const nlohmann::json& v, std::string& out, std::size_t budget, int depth)
@@ -55,11 +60,29 @@ void snippet(const nlohmann::json& v, std::string& out, std::size_t budget, int 
 
 nlohmann::json parseJsonInput(std::string_view text, const std::string& file, int line, const std::string& what)
 {
-    const nlohmann::json::parser_callback_t guard = [](int depth, nlohmann::json::parse_event_t event,
-                                                       nlohmann::json&) {
-        if (depth > kMaxJsonDepth && (event == nlohmann::json::parse_event_t::object_start
-                                      || event == nlohmann::json::parse_event_t::array_start))
+    // nlohmann stops at a NUL byte and reads what came before as the whole text.
+    if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+        const int at = line > 0 ? line : 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n'));
+        throw InputError(Location{file, at, 0}, what + " holds a NUL byte (at byte " + std::to_string(nul)
+                                                     + "): not a JSON text; a binary file, or one cut and joined");
+    }
+    // The keys of each object being parsed: JSON lets a key repeat and nlohmann keeps one of the
+    // two values without a word, so a count or a setting the user wrote would be lost.
+    std::vector<std::unordered_set<std::string>> keys;
+    const nlohmann::json::parser_callback_t guard = [&keys](int depth, nlohmann::json::parse_event_t event,
+                                                            nlohmann::json& parsed) {
+        using Event = nlohmann::json::parse_event_t;
+        if (depth > kMaxJsonDepth && (event == Event::object_start || event == Event::array_start))
             throw TooDeep{};
+        if (event == Event::object_start) {
+            keys.emplace_back();
+        } else if (event == Event::object_end && !keys.empty()) {
+            keys.pop_back();
+        } else if (event == Event::key && !keys.empty() && parsed.is_string()) {
+            const auto& k = parsed.get_ref<const std::string&>();
+            if (!keys.back().insert(k).second)
+                throw DuplicateKey{k};
+        }
         return true;
     };
     try {
@@ -67,6 +90,10 @@ nlohmann::json parseJsonInput(std::string_view text, const std::string& file, in
     } catch (const TooDeep&) {
         throw InputError(Location{file, line, 0}, what + " nests deeper than " + std::to_string(kMaxJsonDepth)
                                                       + " levels (no format moex reads needs that)");
+    } catch (const DuplicateKey& d) {
+        throw InputError(Location{file, line, 0}, what + " gives the key \"" + d.key.substr(0, 60)
+                                                      + "\" twice in one object; give it once (JSON readers keep one of "
+                                                        "the two values, silently)");
     } catch (const nlohmann::json::parse_error&) {
         throw;  // the caller locates it by its byte offset
     } catch (const nlohmann::json::exception& e) {

@@ -8,9 +8,11 @@
 #include "placement/torch_archive.h"
 
 #include "common/diagnostics.h"
+#include "workload/workload.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace moex::detail {
 
@@ -44,8 +46,12 @@ const TensorRef& tensorAt(const PickleValue& v, const std::string& file, const s
 
 void checkCount(double c, const std::string& file, const std::string& what)
 {
-    if (!(c >= 0) || std::isinf(c) || c != std::floor(c))
-        fail(file, "'" + what + "' holds " + std::to_string(c) + "; token counts must be integers >= 0");
+    if (!(c >= 0) || std::isinf(c) || c != std::floor(c) || c > static_cast<double>(kMaxRecordedCount)) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.17g", c);
+        fail(file, "'" + what + "' holds " + text + "; token counts must be integers from 0 to 2^40 (a tensor of "
+                       "another type, or beyond any real recording)");
+    }
 }
 
 void addInto(Accumulated& acc, std::vector<std::vector<double>> rows, const std::string& file)

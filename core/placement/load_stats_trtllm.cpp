@@ -7,6 +7,7 @@
 
 #include "common/atomic_file.h"
 #include "common/diagnostics.h"
+#include "workload/workload.h"
 
 #include <nlohmann/json.hpp>
 
@@ -34,9 +35,7 @@ bool parseKey(const std::string& key, long long& iter, int& layer)
         && layer < 100000;
 }
 
-// Token counts per expert, iteration and layer: 2^40 (1.1e12) is beyond any serving system's
-// recording interval, and sums of counts stay exact in a double far above it.
-constexpr std::int64_t kMaxTokenCount = std::int64_t{1} << 40;
+constexpr std::int64_t kMaxTokenCount = kMaxRecordedCount;
 
 int readMeta(const std::string& path, int& topK)
 {

@@ -7,6 +7,7 @@
 #include "common/json_input.h"
 
 #include "common/diagnostics.h"
+#include "workload/workload.h"
 
 #include <nlohmann/json.hpp>
 
@@ -69,9 +70,12 @@ private:
             for (std::size_t c = 0; c < row.size(); ++c) {
                 const auto& v = row[c];
                 const double x = v.is_number() ? v.get<double>() : -1;
-                if (!v.is_number() || !(x >= 0) || std::isinf(x) || (ids && (!v.is_number_integer() || x >= kMaxColumns)))
+                if (!v.is_number() || !(x >= 0) || std::isinf(x) || (ids && (!v.is_number_integer() || x >= kMaxColumns))
+                    || (!ids && x > static_cast<double>(kMaxRecordedCount)))
                     fail(std::string("\"") + name + "\" row " + std::to_string(l) + ", entry " + std::to_string(c)
-                         + (ids ? " must be an expert id >= 0" : " must be a count >= 0") + ", found " + jsonSnippet(v));
+                         + (ids ? " must be an expert id from 0 to " + std::to_string(kMaxColumns - 1)
+                                : std::string(" must be a count from 0 to 2^40"))
+                         + ", found " + jsonSnippet(v));
                 r.push_back(x);
             }
             out.push_back(std::move(r));

@@ -83,14 +83,51 @@ private:
         m_diags.error(locate(pos == std::string_view::npos ? 0 : pos), std::move(message));
     }
     static std::string quoted(const std::string& key) { return "\"" + key + "\""; }
+    // The byte offset of entry `col` of row `row` in a matrix file ([[...], [...]]), for errors
+    // that name the line the value is on; the row's start when the row has fewer entries.
+    std::size_t matrixOffset(std::size_t row, std::size_t col) const
+    {
+        int depth = 0;
+        std::size_t rowsSeen = 0, colsSeen = 0;
+        bool inRow = false, inString = false;
+        for (std::size_t i = 0; i < m_text.size(); ++i) {
+            const char ch = m_text[i];
+            if (inString) {
+                if (ch == '\\')
+                    ++i;
+                else if (ch == '"')
+                    inString = false;
+                continue;
+            }
+            if (ch == '"') {
+                inString = true;
+            } else if (ch == '[') {
+                ++depth;
+                if (depth == 2) {
+                    inRow = rowsSeen++ == row;
+                    colsSeen = 0;
+                    if (inRow && col == 0)
+                        return m_text.find_first_not_of(" \t\r\n", i + 1);
+                }
+            } else if (ch == ']') {
+                if (depth == 2 && inRow)
+                    return i;
+                --depth;
+            } else if (ch == ',' && depth == 2 && inRow && ++colsSeen == col) {
+                return m_text.find_first_not_of(" \t\r\n", i + 1);
+            }
+        }
+        return 0;
+    }
+    void errorAt(std::size_t offset, std::string message) { m_diags.error(locate(offset), std::move(message)); }
 
-    // A count must be a finite number >= 0.
+    // A count must be a finite number from 0 to kMaxRecordedCount.
     bool count(const json& v, double& out)
     {
         if (!v.is_number())
             return false;
         out = v.get<double>();
-        return std::isfinite(out) && out >= 0.0;
+        return std::isfinite(out) && out >= 0.0 && out <= static_cast<double>(kMaxRecordedCount);
     }
     static bool integerKey(const std::string& key, int& out)
     {
@@ -119,7 +156,7 @@ private:
         for (std::size_t l = 0; l < j.size(); ++l) {
             const json& row = j[l];
             if (!row.is_array() || row.empty()) {
-                error("", "row " + std::to_string(l) + " must be a non-empty array of counts");
+                errorAt(matrixOffset(l, 0), "row " + std::to_string(l) + " must be a non-empty array of counts");
                 return;
             }
             if (l == 0 && !setExperts(m_numExperts > 0 ? std::max(m_numExperts, static_cast<int>(row.size()))
@@ -127,15 +164,15 @@ private:
                                       ""))
                 return;
             if (row.size() != j[0].size()) {
-                error("", "row " + std::to_string(l) + " has " + std::to_string(row.size()) + " counts, row 0 has " +
-                              std::to_string(j[0].size()));
+                errorAt(matrixOffset(l, 0), "row " + std::to_string(l) + " has " + std::to_string(row.size())
+                                                + " counts, row 0 has " + std::to_string(j[0].size()));
                 return;
             }
             std::vector<double> counts(static_cast<std::size_t>(m_out.num_experts), 0.0);
             for (std::size_t e = 0; e < row.size(); ++e)
                 if (!count(row[e], counts[e])) {
-                    error("", "row " + std::to_string(l) + ", expert " + std::to_string(e) +
-                                  ": a count must be a number >= 0, found " + jsonSnippet(row[e]));
+                    errorAt(matrixOffset(l, e), "row " + std::to_string(l) + ", expert " + std::to_string(e)
+                                                    + ": a count must be a number from 0 to 2^40, found " + jsonSnippet(row[e]));
                     return;
                 }
             m_out.layer_ids.push_back(static_cast<int>(l));
@@ -175,6 +212,7 @@ private:
             std::sort(layers.begin(), layers.end());
         }
         std::vector<std::vector<std::pair<int, double>>> entries;
+        std::size_t arrayLength = 0;  // of the layers given as lists so far
         for (int layer : layers) {
             const std::string key = std::to_string(layer);
             const auto it = byLayer.find(key);
@@ -195,13 +233,25 @@ private:
                         where += " (num_experts " + std::to_string(m_out.num_experts) + ")";
                     error(quoted(key), where);
                 } else if (!count(v, c)) {
-                    error(quoted(key), where + ": a count must be a number >= 0, found " + jsonSnippet(v));
+                    error(quoted(key), where + ": a count must be a number from 0 to 2^40, found " + jsonSnippet(v));
                 } else {
                     layerCounts.emplace_back(expert, c);
                     maxExpert = std::max(maxExpert, expert);
                 }
             };
             if (it->is_array()) {
+                // A list holds every expert's count: one shorter than the others (or than
+                // num_experts) is a file cut or mixed up, not experts without load.
+                const std::size_t expected = m_out.num_experts > 0 ? static_cast<std::size_t>(m_out.num_experts) : arrayLength;
+                if (expected > 0 && it->size() != expected) {
+                    error(quoted(key), "layer " + key + " has " + std::to_string(it->size()) + " counts, "
+                                           + (m_out.num_experts > 0 ? "num_experts is " : "the layers before it have ")
+                                           + std::to_string(expected) + " (a list gives every expert's count)");
+                    entries.push_back({});
+                    m_out.layer_ids.push_back(layer);
+                    continue;
+                }
+                arrayLength = it->size();
                 for (std::size_t e = 0; e < it->size(); ++e)
                     add(std::to_string(e), static_cast<int>(e), (*it)[e]);
             } else if (it->is_object()) {

@@ -29,6 +29,11 @@ struct RoutingSpec {
 // per expert be counted in 16 bits (RoutingSample::Count), which halves the bytes a step reads.
 inline constexpr int kMaxTokensPerGpu = 65535;
 
+// The largest count of tokens (or token-expert pairs) per expert and layer a statistics or counts
+// file may hold: 2^40 (1.1e12) is beyond any serving system's recording interval, and sums of such
+// counts stay exact in a double far above it. Larger values are refused, never read.
+inline constexpr std::int64_t kMaxRecordedCount = std::int64_t{1} << 40;
+
 struct Workload {
     Phase phase = Phase::decode;
     int tokens_per_gpu = 128;        // per step per attention-DP rank

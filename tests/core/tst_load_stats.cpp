@@ -423,13 +423,25 @@ void TestLoadStats::malformed_data()
         "negative count");
     row("trtllm missing rank", "trt/rank1.safetensors", safetensors({{"7_0", okTensor}}, i64), "rank0.safetensors is missing");
 
-    row("json negative count", "m.json", "[[1, -2]]", "a count must be a number >= 0, found -2");
-    row("json string count", "m.json", "[[1, \"2\"]]", "a count must be a number >= 0, found \"2\"");
+    row("json negative count", "m.json", "[[1, -2]]", "a count must be a number from 0 to 2^40, found -2");
+    row("json string count", "m.json", "[[1, \"2\"]]", "a count must be a number from 0 to 2^40, found \"2\"");
+    row("json count beyond any recording", "m.json", "[[1, 1e15]]", "a count must be a number from 0 to 2^40");
+    row("json duplicate layer", "c.json", R"({"expert_usage_by_layer": {"0": [1, 2, 3], "0": [4, 5, 6]}})",
+        "gives the key \"0\" twice in one object");
+    row("json layer list shorter", "c.json", R"({"expert_usage_by_layer": {"0": [1, 2, 3], "1": [1, 2]}})",
+        "layer 1 has 2 counts, the layers before it have 3");
+    row("json NUL and garbage", "m.json", std::string("[[1, 2, 3]]\0{garbage", 20), "holds a NUL byte (at byte 11)");
     row("ragged matrix", "m.json", "[[1, 2], [3]]", "row 1 has 1 counts, row 0 has 2");
     row("json syntax", "m.json", "[[1, 2]", "");
-    row("vllm negative", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, -1]]})", "must be a count >= 0");
+    row("vllm negative", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, -1]]})",
+        "must be a count from 0 to 2^40");
+    row("vllm count beyond any recording", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, 1e308]]})",
+        "must be a count from 0 to 2^40");
     row("vllm bad map", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, 1]], "p2l_map": [[0, -1]]})",
-        "must be an expert id >= 0");
+        "must be an expert id from 0 to 65535");
+    row("vllm map id too large", "v.jsonl",
+        R"({"record_type": "eplb_load_stats", "expert_load": [[1, 1]], "p2l_map": [[0, 2000000]]})",
+        "must be an expert id from 0 to 65535, found 2000000");
     row("vllm version", "v.jsonl", R"({"record_type": "eplb_load_stats", "version": 9, "expert_load": [[1]]})",
         "unsupported version 9");
     row("unknown extension", "x.csv", "1,2,3", "cannot tell the statistics format");

@@ -851,7 +851,14 @@ void TestWorkload::countsErrors_data()
     QTest::addRow("bad json") << QByteArray("{\"num_experts\": 4,\n \"layers\": [1,\n ]}") << 3
                               << QStringLiteral("bad JSON");
     QTest::addRow("ragged matrix") << QByteArray("[[1, 2], [3]]") << 1 << QStringLiteral("row 1 has 1 counts");
-    QTest::addRow("negative count") << QByteArray("[[1, -2]]") << 1 << QStringLiteral("number >= 0");
+    QTest::addRow("negative count") << QByteArray("[[1, -2]]") << 1 << QStringLiteral("number from 0 to 2^40");
+    // Matrix errors on the value's own line (they were all at 1:1).
+    QTest::addRow("negative count, line 4") << QByteArray("[\n [1,2,3],\n [4,5,6],\n [7,-8,9]\n]\n") << 4
+                                            << QStringLiteral("row 2, expert 1");
+    QTest::addRow("ragged matrix, line 3") << QByteArray("[\n [1,2,3],\n [4,5],\n [7,8,9]\n]\n") << 3
+                                           << QStringLiteral("row 1 has 2 counts, row 0 has 3");
+    QTest::addRow("usage list shorter") << QByteArray("{\"expert_usage_by_layer\": {\n\"0\": [1,2,3],\n\"1\": [1,2]}}") << 3
+                                        << QStringLiteral("layer 1 has 2 counts");
     QTest::addRow("expert out of range")
         << QByteArray("{\"num_experts\": 2,\n\"expert_usage_by_layer\": {\n\"1\": {\"5\": 3}}}") << 3
         << QStringLiteral("expert \"5\" is out of range");
