@@ -333,11 +333,12 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
         ModelSpec m;
         m.name = modelName(c, file);
         m.hidden_size = static_cast<int>(c.integer("hidden_size", 1, kMaxDim).value_or(0));
-        m.num_layers = static_cast<int>(c.integer("num_hidden_layers", 1, kMaxCount).value_or(0));
+        // The model file's limits: import-hf never writes a file that validate refuses.
+        m.num_layers = static_cast<int>(c.integer("num_hidden_layers", 1, kMaxModelLayers).value_or(0));
         m.routed_experts = static_cast<int>(
-            firstInteger(c, {"n_routed_experts", "num_local_experts", "num_experts"}, 1, kMaxCount).value_or(0));
+            firstInteger(c, {"n_routed_experts", "num_local_experts", "num_experts"}, 1, kMaxRoutedExperts).value_or(0));
         m.experts_per_token = static_cast<int>(
-            firstInteger(c, {"num_experts_per_tok", "experts_per_token", "moe_topk", "top_k_experts"}, 1, kMaxCount)
+            firstInteger(c, {"num_experts_per_tok", "experts_per_token", "moe_topk", "top_k_experts"}, 1, kMaxRoutedExperts)
                 .value_or(0));
         m.moe_intermediate_size = static_cast<int>(c.integer(interKey, 1, kMaxDim).value_or(0));
         if (!diags.empty())

@@ -10,6 +10,12 @@
 
 namespace moex {
 
+// The largest models a model file (and import-hf) describes: far beyond any model of 2026
+// (DeepSeek-V3 has 61 layers and 256 routed experts), small enough that every per-layer or
+// per-expert table stays small.
+inline constexpr int kMaxModelLayers = 4096;
+inline constexpr int kMaxRoutedExperts = 1 << 14;
+
 enum class Scoring { softmax, sigmoid };
 enum class AttentionKind { gqa, mla };  // gqa covers MHA (kv_heads == heads) and MQA
 

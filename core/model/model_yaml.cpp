@@ -14,8 +14,8 @@ namespace {
 // Ranges: generous for any real model, yet they catch typos (an extra digit) early. Products of them can
 // still pass 64 bits, so checkModel also bounds the parameter count as a whole.
 constexpr std::int64_t kMaxHidden = std::int64_t{1} << 20;
-constexpr std::int64_t kMaxLayers = 4096;
-constexpr std::int64_t kMaxExperts = 1 << 14;
+constexpr std::int64_t kMaxLayers = kMaxModelLayers;
+constexpr std::int64_t kMaxExperts = kMaxRoutedExperts;
 constexpr std::int64_t kMaxIntermediate = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxHeads = 1 << 14;
 constexpr std::int64_t kMaxHeadDim = 1 << 14;

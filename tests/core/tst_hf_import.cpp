@@ -559,6 +559,15 @@ void TestHfImport::errors_data()
             "intermediate_size": 14336, "num_attention_heads": 32})")
         << QStringList{QStringLiteral("not an MoE model: missing num_local_experts/num_experts/n_routed_experts")} << 0
         << 0;
+    // Beyond what a model file allows: refused here rather than written and refused by validate.
+    QTest::addRow("more layers than a model file allows")
+        << QByteArray(R"({"model_type": "mixtral", "hidden_size": 1024, "num_hidden_layers": 60000,
+            "num_local_experts": 8, "num_experts_per_tok": 2, "intermediate_size": 256})")
+        << QStringList{QStringLiteral("'num_hidden_layers' = 60000 is out of range [1, 4096]")} << 1 << 0;
+    QTest::addRow("more experts than a model file allows")
+        << QByteArray(R"({"model_type": "mixtral", "hidden_size": 1024, "num_hidden_layers": 2,
+            "num_local_experts": 20000, "num_experts_per_tok": 2, "intermediate_size": 256})")
+        << QStringList{QStringLiteral("'num_local_experts' = 20000 is out of range [1, 16384]")} << 2 << 0;
     QTest::addRow("per-layer moe_layer_freq of the wrong length")
         << QByteArray(R"({"model_type": "deepseek_v3", "hidden_size": 1024, "num_hidden_layers": 4,
             "n_routed_experts": 64, "num_experts_per_tok": 6, "moe_intermediate_size": 256,
