@@ -114,7 +114,7 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
         return;
     const YAML::Node routing = node["routing"];
     if (!c.r.expectMap(routing, "routing",
-                       {"kind", "skew", "hot_experts", "coactivation_groups", "drift", "seed", "file"}))
+                       {"kind", "skew", "hot_experts", "coactivation_groups", "drift", "seed", "file", "layer_cycling"}))
         return;
     RoutingSpec& rs = s.workload.routing;
     if (auto k = c.r.getChoice(routing, "kind", false, {"synthetic", "trace", "counts"}))
@@ -130,6 +130,8 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
         rs.drift = *v;
     if (auto v = c.r.getInt(routing, "seed", false, 0, std::numeric_limits<std::int64_t>::max()))
         rs.seed = static_cast<std::uint64_t>(*v);
+    if (auto v = c.r.getBool(routing, "layer_cycling", false))
+        rs.layer_cycling = *v;
     const bool needsFile = rs.kind != RoutingKind::synthetic;
     if (YamlReader::has(routing, "file")) {
         const YAML::Node f = routing["file"];

@@ -112,6 +112,8 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
     // Written whatever the kind: a file set before the kind that reads it (two --set edits) survives.
     if (!w.routing.file.empty())
         out << YAML::Key << "file" << YAML::Value << relativeTo(w.routing.file, dir);
+    if (w.routing.layer_cycling)
+        out << YAML::Key << "layer_cycling" << YAML::Value << true;
     out << YAML::Key << "seed" << YAML::Value << w.routing.seed;
     out << YAML::EndMap << YAML::EndMap;
 

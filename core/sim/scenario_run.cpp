@@ -148,18 +148,20 @@ std::unique_ptr<RoutingSource> makeSource(const Scenario& s, long long seedOverr
     case RoutingKind::synthetic:
         return std::make_unique<SyntheticSource>(s.model, w, gpus);
     case RoutingKind::trace: {
-        // A trace recorded on a model with fewer layers (e.g. Mixtral's 32) replays cyclically
-        // onto a deeper model only when the trace is a counts file; a per-token trace must match.
+        // A trace of another depth than the model (recorded on Mixtral's 32 layers, replayed on a
+        // deeper model) replays cyclically only when the scenario says workload.routing.layer_cycling.
         TraceReadOptions options;
         options.num_experts = s.model.routed_experts;
         TokenTrace trace = readTokenTrace(w.routing.file, options);
-        return std::make_unique<TraceSource>(TraceRouting(std::move(trace), s.model, w, gpus));
+        TraceRoutingOptions cycling;
+        cycling.allow_layer_cycling = w.routing.layer_cycling;
+        return std::make_unique<TraceSource>(TraceRouting(std::move(trace), s.model, w, gpus, cycling));
     }
     case RoutingKind::counts: {
         const LayerCounts counts = isServingStatistics(w.routing.file)
                                        ? countsFromStatistics(w.routing.file, s.model)
                                        : readLayerCounts(w.routing.file, s.model.routed_experts);
-        return std::make_unique<TraceSource>(TraceRouting(counts, s.model, w, gpus));
+        return std::make_unique<TraceSource>(TraceRouting(counts, s.model, w, gpus, w.routing.layer_cycling));
     }
     }
     throw std::logic_error("unknown routing kind");

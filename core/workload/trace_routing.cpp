@@ -42,7 +42,7 @@ void TraceRouting::init(const ModelSpec& model, const Workload& workload, int nu
     if (traceLayers != m_numLayers && !allowLayerCycling)
         fail("the trace has " + std::to_string(traceLayers) + " MoE layers but the model has " +
              std::to_string(m_numLayers) + (traceLayers < m_numLayers ? " (fewer" : " (more") +
-             " in the file); allow layer cycling to map model layer l to trace layer l % " +
+             " in the file); set workload.routing.layer_cycling: true to map model MoE layer l to the file's layer l % " +
              std::to_string(traceLayers));
     if (traceExperts != m_numExperts)
         fail("the trace has " + std::to_string(traceExperts) + " experts but the model has " +

@@ -21,6 +21,9 @@ struct RoutingSpec {
     double drift = 0.0;              // per-step drift of popularity (0 = stationary)
     std::uint64_t seed = 1;
     std::string file;                // trace/counts file, resolved against the scenario's folder
+    // A trace or counts file of another depth than the model: true = model MoE layer l reads the
+    // file's layer l % (its layers); false = an error that says so.
+    bool layer_cycling = false;
     friend bool operator==(const RoutingSpec&, const RoutingSpec&) = default;
 };
 

@@ -3,6 +3,7 @@
 #include "common/atomic_file.h"
 #include "common/diagnostics.h"
 #include "scenario/scenario_yaml.h"
+#include "sim/scenario_run.h"
 #endif
 
 #include <QtTest>
@@ -80,6 +81,7 @@ private slots:
     void routingPriorFromModel();
     void relativePathsResolveAgainstFile();
     void atomicSaveKeepsOldFileOnFailure();
+    void layerCyclingIsAScenarioKey();
 };
 
 void TestScenario::samplesLoad_data()
@@ -337,6 +339,38 @@ void TestScenario::atomicSaveKeepsOldFileOnFailure()
     } catch (const InputError& e) {
         QVERIFY2(e.diagnostics().format().find("is a directory") != std::string::npos, e.what());
     }
+}
+
+// A counts file of 2 layers on Mixtral's 32 MoE layers: refused with the key that allows it (the
+// message advised an option no scenario could set), and with the key, model MoE layer l reads the
+// file's layer l % 2 and the key survives a save.
+void TestScenario::layerCyclingIsAScenarioKey()
+{
+    QTemporaryDir dir;
+    const std::string counts = dir.filePath(QStringLiteral("two-layers.json")).toStdString();
+    writeFileAtomically(counts, "[[80, 1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 1, 80]]\n");
+    const std::string file = dir.filePath(QStringLiteral("s.yaml")).toStdString();
+    const std::string text = "name: cycling\nmodel: " + kSamples + "../models/mixtral-8x7b.yaml\n"
+                             "topology: {builtin: hgx-h100}\n"
+                             "workload: {phase: decode, tokens_per_gpu: 64, routing: {kind: counts, file: two-layers.json}}\n";
+    try {
+        (void)makeRoutingSource(loadScenarioText(text, file));
+        QFAIL("a 2-layer counts file was accepted for 32 MoE layers");
+    } catch (const InputError& e) {
+        QVERIFY2(std::string(e.what()).find("set workload.routing.layer_cycling: true") != std::string::npos, e.what());
+    }
+    const Scenario s = loadScenarioText(text, file, {{"workload.routing.layer_cycling", "true"}});
+    QVERIFY(s.workload.routing.layer_cycling);
+    RoutingSample sample;
+    makeRoutingSource(s)->next(sample);
+    QCOMPARE(sample.numLayers(), 32);
+    for (int l = 0; l < 32; ++l) {
+        const auto load = sample.expertLoad(l);
+        const int hot = l % 2 == 0 ? 0 : 7;
+        QVERIFY2(std::max_element(load.begin(), load.end()) - load.begin() == hot, qPrintable(QString::number(l)));
+    }
+    QVERIFY(loadScenarioText(scenarioToYaml(s), file).workload.routing.layer_cycling);
+    QVERIFY(!loadScenarioText(scenarioToYaml(loadScenarioText(text, file)), file).workload.routing.layer_cycling);
 }
 
 QTEST_APPLESS_MAIN(TestScenario)
