@@ -56,10 +56,29 @@ int main(int argc, char** argv)
         return 2;
     }
     const std::string name = argv[1];
+    // "moex-cli help CMD" and "moex-cli CMD --help": that command's usage lines.
+    const auto commandHelp = [](const std::string& command) {
+        bool known = false;
+        for (const auto& c : kCommands)
+            if (command == c.name) {
+                std::printf("usage: moex-cli %s\n", c.usage);
+                known = true;
+            }
+        return known;
+    };
     if (name == "help" || name == "--help" || name == "-h") {
-        printHelp(stdout);
-        return 0;
+        if (argc < 3) {
+            printHelp(stdout);
+            return 0;
+        }
+        if (commandHelp(argv[2]))
+            return 0;
+        std::fprintf(stderr, "moex-cli help: error: unknown command '%s'\n", argv[2]);
+        printHelp(stderr);
+        return 2;
     }
+    if (argc == 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h") && commandHelp(name))
+        return 0;
     moex::cli::Argv rest(argv + 2, argv + argc);
     for (const auto& c : kCommands) {
         if (name != c.name)

@@ -91,6 +91,19 @@ void TestCli::unknownCommandAndOptions()
     r = runCli({QStringLiteral("validate")});
     QCOMPARE(r.exitCode, 2);
     QVERIFY(r.err.contains(QStringLiteral("usage")));
+    // A command's own usage: "help CMD" and "CMD --help" (both of compare's forms), exit 0; an
+    // unknown command's help is an error (it printed the general help and exit 0).
+    for (const QStringList& args : {QStringList{QStringLiteral("help"), QStringLiteral("compare")},
+                                    QStringList{QStringLiteral("compare"), QStringLiteral("--help")}}) {
+        r = runCli(args);
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.count(QStringLiteral("usage: moex-cli compare")) == 2 && r.out.contains(QStringLiteral("--measured"))
+                     && !r.out.contains(QStringLiteral("place")),
+                 qPrintable(r.out));
+    }
+    r = runCli({QStringLiteral("help"), QStringLiteral("nope")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY(r.err.contains(QStringLiteral("unknown command 'nope'")));
     r = runCli({QStringLiteral("topology"), QStringLiteral("hgx-h200"), QStringLiteral("--nodes"), QStringLiteral("zero")});
     QCOMPARE(r.exitCode, 2);
     QVERIFY(r.err.contains(QStringLiteral("needs an integer")));
