@@ -116,7 +116,9 @@ int runScreenshot(const CommandLine& cmd, const QString& samplesDir, const QStri
             return 2;
         for (int s = 1; s < cmd.tourStep; ++s)
             w.tourBar()->next();
-        waitFor([&] { return !w.documentA()->isBusy() && w.tourBar()->hasFigures() && w.latestMetrics(); }, 120000);
+        if (!waitFor([&] { return !w.documentA()->isBusy() && w.tourBar()->hasFigures() && w.latestMetrics(); }, 120000))
+            std::fprintf(stderr, "moex: warning: the tour's step or its figures did not arrive within 2 minutes; the "
+                                 "screenshot shows what there was\n");
     } else if (!w.openScenario(scenario, {}, false)) {  // bad input: exit 2, as moex-cli
         std::fprintf(stderr, "moex: %s\n", qPrintable(w.documentA()->lastError()));
         return 2;

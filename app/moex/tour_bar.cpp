@@ -7,7 +7,6 @@
 #include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QPointer>
-#include <QThread>
 #include <QLabel>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -16,7 +15,28 @@
 
 #include <algorithm>
 
+#ifdef __linux__
+#include <sys/resource.h>
+#include <unistd.h>
+#endif
+
 namespace moex::app {
+
+namespace {
+
+// Nice 10 for the calling thread (Linux: a thread's own nice value): about a tenth of a core's
+// share against busy normal threads. Not SCHED_IDLE (QThread::IdlePriority): under a machine kept
+// busy (a build, a test run) that starved the figures for minutes, and a screenshot or a test
+// waiting on them timed out with "…" in the caption.
+void lowerThisThread()
+{
+#ifdef __linux__
+    if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10) != 0)
+        return;  // best effort: the figures still come, at normal priority
+#endif
+}
+
+}  // namespace
 
 TourBar::TourBar(QWidget* parent)
     : QWidget(parent),
@@ -41,9 +61,8 @@ TourBar::TourBar(QWidget* parent)
     // m_title is an ElidedLabel: it never sets the window's minimum width.
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
     m_pool.setMaxThreadCount(1);
-    // The figures are a nicety: they take the CPU only when nothing else wants it (SCHED_IDLE on
-    // Linux), so that computing them never slows the window or a placement.
-    m_pool.setThreadPriority(QThread::IdlePriority);
+    // The figures are a nicety: their thread runs at a lower priority (lowerThisThread), so that
+    // computing them hardly slows the window or a placement.
     auto* close = new QToolButton;
     close->setText(QStringLiteral("\u2715"));
     close->setToolTip(tr("End the tour"));
@@ -94,6 +113,7 @@ void TourBar::start(const session::Tour& tour)
     QPointer<TourBar> self(this);
     const CancelToken token = m_cancel.token();
     session::startJob(m_pool, [self, tour, token] {
+        lowerThisThread();
         std::vector<session::TourStepFigures> figures;
         try {
             figures = session::tourFigures(tour, token);
