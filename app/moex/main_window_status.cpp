@@ -105,14 +105,17 @@ void MainWindow::fitStatusFields()
     int total = 0;
     for (QLabel* l : all)
         total += l->text().isEmpty() ? 0 : l->sizeHint().width();
-    for (QLabel* l : all)
-        l->setVisible(true);
+    // Decided first, set once: this runs on every step, and a field shown then hidden again would
+    // relayout the bar each time.
+    QList<QLabel*> hidden;
     for (QLabel* l : optional) {
         if (total <= room)
             break;
-        l->setVisible(false);
+        hidden << l;
         total -= l->sizeHint().width();
     }
+    for (QLabel* l : all)
+        l->setVisible(!hidden.contains(l));
 }
 
 void MainWindow::resizeEvent(QResizeEvent* event)

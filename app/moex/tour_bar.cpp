@@ -31,8 +31,8 @@ namespace {
 void lowerThisThread()
 {
 #ifdef __linux__
-    if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10) != 0)
-        return;  // best effort: the figures still come, at normal priority
+    // Best effort: where it fails the figures still come, at normal priority.
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
 #endif
 }
 
@@ -172,7 +172,7 @@ void TourBar::updateCaptionHeight()
 {
     const QMargins m = layout()->contentsMargins();
     const int h = captionHeightFor(width() - m.left() - m.right());
-    if (h != m_caption->height() || m_caption->minimumHeight() != h)
+    if (m_caption->minimumHeight() != h || m_caption->maximumHeight() != h)
         m_caption->setFixedHeight(h);
 }
 
