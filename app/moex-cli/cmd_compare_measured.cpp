@@ -109,12 +109,7 @@ void checkMeasuredRun(const Scenario& s, const StepMetrics& measured, const std:
 
 int compareMeasured(const std::string& runFile, const std::vector<std::string>& calibrationFiles, const std::optional<std::string>& jsonOut)
 {
-    nlohmann::json j;
-    try {
-        j = parseJsonInput(readFile(runFile, 64u << 20), runFile, 0, "the run file");
-    } catch (const nlohmann::json::parse_error& e) {
-        badRun(runFile, std::string("not valid JSON: ") + e.what());
-    }
+    const nlohmann::json j = parseJsonInput(readFile(runFile, 64u << 20), runFile, 0, "the run file");
     const auto flag = j.is_object() ? j.find("measured") : j.end();
     if (!j.is_object() || flag == j.end() || !flag->is_boolean() || !flag->get<bool>())
         badRun(runFile, "not a measured run: `moex-cli run --json` writes \"measured\": true");

@@ -58,6 +58,24 @@ void snippet(const nlohmann::json& v, std::string& out, std::size_t budget, int 
 
 }  // namespace
 
+JsonSyntaxError::JsonSyntaxError(Location where, const std::string& what, std::size_t offset, std::string detail)
+    : InputError(std::move(where), what + " is not valid JSON: " + detail), m_offset(offset), m_detail(std::move(detail))
+{
+}
+
+Location locationOfOffset(std::string_view text, std::size_t offset, const std::string& file)
+{
+    int line = 1;
+    std::size_t lineStart = 0;
+    for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            lineStart = i + 1;
+        }
+    }
+    return {file, line, static_cast<int>(std::min(offset, text.size()) - lineStart) + 1};
+}
+
 nlohmann::json parseJsonInput(std::string_view text, const std::string& file, int line, const std::string& what)
 {
     // nlohmann stops at a NUL byte and reads what came before as the whole text.
@@ -94,8 +112,16 @@ nlohmann::json parseJsonInput(std::string_view text, const std::string& file, in
         throw InputError(Location{file, line, 0}, what + " gives the key \"" + d.key.substr(0, 60)
                                                       + "\" twice in one object; give it once (JSON readers keep one of "
                                                         "the two values, silently)");
-    } catch (const nlohmann::json::parse_error&) {
-        throw;  // the caller locates it by its byte offset
+    } catch (const nlohmann::json::parse_error& e) {
+        // e.byte is the 1-based index of the last character read: the one that broke the syntax.
+        const std::size_t offset = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+        const Location at = line > 0 ? Location{file, line, static_cast<int>(offset) + 1}
+                                     : locationOfOffset(text, offset, file);
+        std::string detail = e.what();
+        if (const auto p = detail.find("parse error"); p != std::string::npos)
+            if (const auto colon = detail.find(": ", p); colon != std::string::npos)
+                detail = detail.substr(colon + 2);
+        throw JsonSyntaxError(at, what, offset, detail);
     } catch (const nlohmann::json::exception& e) {
         // out_of_range.406: a number that overflows a double (1e309, a 400-digit integer).
         throw InputError(Location{file, line, 0}, what + ": " + jsonErrorText(e));

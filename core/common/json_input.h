@@ -21,11 +21,33 @@ namespace moex {
 // below what a recursive walk can take on a default 8 MiB stack.
 inline constexpr int kMaxJsonDepth = 64;
 
-// Parses `text` as nlohmann::json::parse does, with two more refusals, each an InputError at
-// `file` (line `line` when > 0, e.g. a JSON Lines record): nesting beyond kMaxJsonDepth, and any
-// nlohmann failure other than a syntax error (a number that overflows a double: 1e309, a
-// 400-digit integer). Syntax errors stay nlohmann::json::parse_error, whose byte offset the
-// caller turns into its own location. `what` names the content in messages ("config.json").
+// A syntax error in a JSON text, located and worded once for every reader: "FILE:LINE:COL: error:
+// config.json is not valid JSON: syntax error while parsing object - unexpected '}'; expected
+// string literal". A reader that locates it its own way (a safetensors header by its byte in the
+// file) reads offset() and detail().
+class JsonSyntaxError : public InputError {
+public:
+    JsonSyntaxError(Location where, const std::string& what, std::size_t offset, std::string detail);
+
+    // 0-based byte offset, in the parsed text, of the character that broke the syntax.
+    [[nodiscard]] std::size_t offset() const { return m_offset; }
+    // nlohmann's description without its "[json.exception.parse_error.101] parse error at line 1,
+    // column 5: " prefix.
+    [[nodiscard]] const std::string& detail() const { return m_detail; }
+
+private:
+    std::size_t m_offset;
+    std::string m_detail;
+};
+
+// FILE:LINE:COL (1-based) of the character at a 0-based byte offset of `text`.
+Location locationOfOffset(std::string_view text, std::size_t offset, const std::string& file);
+
+// Parses `text` as nlohmann::json::parse does, every failure an InputError: a syntax error is a
+// JsonSyntaxError at its line and column in `text` (for a JSON Lines record, `line` > 0, at that
+// line and the byte's column in it); nesting beyond kMaxJsonDepth, a key given twice in one object,
+// and any other nlohmann failure (a number that overflows a double: 1e309, a 400-digit integer) at
+// `file` (line `line` when > 0). `what` names the content in messages ("config.json").
 nlohmann::json parseJsonInput(std::string_view text, const std::string& file, int line = 0,
                               const std::string& what = "JSON");
 

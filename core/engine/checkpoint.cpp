@@ -101,12 +101,7 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
         std::ifstream in(index, std::ios::binary);
         std::stringstream text;
         text << in.rdbuf();
-        nlohmann::json j;
-        try {
-            j = parseJsonInput(text.str(), c->m_lookupFile, 0, "the index");
-        } catch (const nlohmann::json::parse_error& e) {
-            fail(c->m_lookupFile, std::string("not valid JSON: ") + e.what());
-        }
+        const nlohmann::json j = parseJsonInput(text.str(), c->m_lookupFile, 0, "the index");
         const auto map = j.is_object() ? j.find("weight_map") : j.end();
         if (map == j.end() || !map->is_object())
             fail(c->m_lookupFile, "needs a \"weight_map\" object of tensor name -> shard file");

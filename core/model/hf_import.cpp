@@ -290,18 +290,7 @@ std::string modelName(ConfigReader& c, const std::string& file)
 ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
 {
     return withJsonErrors(file, 0, [&] {
-        Json root;
-        try {
-            root = parseJsonInput(jsonText, file, 0, "config.json");
-        } catch (const Json::parse_error& e) {
-            // e.byte is the 1-based index of the last character read: the one that broke the syntax.
-            std::string what = e.what();
-            if (const auto p = what.find("parse error"); p != std::string::npos)
-                if (const auto colon = what.find(": ", p); colon != std::string::npos)
-                    what = what.substr(colon + 2);
-            const std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
-            throw InputError(hf::locationOfOffset(jsonText, offset, file), "invalid JSON: " + what);
-        }
+        const Json root = parseJsonInput(jsonText, file, 0, "config.json");
         if (!root.is_object())
             throw InputError(Location{file, 1, 1}, "a Hugging Face config.json must hold a JSON object");
 

@@ -5,19 +5,6 @@
 
 namespace moex::hf {
 
-Location locationOfOffset(const std::string& text, std::size_t offset, const std::string& file)
-{
-    int line = 1;
-    std::size_t lineStart = 0;
-    for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-        if (text[i] == '\n') {
-            ++line;
-            lineStart = i + 1;
-        }
-    }
-    return {file, line, static_cast<int>(offset - lineStart) + 1};
-}
-
 std::string describe(const Json& value)
 {
     const std::string dump = jsonSnippet(value);

@@ -16,9 +16,6 @@ namespace moex::hf {
 
 using Json = nlohmann::json;
 
-// FILE:LINE:COL of the character at a 0-based byte offset.
-Location locationOfOffset(const std::string& text, std::size_t offset, const std::string& file);
-
 class ConfigReader {
 public:
     ConfigReader(const Json& root, const std::string& text, std::string file, Diagnostics& diags);

@@ -23,14 +23,7 @@ public:
 
     [[noreturn]] void fail(const std::string& message) const { throw InputError(Location{m_file, 0, 0}, message); }
 
-    Json parse(const std::string& text) const
-    {
-        try {
-            return parseJsonInput(text, m_file, 0, "the placement file");
-        } catch (const Json::parse_error& e) {
-            fail(std::string("not valid JSON: ") + e.what());
-        }
-    }
+    Json parse(const std::string& text) const { return parseJsonInput(text, m_file, 0, "the placement file"); }
 
     // An object whose keys are exactly `required` plus any of `optional`.
     void expectKeys(const Json& obj, const std::string& what, const std::vector<std::string>& required) const

@@ -40,12 +40,7 @@ constexpr std::int64_t kMaxTokenCount = kMaxRecordedCount;
 int readMeta(const std::string& path, int& topK)
 {
     const std::string text = readFile(path, 1u << 20);
-    nlohmann::json j;
-    try {
-        j = parseJsonInput(text, path, 0, "meta_info.json");
-    } catch (const nlohmann::json::parse_error& e) {
-        throw InputError(Location{path, 1, static_cast<int>(e.byte)}, std::string("not valid JSON: ") + e.what());
-    }
+    const nlohmann::json j = parseJsonInput(text, path, 0, "meta_info.json");
     const auto fail = [&](const std::string& message) { throw InputError(Location{path, 0, 0}, message); };
     if (!j.is_object() || !j.contains("num_experts"))
         fail("expected {\"num_experts\": E, \"num_experts_per_token\": K}");

@@ -91,12 +91,7 @@ private:
 
     void recordUnchecked(std::string_view line)
     {
-        nlohmann::json j;
-        try {
-            j = parseJsonInput(line, m_file, m_line, "the record");
-        } catch (const nlohmann::json::parse_error& e) {
-            throw InputError(Location{m_file, m_line, static_cast<int>(e.byte)}, std::string("bad JSON: ") + e.what());
-        }
+        const nlohmann::json j = parseJsonInput(line, m_file, m_line, "the record");
         if (!j.is_object() || j.value("record_type", std::string()) != "eplb_load_stats")
             fail("expected an object with \"record_type\": \"eplb_load_stats\"");
         if (j.contains("version") && j["version"] != 1)

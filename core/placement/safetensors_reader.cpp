@@ -62,8 +62,8 @@ std::vector<SafetensorsTensor> parseSafetensors(std::string_view bytes, const st
         nlohmann::json j;
         try {
             j = parseJsonInput(header, file, 0, "the safetensors header");
-        } catch (const nlohmann::json::parse_error& e) {
-            fail(8 + (e.byte > 0 ? e.byte - 1 : 0), std::string("header is not valid JSON: ") + e.what());
+        } catch (const JsonSyntaxError& e) {
+            fail(8 + e.offset(), "header is not valid JSON: " + e.detail());
         }
         if (!j.is_object())
             fail(8, "header must be a JSON object of tensors");

@@ -39,13 +39,7 @@ public:
 
     LayerCounts parse()
     {
-        json j;
-        try {
-            j = parseJsonInput(m_text, m_source, 0, "the counts file");
-        } catch (const json::parse_error& e) {
-            throw InputError(locate(std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, m_text.size())),
-                             parseMessage(e));
-        }
+        const json j = parseJsonInput(m_text, m_source, 0, "the counts file");
         m_out.source = m_source;
         if (j.is_array())
             matrix(j);
@@ -64,19 +58,7 @@ public:
     }
 
 private:
-    Location locate(std::size_t offset) const
-    {
-        Location loc{m_source, 1, 1};
-        for (std::size_t i = 0; i < offset && i < m_text.size(); ++i) {
-            if (m_text[i] == '\n') {
-                ++loc.line;
-                loc.column = 1;
-            } else {
-                ++loc.column;
-            }
-        }
-        return loc;
-    }
+    Location locate(std::size_t offset) const { return locationOfOffset(m_text, offset, m_source); }
     void error(const std::string& near, std::string message)
     {
         const auto pos = near.empty() ? std::string_view::npos : m_text.find(near);

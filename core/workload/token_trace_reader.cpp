@@ -62,11 +62,9 @@ public:
         json j;
         try {
             j = parseJsonInput(text, m_source, lineNo, "the record");
-        } catch (const json::parse_error& e) {
-            const auto col = std::clamp<std::size_t>(e.byte, 1, text.size() + 1);
-            return error(lineNo, static_cast<int>(col), parseMessage(e));
-        } catch (const json::exception& e) {
-            return error(lineNo, 1, std::string("bad JSON: ") + e.what());
+        } catch (const InputError& e) {
+            // A syntax error, a key given twice, nesting too deep: this record's, reported with the others.
+            return m_diags.append(e.diagnostics());
         }
         if (!j.is_object())
             return error(lineNo, 1, "a record must be a JSON object, found " + std::string(j.type_name()));

@@ -17,15 +17,6 @@ inline constexpr int kMaxLayerId = 1 << 20;
 inline constexpr int kMaxExpertId = 1 << 20;
 inline constexpr std::size_t kMaxTopK = 4096;
 
-// nlohmann's parse errors read "[json.exception.parse_error.101] parse error at line 1, column 5:
-// syntax error while parsing ..."; keep what follows the position.
-inline std::string parseMessage(const json::parse_error& e)
-{
-    std::string what = e.what();
-    const auto pos = what.find(": ", what.find("parse error"));
-    return "bad JSON: " + (pos == std::string::npos ? what : what.substr(pos + 2));
-}
-
 // An integer JSON value in [0, max] (unsigned values above INT64_MAX included).
 inline bool inRange(const json& v, std::int64_t max)
 {

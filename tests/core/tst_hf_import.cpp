@@ -618,10 +618,10 @@ void TestHfImport::errors_data()
         << QByteArray(R"({"hidden_size": 64, "num_hidden_layers": 2, "n_routed_experts": 8})")
         << QStringList{QStringLiteral("missing keys: num_experts_per_tok, moe_intermediate_size")} << 0 << 0;
     QTest::addRow("trailing comma") << QByteArray("{\n  \"hidden_size\": 4096,\n  \"num_experts\": 8,\n}")
-                                    << QStringList{QStringLiteral("invalid JSON"), QStringLiteral("unexpected '}'")}
+                                    << QStringList{QStringLiteral("config.json is not valid JSON"), QStringLiteral("unexpected '}'")}
                                     << 4 << 1;
     QTest::addRow("bad literal") << QByteArray("{\n  \"hidden_size\": 4096,\n  \"num_experts\": eight\n}")
-                                 << QStringList{QStringLiteral("invalid JSON")} << 3 << 18;
+                                 << QStringList{QStringLiteral("config.json is not valid JSON")} << 3 << 18;
     QTest::addRow("not an object") << QByteArray("[1, 2]") << QStringList{QStringLiteral("must hold a JSON object")}
                                    << 1 << 1;
     QTest::addRow("string for a number")

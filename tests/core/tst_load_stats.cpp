@@ -432,7 +432,13 @@ void TestLoadStats::malformed_data()
         "layer 1 has 2 counts, the layers before it have 3");
     row("json NUL and garbage", "m.json", std::string("[[1, 2, 3]]\0{garbage", 20), "holds a NUL byte (at byte 11)");
     row("ragged matrix", "m.json", "[[1, 2], [3]]", "row 1 has 1 counts, row 0 has 2");
-    row("json syntax", "m.json", "[[1, 2]", "");
+    // Syntax errors: one wording and a line and column in every reader (some carried nlohmann's
+    // "[json.exception.parse_error.101]" text, some no column).
+    row("json syntax", "m.json", "[[1, 2],\n [3, 4]", ":2:8: error: the counts file is not valid JSON: syntax error");
+    row("vllm syntax", "v.jsonl", "{\"record_type\": \"eplb_load_stats\", \"expert_load\": [[1, 1]]}\n{\"record_type\": x}",
+        ":2:17: error: the record is not valid JSON: syntax error while parsing value - invalid literal");
+    row("trtllm meta syntax", "trt/meta_info.json", "{\"num_experts\": 8,\n \"num_experts_per_token\": 2,,}",
+        "meta_info.json:2:29: error: meta_info.json is not valid JSON: syntax error");
     row("vllm negative", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, -1]]})",
         "must be a count from 0 to 2^40");
     row("vllm count beyond any recording", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, 1e308]]})",
@@ -457,7 +463,8 @@ void TestLoadStats::malformed()
     std::string path = base + "/" + file.toStdString();
     writeBytes(path, bytes.toStdString());
     if (file.startsWith(QLatin1String("trt/"))) {
-        writeBytes(base + "/trt/meta_info.json", R"({"num_experts": 8, "num_experts_per_token": 2})");
+        if (!file.endsWith(QLatin1String("meta_info.json")))
+            writeBytes(base + "/trt/meta_info.json", R"({"num_experts": 8, "num_experts_per_token": 2})");
         path = base + "/trt";
     }
     const std::string message = errorOf(path);

@@ -849,7 +849,7 @@ void TestWorkload::countsErrors_data()
     QTest::addColumn<int>("line");
     QTest::addColumn<QString>("fragment");
     QTest::addRow("bad json") << QByteArray("{\"num_experts\": 4,\n \"layers\": [1,\n ]}") << 3
-                              << QStringLiteral("bad JSON");
+                              << QStringLiteral("is not valid JSON");
     QTest::addRow("ragged matrix") << QByteArray("[[1, 2], [3]]") << 1 << QStringLiteral("row 1 has 1 counts");
     QTest::addRow("negative count") << QByteArray("[[1, -2]]") << 1 << QStringLiteral("number from 0 to 2^40");
     // Matrix errors on the value's own line (they were all at 1:1).
@@ -894,7 +894,7 @@ void TestWorkload::malformedTraces_data()
     QTest::addColumn<int>("column");  // 0 = any
     QTest::addColumn<QString>("fragment");
     QTest::addRow("bad json") << QStringLiteral(R"({"layer": 0, "experts": [1, 2)") << QByteArray() << 0 << 3 << 0
-                              << QStringLiteral("bad JSON");
+                              << QStringLiteral("is not valid JSON");
     QTest::addRow("not an object") << QStringLiteral("[1, 2]") << QByteArray() << 0 << 3 << 1
                                    << QStringLiteral("must be a JSON object");
     QTest::addRow("missing experts") << QStringLiteral(R"({"layer": 0, "token_idx": 2})") << QByteArray() << 0 << 3 << 1
@@ -930,7 +930,7 @@ void TestWorkload::malformedTraces_data()
     QTest::addRow("blank lines only") << QString() << QByteArray("\n  \n\r\n") << 0 << 0 << 0
                                       << QStringLiteral("no routing records");
     QTest::addRow("binary garbage") << QString() << QByteArray("\x01\x02\xff\xfe\n{\"layer\"", 13) << 0 << 1 << 0
-                                    << QStringLiteral("bad JSON");
+                                    << QStringLiteral("is not valid JSON");
 }
 
 void TestWorkload::malformedTraces()
