@@ -67,7 +67,8 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv, con
             } else if (i + 1 < argv.size()) {
                 value = argv[++i];
             } else {
-                fail(command, "option '--" + name + "' needs a value");
+                // Named as typed: '-o' (--output) where the user wrote -o.
+                fail(command, "option '" + a + "'" + (a[1] == '-' ? "" : " (--" + name + ")") + " needs a value");
             }
         } else if (inlineValue) {
             fail(command, "option '--" + name + "' takes no value");
@@ -101,9 +102,9 @@ int Args::intValue(const std::string& name, int fallback, int min, int max) cons
     errno = 0;
     char* end = nullptr;
     const long long x = std::strtoll(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0' || errno == ERANGE)
+    if (v->empty() || *end != '\0')
         fail(m_command, "option '--" + name + "' needs an integer, got '" + *v + "'");
-    if (x < min || x > max)
+    if (errno == ERANGE || x < min || x > max)
         fail(m_command, "option '--" + name + "' = " + *v + " is out of range [" + std::to_string(min) + ", "
                             + std::to_string(max) + "]");
     return static_cast<int>(x);

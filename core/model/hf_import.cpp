@@ -58,9 +58,39 @@ std::optional<std::int64_t> firstInteger(ConfigReader& c, std::initializer_list<
     return std::nullopt;
 }
 
+// The first of `keys` the config gives (the one firstInteger reads), or the first of them.
+const char* firstKey(ConfigReader& c, std::initializer_list<const char*> keys)
+{
+    for (const char* key : keys)
+        if (c.has(key))
+            return key;
+    return *keys.begin();
+}
+
 bool anyOf(ConfigReader& c, std::initializer_list<const char*> keys)
 {
     return std::any_of(keys.begin(), keys.end(), [&](const char* k) { return c.has(k); });
+}
+
+// The routing shape in the config's own keys, at their lines (checkModel would name moex's keys,
+// at the file, and one wrong top-k would also fail the group check).
+void checkRouting(ConfigReader& c, const ModelSpec& m, const char* expertKey, const char* topKKey)
+{
+    const auto str = [](int v) { return std::to_string(v); };
+    if (m.experts_per_token > m.routed_experts) {
+        c.error(topKKey, std::string(topKKey) + " = " + str(m.experts_per_token) + " is larger than " + expertKey + " = "
+                             + str(m.routed_experts) + ": a token cannot choose more experts than there are");
+        return;
+    }
+    if (m.routed_experts % m.expert_groups != 0) {
+        c.error("n_group", "n_group = " + str(m.expert_groups) + " does not divide " + expertKey + " = " + str(m.routed_experts));
+    } else if (m.groups_per_token > m.expert_groups) {
+        c.error("topk_group", "topk_group = " + str(m.groups_per_token) + " is larger than n_group = " + str(m.expert_groups));
+    } else if (const int reachable = m.groups_per_token * (m.routed_experts / m.expert_groups); reachable < m.experts_per_token) {
+        c.error("topk_group", "topk_group = " + str(m.groups_per_token) + " of n_group = " + str(m.expert_groups) + " leaves "
+                                  + str(reachable) + " experts to choose from, fewer than " + topKKey + " = "
+                                  + str(m.experts_per_token));
+    }
 }
 
 std::vector<int> moeLayers(ConfigReader& c, const Family& f, int layers)
@@ -324,11 +354,11 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
         m.hidden_size = static_cast<int>(c.integer("hidden_size", 1, kMaxDim).value_or(0));
         // The model file's limits: import-hf never writes a file that validate refuses.
         m.num_layers = static_cast<int>(c.integer("num_hidden_layers", 1, kMaxModelLayers).value_or(0));
-        m.routed_experts = static_cast<int>(
-            firstInteger(c, {"n_routed_experts", "num_local_experts", "num_experts"}, 1, kMaxRoutedExperts).value_or(0));
-        m.experts_per_token = static_cast<int>(
-            firstInteger(c, {"num_experts_per_tok", "experts_per_token", "moe_topk", "top_k_experts"}, 1, kMaxRoutedExperts)
-                .value_or(0));
+        const std::initializer_list<const char*> kExpertKeys = {"n_routed_experts", "num_local_experts", "num_experts"};
+        const std::initializer_list<const char*> kTopKKeys = {"num_experts_per_tok", "experts_per_token", "moe_topk",
+                                                                  "top_k_experts"};
+        m.routed_experts = static_cast<int>(firstInteger(c, kExpertKeys, 1, kMaxRoutedExperts).value_or(0));
+        m.experts_per_token = static_cast<int>(firstInteger(c, kTopKKeys, 1, kMaxRoutedExperts).value_or(0));
         m.moe_intermediate_size = static_cast<int>(c.integer(interKey, 1, kMaxDim).value_or(0));
         if (!diags.empty())
             throw InputError(std::move(diags));
@@ -366,6 +396,9 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
         m.moe_layers = moeLayers(c, family, m.num_layers);
         m.expert_groups = static_cast<int>(c.integer("n_group", 1, kMaxCount).value_or(1));
         m.groups_per_token = static_cast<int>(c.integer("topk_group", 1, kMaxCount).value_or(1));
+        checkRouting(c, m, firstKey(c, kExpertKeys), firstKey(c, kTopKKeys));
+        if (!diags.empty())
+            throw InputError(std::move(diags));
         m.scoring = family.sigmoidByDefault ? Scoring::sigmoid : Scoring::softmax;
         if (auto s = c.string("scoring_func")) {
             if (*s == "sigmoid")

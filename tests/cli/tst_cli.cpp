@@ -107,6 +107,15 @@ void TestCli::unknownCommandAndOptions()
     r = runCli({QStringLiteral("topology"), QStringLiteral("hgx-h200"), QStringLiteral("--nodes"), QStringLiteral("zero")});
     QCOMPARE(r.exitCode, 2);
     QVERIFY(r.err.contains(QStringLiteral("needs an integer")));
+    // An integer too large for any type is out of range, not "not an integer".
+    r = runCli({QStringLiteral("topology"), QStringLiteral("hgx-h200"), QStringLiteral("--nodes"),
+                QStringLiteral("99999999999999999999999")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("'--nodes' = 99999999999999999999999 is out of range")), qPrintable(r.err));
+    // A missing value is named as typed.
+    r = runCli({QStringLiteral("import-hf"), QStringLiteral("config.json"), QStringLiteral("-o")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("option '-o' (--output) needs a value")), qPrintable(r.err));
     r = runCli({});
     QCOMPARE(r.exitCode, 2);
     r = runCli({QStringLiteral("help")});

@@ -622,6 +622,18 @@ void TestHfImport::errors_data()
                                     << 4 << 1;
     QTest::addRow("bad literal") << QByteArray("{\n  \"hidden_size\": 4096,\n  \"num_experts\": eight\n}")
                                  << QStringList{QStringLiteral("config.json is not valid JSON")} << 3 << 18;
+    // The routing shape in the config's keys, at their lines, one error each (they named moex's
+    // keys at the file, and a wrong top-k failed the group check too).
+    const QByteArray base("{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"moe_intermediate_size\": 32,\n"
+                          "\"n_routed_experts\": 8,\n");
+    QTest::addRow("groups do not divide") << base + "\"num_experts_per_tok\": 2,\n\"n_group\": 3, \"topk_group\": 1}"
+                                          << QStringList{QStringLiteral("n_group = 3 does not divide n_routed_experts = 8")}
+                                          << 4 << 1;
+    QTest::addRow("groups leave too few experts")
+        << base + "\"num_experts_per_tok\": 4, \"n_group\": 4,\n\"topk_group\": 1}"
+        << QStringList{QStringLiteral("topk_group = 1 of n_group = 4 leaves 2 experts to choose from, fewer than "
+                                      "num_experts_per_tok = 4")}
+        << 4 << 1;
     QTest::addRow("not an object") << QByteArray("[1, 2]") << QStringList{QStringLiteral("must hold a JSON object")}
                                    << 1 << 1;
     QTest::addRow("string for a number")
@@ -635,7 +647,7 @@ void TestHfImport::errors_data()
     QTest::addRow("top-k above experts")
         << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 9, "moe_intermediate_size": 64,
             "num_hidden_layers": 2, "hidden_size": 64})")
-        << QStringList{QStringLiteral("top-k (experts_per_token = 9) is larger than the expert count")} << 0 << 0;
+        << QStringList{QStringLiteral("num_experts_per_tok = 9 is larger than num_experts = 8")} << 1 << 20;
     QTest::addRow("unknown quantization")
         << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
             "num_hidden_layers": 2, "hidden_size": 64, "quantization_config": {"quant_method": "bitsandbytes"}})")
