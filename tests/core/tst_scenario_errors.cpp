@@ -64,6 +64,7 @@ void TestScenarioErrors::malformed_data()
     row("duplicate colon", base + QStringLiteral("workload: {phase: : decode}\n"), 4, "");
     row("not a mapping", QStringLiteral("- a\n- b\n"), 1, "scenario must be a mapping");
     row("empty file", QString(), 0, "the file is empty");
+    row("only comments", QStringLiteral("# name: t\n# model: x\n"), 0, "the file holds no value (only comments, or a null)");
     // Unknown keys with did-you-mean
     row("unknown top key", base + QStringLiteral("worklaod: {phase: decode}\n"), 4, "did you mean 'workload'");
     row("unknown workload key", base + QStringLiteral("workload:\n  tokens_per_gp: 12\n"), 5,
@@ -126,6 +127,16 @@ void TestScenarioErrors::malformed_data()
     row("duplicate top key", base + QStringLiteral("overlap: none\noverlap: bogus\n"), 5, "duplicate key 'overlap' in scenario (first at line 4)");
     row("duplicate nested key", base + QStringLiteral("workload:\n  phase: decode\n  phase: prefill\n"), 6, "duplicate key 'phase'");
     row("missing model", QStringLiteral("name: t\ntopology: {builtin: hgx-h100}\n"), 1, "missing required key 'model'");
+    // Another kind of file where a scenario belongs: what it is and where it goes (it was one
+    // "unknown key" per line, then "missing required key" twice).
+    row("a model file", QStringLiteral("name: m\nhidden_size: 64\nrouted_experts: 8\n"), 0,
+        "this is a model file, not a scenario: a scenario names it under 'model'");
+    row("a topology file", QStringLiteral("name: t\ngpu: h200\nnodes: []\nlinks: []\n"), 0,
+        "this is a topology file, not a scenario");
+    row("a calibration file", QStringLiteral("name: c\nnvlink_efficiency: 0.7\n"), 0, "this is a calibration file");
+    row("a tour", QStringLiteral("title: T\nsteps: []\n"), 0, "this is a tour, not a scenario");
+    row("a config.json", QStringLiteral(R"({"model_type": "mixtral", "num_local_experts": 8})"), 0,
+        "this is a Hugging Face config.json, not a scenario: `moex-cli import-hf`");
     row("routing trace without file", base + QStringLiteral("workload:\n  routing: {kind: trace}\n"), 5, "needs a 'file'");
     row("routing file missing", base + QStringLiteral("workload:\n  routing: {kind: trace, file: nope.jsonl}\n"), 5,
         "does not exist");
