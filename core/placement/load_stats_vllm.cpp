@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace moex::detail {
@@ -114,10 +115,28 @@ private:
             if (map.size() != load.size() || map[0].size() != load[0].size())
                 fail("\"p2l_map\" is " + std::to_string(map.size()) + " x " + std::to_string(map[0].size())
                      + ", \"expert_load\" " + std::to_string(load.size()) + " x " + std::to_string(load[0].size()));
+            // vLLM's EPLB gives every logical expert at least one of the layer's slots: a map that
+            // names an expert beyond its slot count, or leaves one out, is not a recorder's.
+            const std::size_t slots = map[0].size();
             std::size_t experts = 0;
-            for (const auto& row : map) {
-                for (const double id : row)
+            for (std::size_t l = 0; l < map.size(); ++l) {
+                for (const double id : map[l]) {
+                    if (static_cast<std::size_t>(id) >= slots)
+                        fail("\"p2l_map\" layer " + std::to_string(l) + " maps a slot to expert "
+                             + std::to_string(static_cast<std::size_t>(id)) + ", but " + std::to_string(slots)
+                             + " slots hold at most " + std::to_string(slots) + " experts (ids 0 to "
+                             + std::to_string(slots - 1) + ")");
                     experts = std::max(experts, static_cast<std::size_t>(id) + 1);
+                }
+            }
+            for (std::size_t l = 0; l < map.size(); ++l) {
+                std::vector<char> seen(experts, 0);
+                for (const double id : map[l])
+                    seen[static_cast<std::size_t>(id)] = 1;
+                if (const auto gap = std::find(seen.begin(), seen.end(), 0); gap != seen.end())
+                    fail("\"p2l_map\" layer " + std::to_string(l) + " gives expert "
+                         + std::to_string(gap - seen.begin()) + " no slot (the map names experts 0 to "
+                         + std::to_string(experts - 1) + "; every expert has at least one slot)");
             }
             if (m_records > 0)  // an expert with no slot in this record still has its column
                 experts = std::max(experts, m_sum[0].size());

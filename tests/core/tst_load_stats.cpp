@@ -448,6 +448,12 @@ void TestLoadStats::malformed_data()
     row("vllm map id too large", "v.jsonl",
         R"({"record_type": "eplb_load_stats", "expert_load": [[1, 1]], "p2l_map": [[0, 2000000]]})",
         "must be an expert id from 0 to 65535, found 2000000");
+    row("vllm map id beyond the slots", "v.jsonl",
+        R"({"record_type": "eplb_load_stats", "expert_load": [[1, 1, 1]], "p2l_map": [[0, 1, 5]]})",
+        "\"p2l_map\" layer 0 maps a slot to expert 5, but 3 slots hold at most 3 experts");
+    row("vllm map leaves an expert out", "v.jsonl",
+        R"({"record_type": "eplb_load_stats", "expert_load": [[1, 1, 1], [1, 1, 1]], "p2l_map": [[0, 1, 2], [0, 2, 2]]})",
+        "\"p2l_map\" layer 1 gives expert 1 no slot");
     row("vllm version", "v.jsonl", R"({"record_type": "eplb_load_stats", "version": 9, "expert_load": [[1]]})",
         "unsupported version 9");
     row("unknown extension", "x.csv", "1,2,3", "cannot tell the statistics format");
