@@ -7,6 +7,9 @@
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
+#include <QCursor>
+#include <QLocale>
+#include <QToolTip>
 #include <QFontMetricsF>
 #include <QLineSeries>
 #include <QStackedBarSeries>
@@ -14,6 +17,7 @@
 #include <QValueAxis>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 
@@ -268,22 +272,72 @@ struct GpuBreakdownChart::Impl {
     int bars = 0;
     int labels = -1;  // x labels laid out for (relabel)
     int selected = -1;
+    int legendTier = 0;
+
+    // Qt Charts lays a top legend out in one row and cuts every name where they do not all fit
+    // ("dispatch (not..."): the names are the longest of three tiers whose row fits the chart, and
+    // where not even the shortest fits ("i...", "c..."), the legend goes (the tooltip of a bar
+    // names its parts). Qt's rule (legendlayout.cpp): the markers' widths (the text, its marker
+    // and padding: 20 pixels at a 14-pixel font, 23 at 21) must stay below the legend's width
+    // (the chart's less its margins and 18 pixels) less each marker's margin (4): counted here
+    // with a pixel to spare.
+    static const std::array<std::array<const char*, 5>, 3>& legendTiers()
+    {
+        static const std::array<std::array<const char*, 5>, 3> tiers = {{
+            {QT_TR_NOOP("expert compute"), QT_TR_NOOP("attention + dense"), QT_TR_NOOP("dispatch (not hidden)"),
+             QT_TR_NOOP("combine (not hidden)"), QT_TR_NOOP("idle")},
+            {QT_TR_NOOP("compute"), QT_TR_NOOP("attention"), QT_TR_NOOP("dispatch (not hidden)"),
+             QT_TR_NOOP("combine (not hidden)"), QT_TR_NOOP("idle")},
+            {QT_TR_NOOP("compute"), QT_TR_NOOP("attention"), QT_TR_NOOP("dispatch"), QT_TR_NOOP("combine"),
+             QT_TR_NOOP("idle")},
+        }};
+        return tiers;
+    }
+    void fitLegend()
+    {
+        const QFontMetricsF fm(chart->legend()->font());
+        const QMarginsF margins = chart->margins();
+        const double room = chart->size().width() - margins.left() - margins.right() - 18;
+        const double perName = 21 + 0.45 * fm.height();
+        const int tiers = static_cast<int>(legendTiers().size());
+        int tier = 0;
+        for (; tier < tiers; ++tier) {
+            double need = 0;
+            for (const char* name : legendTiers()[static_cast<std::size_t>(tier)])
+                need += fm.horizontalAdvance(GpuBreakdownChart::tr(name)) + perName;
+            if (room <= 0 || need <= room)
+                break;
+        }
+        if (tier == legendTier)
+            return;
+        legendTier = tier;
+        chart->legend()->setVisible(tier < tiers);
+        if (tier < tiers)
+            for (std::size_t i = 0; i < sets.size(); ++i)
+                sets[i]->setLabel(GpuBreakdownChart::tr(legendTiers()[static_cast<std::size_t>(tier)][i]));
+    }
 };
 
 GpuBreakdownChart::GpuBreakdownChart(QWidget* parent) : QWidget(parent), d(std::make_unique<Impl>())
 {
     d->chart->setTitle(tr("Per-GPU step time breakdown"));
-    const QStringList names = {tr("expert compute"), tr("attention + dense"), tr("dispatch (not hidden)"),
-                               tr("combine (not hidden)"), tr("idle")};
+    const auto& names = Impl::legendTiers()[0];
     const QColor colors[] = {QColor(0x1f, 0x77, 0xb4), QColor(0x9e, 0xc5, 0xe8), QColor(0xff, 0x7f, 0x0e),
                              QColor(0x2c, 0xa0, 0x2c), QColor(0xd0, 0xd4, 0xda)};
-    for (int i = 0; i < names.size(); ++i) {
-        auto* set = new QBarSet(names[i]);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        auto* set = new QBarSet(tr(names[i]));
         set->setColor(colors[i]);
         set->setBorderColor(colors[i]);
         set->setSelectedColor(colors[i].darker(170));
         d->sets.push_back(set);
         d->series->append(set);
+        // Hovering a bar names its parts in full, whatever the legend can show.
+        connect(set, &QBarSet::hovered, this, [this](bool on, int index) {
+            if (on)
+                QToolTip::showText(QCursor::pos(), barToolTip(index), this);
+            else
+                QToolTip::hideText();
+        });
         connect(set, &QBarSet::clicked, this, [this](int index) {
             setSelectedGpu(GpuId(index));
             emit gpuSelected(GpuId(index));
@@ -292,9 +346,22 @@ GpuBreakdownChart::GpuBreakdownChart(QWidget* parent) : QWidget(parent), d(std::
     d->series->setBarWidth(0.85);
     addBarAxes(d->chart, d->series, d->x, d->xLabels, d->y, tr("GPU"), tr("µs per step"), QStringLiteral("%.0f"));
     embedChart(this, d->chart);
+    // A new size or font (presentation mode) lays the chart out again: the legend's names follow.
+    connect(d->chart, &QChart::plotAreaChanged, this, [this] { d->fitLegend(); });
 }
 
 GpuBreakdownChart::~GpuBreakdownChart() = default;
+
+QString GpuBreakdownChart::barToolTip(int index) const
+{
+    const bool ranks = d->xLabels->titleText() == tr("engine rank");
+    QString html = QStringLiteral("<b>%1 %2</b><table>").arg(ranks ? tr("Rank") : tr("GPU")).arg(index);
+    const auto& names = Impl::legendTiers()[0];
+    for (std::size_t i = 0; i < d->sets.size() && index >= 0 && index < d->sets[i]->count(); ++i)
+        html += QStringLiteral("<tr><td>%1</td><td align=right>&nbsp;%2 µs</td></tr>")
+                    .arg(tr(names[i]), QLocale().toString(d->sets[i]->at(index), 'f', 0));
+    return html + QStringLiteral("</table>");
+}
 
 void GpuBreakdownChart::setBarsAreRanks(bool ranks)
 {
@@ -386,6 +453,8 @@ void GpuBreakdownChart::setSelectedGpu(GpuId gpuId)
             set->selectBar(gpu);
     }
 }
+
+bool GpuBreakdownChart::legendShown() const { return d->chart->legend()->isVisible(); }
 
 int GpuBreakdownChart::barCount() const { return d->sets.empty() ? 0 : static_cast<int>(d->sets.front()->count()); }
 QChart* GpuBreakdownChart::chart() const { return d->chart; }

@@ -56,6 +56,10 @@ public:
     void setBarsAreRanks(bool ranks);
     [[nodiscard]] int barCount() const;  // bars (GPUs) shown
     [[nodiscard]] std::vector<double> barValues(int gpu) const;  // the stacked values of GPU `gpu`, bottom first
+    // What hovering bar `index` shows: each part's full name and its µs (the legend may have
+    // short names, or none, in a narrow chart).
+    [[nodiscard]] QString barToolTip(int index) const;
+    [[nodiscard]] bool legendShown() const;
     [[nodiscard]] QChart* chart() const;
 signals:
     void gpuSelected(moex::GpuId gpu);

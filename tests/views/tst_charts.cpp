@@ -5,6 +5,9 @@
 #include <QApplication>
 #include <QChart>
 #include <QFontMetricsF>
+#include <QGraphicsScene>
+#include <QGraphicsTextItem>
+#include <QLegend>
 #include <QSignalSpy>
 #include <QValueAxis>
 
@@ -37,6 +40,48 @@ private slots:
         QCOMPARE(chart.pointCount(), 4);
         chart.clear();
         QCOMPARE(chart.pointCount(), 0);
+    }
+
+    // The breakdown's legend in one row: Qt Charts cut every name to "dispatch (not..." in a
+    // 540-pixel chart (the Charts dock of a 1280-pixel window). Its names shorten by tiers instead,
+    // so that no legend text is cut, at any width or in presentation fonts (at 400 pixels
+    // and below the legend may go); a wide chart has the full names, and a bar's tooltip always.
+    void breakdownLegendIsNeverCut()
+    {
+        for (const double scale : {1.0, 1.5}) {
+            for (const int width : {260, 400, 540, 700, 1100}) {
+                GpuBreakdownChart chart;
+                if (scale != 1.0)
+                    scaleChartFonts(chart.chart(), scale);
+                chart.resize(width, 260);
+                chart.show();
+                QVERIFY(QTest::qWaitForWindowExposed(&chart));
+                chart.setMetrics(m_nvl.metrics);
+                QApplication::processEvents();
+                QLegend* legend = chart.chart()->legend();
+                QStringList texts;
+                for (QGraphicsItem* item : chart.chart()->scene()->items()) {
+                    if (auto* text = qgraphicsitem_cast<QGraphicsTextItem*>(item); text && legend->isAncestorOf(text))
+                        texts << text->toPlainText();
+                }
+                // The bar's tooltip names every part in full, legend or not.
+                const QString tip = chart.barToolTip(3);
+                QVERIFY2(tip.contains(QStringLiteral("GPU 3")) && tip.contains(QStringLiteral("expert compute"))
+                             && tip.contains(QStringLiteral("combine (not hidden)")),
+                         qPrintable(tip));
+                if (!chart.legendShown()) {
+                    QVERIFY2(width <= 400, qPrintable(QStringLiteral("no legend at %1 px x %2").arg(width).arg(scale)));
+                    continue;
+                }
+                QCOMPARE(texts.size(), 5);
+                for (const QString& t : texts)
+                    QVERIFY2(!t.endsWith(QLatin1String("...")) && !t.endsWith(QChar(0x2026)),
+                             qPrintable(QStringLiteral("%1 px x %2: '%3'").arg(width).arg(scale).arg(t)));
+                if (width >= 1100 && scale == 1.0)
+                    QVERIFY2(texts.contains(QStringLiteral("expert compute")) && texts.contains(QStringLiteral("dispatch (not hidden)")),
+                             qPrintable(texts.join(QLatin1String(", "))));
+            }
+        }
     }
 
     // Charts too narrow for their value axes (a 1024-pixel window, presentation fonts): the axes'
