@@ -213,6 +213,16 @@ QChart* StepTimeChart::chart() const { return d->chart; }
 // Bars sit on a hidden category axis (one category per bar); a value axis over the same span
 // carries the labels, so that 72 GPUs or 20 load bins get a few readable ticks instead of
 // elided category names.
+// The first of `options` (longest first) whose text fits `room` pixels in `font`, else the last.
+static QString longestThatFits(const QStringList& options, const QFont& font, double room)
+{
+    const QFontMetricsF fm(font);
+    for (const QString& o : options)
+        if (room <= 0 || fm.horizontalAdvance(o) <= room)
+            return o;
+    return options.back();
+}
+
 static void labelAxis(QValueAxis* axis, double lo, double hi, int bars, int maxLabels)
 {
     axis->setRange(lo, hi);
@@ -470,6 +480,31 @@ struct LoadHistogramChart::Impl {
     QValueAxis* y = new QValueAxis;
     std::vector<int> counts;
     std::pair<double, double> range{0, 0};  // the bins' load range (relabel)
+    int moeLayer = -1;  // the layer shown; -1: all layers pooled
+
+    // Qt Charts cuts a title that does not fit ("Expert load distribution, Mo..."): the longest
+    // wording that fits the chart (title) and the plot's width (axis title).
+    void fitTitles()
+    {
+        const QMarginsF margins = chart->margins();
+        const double room = chart->size().width() - margins.left() - margins.right() - 20;
+        const QString layer = QString::number(moeLayer);
+        const QStringList titles =
+            moeLayer >= 0 ? QStringList{LoadHistogramChart::tr("Expert load distribution, MoE layer %1").arg(layer),
+                                        LoadHistogramChart::tr("Load distribution, layer %1").arg(layer),
+                                        LoadHistogramChart::tr("Layer %1 load").arg(layer)}
+                          : QStringList{LoadHistogramChart::tr("Expert load distribution, all layers pooled"),
+                                        LoadHistogramChart::tr("Load distribution, all layers"),
+                                        LoadHistogramChart::tr("All layers' load")};
+        const QString title = longestThatFits(titles, chart->titleFont(), room);
+        if (chart->title() != title)
+            chart->setTitle(title);
+        const QString axis = longestThatFits({LoadHistogramChart::tr("token-expert pairs per expert"),
+                                              LoadHistogramChart::tr("pairs per expert"), LoadHistogramChart::tr("pairs")},
+                                             xLabels->titleFont(), chart->plotArea().width());
+        if (xLabels->titleText() != axis)
+            xLabels->setTitleText(axis);
+    }
 };
 
 LoadHistogramChart::LoadHistogramChart(QWidget* parent) : QWidget(parent), d(std::make_unique<Impl>())
@@ -484,6 +519,8 @@ LoadHistogramChart::LoadHistogramChart(QWidget* parent) : QWidget(parent), d(std
     addBarAxes(d->chart, d->series, d->x, d->xLabels, d->y, tr("token-expert pairs per expert"), tr("experts"),
                QStringLiteral("%d"));
     embedChart(this, d->chart);
+    // A new size or font (presentation mode) lays the chart out again: the titles follow.
+    connect(d->chart, &QChart::plotAreaChanged, this, [this] { d->fitTitles(); });
 }
 
 LoadHistogramChart::~LoadHistogramChart() = default;
@@ -509,13 +546,13 @@ void LoadHistogramChart::setMetrics(const StepMetrics& m, MoeLayers layers)
     if (moeLayer >= 0 && moeLayer < static_cast<int>(m.layers.size())) {
         for (auto v : m.layers[static_cast<std::size_t>(moeLayer)].expert_load)
             loads.push_back(static_cast<double>(v));
-        d->chart->setTitle(tr("Expert load distribution, MoE layer %1").arg(moeLayer));
     } else {
         for (const LayerMetrics& l : m.layers)
             for (auto v : l.expert_load)
                 loads.push_back(static_cast<double>(v));
-        d->chart->setTitle(tr("Expert load distribution, all layers pooled"));
     }
+    d->moeLayer = moeLayer >= 0 && moeLayer < static_cast<int>(m.layers.size()) ? moeLayer : -1;
+    d->fitTitles();
     constexpr int kBins = 20;
     d->counts.assign(loads.empty() ? 0 : kBins, 0);
     QStringList labels;

@@ -84,6 +84,35 @@ private slots:
         }
     }
 
+    // The load histogram's title and axis title in words that fit: Qt Charts cut them to "Expert
+    // load distribution, Mo..." and "token-expert pairs ..." in a 1024-pixel window in
+    // presentation mode. No text of the chart ends cut, at any of these widths and fonts; a wide
+    // chart has the full wording.
+    void histogramTitlesAreNeverCut()
+    {
+        for (const double scale : {1.0, 1.5}) {
+            for (const int width : {260, 330, 540, 900}) {
+                LoadHistogramChart chart;
+                if (scale != 1.0)
+                    scaleChartFonts(chart.chart(), scale);
+                chart.resize(width, 260);
+                chart.show();
+                QVERIFY(QTest::qWaitForWindowExposed(&chart));
+                chart.setMetrics(m_nvl.metrics, moex::MoeLayers::only(moex::MoeLayerId(0)));
+                QApplication::processEvents();
+                for (QGraphicsItem* item : chart.chart()->scene()->items()) {
+                    if (auto* text = qgraphicsitem_cast<QGraphicsTextItem*>(item); text && text->isVisible()) {
+                        const QString t = text->toPlainText();
+                        QVERIFY2(!t.endsWith(QLatin1String("...")) && !t.endsWith(QChar(0x2026)),
+                                 qPrintable(QStringLiteral("%1 px x %2: '%3'").arg(width).arg(scale).arg(t)));
+                    }
+                }
+                if (width >= 900 && scale == 1.0)
+                    QCOMPARE(chart.chart()->title(), QStringLiteral("Expert load distribution, MoE layer 0"));
+            }
+        }
+    }
+
     // Charts too narrow for their value axes (a 1024-pixel window, presentation fonts): the axes'
     // titles give way, then the throughput axis, so that every axis shown keeps its labels within
     // the share of the width Qt Charts grants it (0.4 of it over the axes shown) and none is cut
