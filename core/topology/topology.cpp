@@ -123,7 +123,7 @@ const Route& Topology::route(GpuId src, GpuId dst) const
     const std::size_t g = m_gpuNodes.size();
     if (!src.valid() || !dst.valid() || src.index() >= g || dst.index() >= g)
         throw std::out_of_range("Topology::route(): GPU id out of range");
-    return m_routes[src.index() * g + dst.index()];
+    return (*m_routes)[src.index() * g + dst.index()];
 }
 
 void Topology::buildAdjacency()

@@ -5,6 +5,7 @@
 #include "common/ids.h"
 #include "topology/gpu_spec.h"
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -130,7 +131,9 @@ private:
     std::vector<NodeId> m_gpuNodes;
     std::vector<std::vector<LinkId>> m_out;
     std::unordered_map<std::string, NodeId> m_byName;
-    std::vector<Route> m_routes;  // [src * G + dst]
+    // [src * G + dst]; immutable once built, so copies of the topology (every Scenario copy: the
+    // simulator's, a run's, the window's) share it instead of copying 5,184 routes for NVL72.
+    std::shared_ptr<const std::vector<Route>> m_routes;
     bool m_finalized = false;
 };
 

@@ -434,14 +434,16 @@ void routeOverNetwork(const Topology& t, const Adjacency& out, const NicPorts& n
 void Topology::computeRoutes()
 {
     const auto pairs = static_cast<std::size_t>(numGpus()) * static_cast<std::size_t>(numGpus());
-    m_routes.assign(pairs, Route{});
+    auto routes = std::make_shared<std::vector<Route>>(pairs, Route{});
     std::vector<char> needNet(pairs, 0);
-    if (!routeInsideDomains(*this, m_out, m_routes, needNet))
-        return;
-    const NicPorts nics = nicPortsOf(*this, m_out);
-    const std::vector<int> gpuDist = networkHops(*this, m_out, nics);
-    const PairsOf users = assignProxies(*this, needNet, gpuDist);
-    routeOverNetwork(*this, m_out, nics, users, m_routes);
+    const bool inside = routeInsideDomains(*this, m_out, *routes, needNet);
+    if (inside) {
+        const NicPorts nics = nicPortsOf(*this, m_out);
+        const std::vector<int> gpuDist = networkHops(*this, m_out, nics);
+        const PairsOf users = assignProxies(*this, needNet, gpuDist);
+        routeOverNetwork(*this, m_out, nics, users, *routes);
+    }
+    m_routes = std::move(routes);
 }
 
 }  // namespace moex
