@@ -393,6 +393,14 @@ std::optional<Topology> readCustomTopology(const YAML::Node& node, YamlReader& r
 {
     if (!reader.expectMap(node, "topology", kCustomKeys))
         return std::nullopt;
+    // Neither a built-in nor a custom topology ({kind: tpu}): one error that says what a topology
+    // is, not "missing 'gpu'" and "missing 'nodes'" after its unknown keys.
+    if (!YamlReader::has(node, "gpu") && !YamlReader::has(node, "nodes") && !YamlReader::has(node, "links")) {
+        reader.error(node, "a topology is a built-in ({builtin: NAME}, NAME one of " + listOf(builtinTopologyNames())
+                               + ") or a custom one with 'gpu', 'nodes' and 'links' (moex-cli topology NAME -o FILE "
+                                 "writes a built-in out to start from)");
+        return std::nullopt;
+    }
     const std::size_t before = reader.errorCount();
     Topology t;
     t.name = reader.getString(node, "name", false).value_or("custom");

@@ -129,6 +129,9 @@ void TestScenarioErrors::malformed_data()
     row("missing model", QStringLiteral("name: t\ntopology: {builtin: hgx-h100}\n"), 1, "missing required key 'model'");
     // Another kind of file where a scenario belongs: what it is and where it goes (it was one
     // "unknown key" per line, then "missing required key" twice).
+    row("neither built-in nor custom topology",
+        QStringLiteral("name: t\nmodel: ../models/mixtral-8x7b.yaml\ntopology: {kind: tpu}\n"), 3,
+        "a topology is a built-in ({builtin: NAME}, NAME one of gb200-nvl72");
     row("a model file", QStringLiteral("name: m\nhidden_size: 64\nrouted_experts: 8\n"), 0,
         "this is a model file, not a scenario: a scenario names it under 'model'");
     row("a topology file", QStringLiteral("name: t\ngpu: h200\nnodes: []\nlinks: []\n"), 0,
