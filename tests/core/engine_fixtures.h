@@ -1,0 +1,48 @@
+// Fixtures of the engine tests (tst_engine, tst_engine_kernels): a small model of each family.
+#pragma once
+
+#ifndef Q_MOC_RUN  // moc of Qt 6.4 cannot parse C++20 standard headers; it needs none of these
+#include "model/model_spec.h"
+
+#include <string>
+#endif
+
+namespace moex::test {
+
+// A small model of each family, at shapes a test runs in milliseconds.
+inline ModelSpec smallModel(const std::string& family)
+{
+    ModelSpec m;
+    m.name = "small-" + family;
+    m.hidden_size = 64;
+    m.num_layers = 3;
+    m.moe_layers = {1, 2};
+    m.routed_experts = 16;
+    m.experts_per_token = 4;
+    m.moe_intermediate_size = 32;
+    if (family == "deepseek") {
+        m.scoring = Scoring::sigmoid;
+        m.expert_groups = 4;
+        m.groups_per_token = 2;
+        m.routed_scaling_factor = 2.5;
+        m.shared_experts = 1;
+        m.shared_intermediate_size = 32;
+    } else if (family == "qwen-no-renorm") {
+        m.norm_topk_prob = false;
+    } else if (family == "gpt-oss") {
+        m.swiglu_limit = 7.0;
+    } else if (family == "nemotron") {  // Nemotron-H: ReLU^2 experts (no gate matrix), sigmoid router
+        m.activation = Activation::relu2;
+        m.scoring = Scoring::sigmoid;
+        m.routed_scaling_factor = 2.5;
+        m.shared_experts = 1;
+        m.shared_intermediate_size = 64;
+    } else if (family == "gemma") {  // Gemma 4: GEGLU experts, its dense MLP as a shared expert
+        m.activation = Activation::geglu;
+        m.shared_experts = 1;
+        m.shared_intermediate_size = 96;
+    }
+    return m;
+}
+
+}  // namespace moex::test

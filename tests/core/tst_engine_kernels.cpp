@@ -1,0 +1,344 @@
+// The CPU engine's number formats and kernels (issue 15): bf16 rounding, fp8-e4m3 codes, quantised
+// matrices, seeded weights, the vector kernels against the portable one, blocked tiles against the
+// one-row kernel, and kernel names.
+#ifndef Q_MOC_RUN  // moc of Qt 6.4 cannot parse C++20 standard headers; it needs none of these
+#include "common/diagnostics.h"
+#include "engine/ep_engine.h"
+#include "engine/moe_layer.h"
+#include "engine/quant_matrix.h"
+#include "engine/row_kernels.h"
+
+#include <cmath>
+#include <set>
+#endif
+
+#include "engine_fixtures.h"
+
+#include <QtTest>
+
+using namespace moex;
+using namespace moex::engine;
+using moex::test::smallModel;
+
+class TestEngineKernels : public QObject {
+    Q_OBJECT
+private slots:
+    void bf16RoundsToNearestEven();
+    void e4m3CodesRoundTrip();
+    void quantisedMatricesStayClose_data();
+    void quantisedMatricesStayClose();
+    void seededWeightsDependOnlyOnTheirIndex();
+    void vectorKernelsAgreeWithPortable();
+    void kernelNamesAreRead();
+    void blockedTilesEqualTheOneRowKernel();
+    void bf16KernelIsExactOnBf16Values();
+};
+
+void TestEngineKernels::bf16RoundsToNearestEven()
+{
+    QCOMPARE(bf16ToFloat(floatToBf16(1.0f)), 1.0f);
+    // 1 + 2^-8 lies exactly between 1 and 1 + 2^-7: ties to even (1.0).
+    QCOMPARE(bf16ToFloat(floatToBf16(1.0f + 0x1.0p-8f)), 1.0f);
+    QCOMPARE(bf16ToFloat(floatToBf16(1.0f + 0x1.8p-8f)), 1.0f + 0x1.0p-7f);
+    QVERIFY(std::isnan(bf16ToFloat(floatToBf16(std::nanf("")))));
+}
+
+void TestEngineKernels::e4m3CodesRoundTrip()
+{
+    for (int c = 0; c < 256; ++c) {
+        if ((c & 0x7f) == 0x7f)
+            continue;  // NaN
+        const float v = e4m3ToFloat(static_cast<std::uint8_t>(c));
+        if (v == 0.0f)
+            continue;  // +-0 both decode to zero
+        QCOMPARE(static_cast<int>(floatToE4m3(v)), c);
+    }
+    // Any value: the nearest code (ties to the even code), as a brute-force search finds it.
+    for (std::uint64_t i = 0; i < 20000; ++i) {
+        const float v = hashUniform(11, i) * (i % 3 == 0 ? 500.0f : i % 3 == 1 ? 1.0f : 0.02f);
+        int best = 0;
+        for (int c = 0; c < 127; ++c) {
+            const float d = std::fabs(e4m3ToFloat(static_cast<std::uint8_t>(c)) - std::fabs(v));
+            const float bd = std::fabs(e4m3ToFloat(static_cast<std::uint8_t>(best)) - std::fabs(v));
+            if (d < bd || (d == bd && (c & 1) == 0 && (best & 1) == 1))
+                best = c;
+        }
+        if (std::fabs(v) > 448.0f)
+            best = 0x7e;
+        QCOMPARE(static_cast<int>(floatToE4m3(v) & 0x7f), best);
+    }
+    QCOMPARE(e4m3ToFloat(0x7e), 448.0f);
+    QCOMPARE(e4m3ToFloat(floatToE4m3(1e9f)), 448.0f);  // saturates
+    QCOMPARE(e4m3ToFloat(0x01), 0x1.0p-9f);            // smallest subnormal
+    for (int c = 0; c < 16; ++c)
+        QCOMPARE(static_cast<int>(floatToE2m1(e2m1ToFloat(static_cast<std::uint8_t>(c)))), c);  // -0 (code 8) keeps its sign
+}
+
+void TestEngineKernels::quantisedMatricesStayClose_data()
+{
+    QTest::addColumn<int>("format");
+    QTest::addColumn<double>("bound");  // max |q - v| / max |v| over the matrix
+    QTest::newRow("f32") << static_cast<int>(WeightFormat::f32) << 0.0;
+    QTest::newRow("bf16") << static_cast<int>(WeightFormat::bf16) << 1.0 / 256;
+    QTest::newRow("fp8") << static_cast<int>(WeightFormat::fp8_block) << 1.0 / 16;
+    QTest::newRow("mxfp4") << static_cast<int>(WeightFormat::mxfp4) << 0.34;
+}
+
+void TestEngineKernels::quantisedMatricesStayClose()
+{
+    QFETCH(int, format);
+    QFETCH(double, bound);
+    const int R = 200, C = 160;  // more than one 128 x 128 block each way
+    std::vector<float> v(static_cast<std::size_t>(R * C));
+    for (std::size_t i = 0; i < v.size(); ++i)
+        v[i] = hashUniform(3, i) * (1.0f + static_cast<float>(i % 7));
+    const QuantMatrix q(static_cast<WeightFormat>(format), R, C, v);
+    const auto back = q.dequantAll();
+    double worst = 0;
+    for (int r = 0; r < R; ++r) {
+        // Relative to the largest value of the element's own scale block (row block for MX).
+        for (int c = 0; c < C; ++c) {
+            const auto i = static_cast<std::size_t>(r * C + c);
+            worst = std::max(worst, std::fabs(static_cast<double>(back[i]) - v[i]) / 7.0);
+        }
+    }
+    QVERIFY2(worst <= bound, qPrintable(QString::number(worst)));
+    if (format != static_cast<int>(WeightFormat::f32))
+        QVERIFY(worst > 0);  // it did quantise
+    // Storage as the format says: elements plus scales.
+    const std::size_t elems = static_cast<std::size_t>(R) * C;
+    const std::size_t expect = format == static_cast<int>(WeightFormat::f32) ? elems * 4
+        : format == static_cast<int>(WeightFormat::bf16)                    ? elems * 2
+        : format == static_cast<int>(WeightFormat::fp8_block)               ? elems + 2 * 2 * 4
+                                                                            : elems / 2 + static_cast<std::size_t>(R) * (C / 32) * 4;
+    QCOMPARE(q.bytes(), expect);
+}
+
+void TestEngineKernels::seededWeightsDependOnlyOnTheirIndex()
+{
+    const LayerShape s = layerShape(smallModel("deepseek"), DType::fp8);
+    const FfnWeights a = makeExpertWeights(s, 7, 1, 5);
+    const FfnWeights b = makeExpertWeights(s, 7, 1, 5);
+    const FfnWeights other = makeExpertWeights(s, 7, 1, 6);
+    QCOMPARE(a.gate.dequantAll(), b.gate.dequantAll());
+    QVERIFY(a.gate.dequantAll() != other.gate.dequantAll());
+    QVERIFY(a.down.dequantAll() != makeExpertWeights(s, 7, 2, 5).down.dequantAll());  // another layer
+    QVERIFY(a.up.dequantAll() != makeExpertWeights(s, 8, 1, 5).up.dequantAll());    // another seed
+}
+
+void TestEngineKernels::vectorKernelsAgreeWithPortable()
+{
+    // Every kernel this CPU runs against the portable one, every format, token counts around the
+    // register blocks (8 tokens; 3, 4, 6 or 8 rows), columns with several fp8 and MX blocks.
+    // Float32 kernels differ from the portable one only in float32 rounding: 1e-6 of the sum of
+    // |products|. avx512-bf16 rounds each token (and an fp8 weight times its scale) to bf16, 2^-9
+    // relative at most, so a product is off by at most 2 * 2^-9 + 2^-18 of itself: 2^-8 of the sum
+    // of |products| bounds the whole dot (the float32 part stays under 1e-6 of it).
+    const int R = 5, C = 384;
+    std::vector<float> x(static_cast<std::size_t>(11 * C));
+    for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = hashUniform(5, i);
+    int checked = 0;
+    for (Kernel k : {Kernel::avx2, Kernel::avx512, Kernel::avx512bf16}) {
+        if (!kernelSupported(k)) {
+            qInfo("%s: not on this CPU", toString(k));
+            continue;
+        }
+        for (WeightFormat f : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::fp8_block, WeightFormat::mxfp4}) {
+            const QuantMatrix w = QuantMatrix::seeded(f, R, C, 9, 0.3f);
+            const double bound = roundsToBf16(k, w) ? std::ldexp(1.0, -8) + 1e-6 : 1e-6;
+            QCOMPARE(roundsToBf16(k, w), k == Kernel::avx512bf16 && f != WeightFormat::f32);
+            const auto dense = w.dequantAll();
+            std::vector<float> scratch;
+            for (int n : {1, 3, 8, 11}) {
+                std::vector<float> a(static_cast<std::size_t>(n)), b(static_cast<std::size_t>(n));
+                double worst = 0;
+                for (int r = 0; r < R; ++r) {
+                    rowDotsWith(Kernel::portable, w, r, x.data(), n, C, a.data(), scratch);
+                    rowDotsWith(k, w, r, x.data(), n, C, b.data(), scratch);
+                    for (int t = 0; t < n; ++t) {
+                        double mag = 0;
+                        for (int c = 0; c < C; ++c)
+                            mag += std::fabs(dense[static_cast<std::size_t>(r * C + c)] * x[static_cast<std::size_t>(t * C + c)]);
+                        const double err = std::fabs(a[static_cast<std::size_t>(t)] - b[static_cast<std::size_t>(t)]);
+                        worst = std::max(worst, err / mag);
+                        QVERIFY2(err <= bound * mag,
+                                 qPrintable(QStringLiteral("%1 %2 n=%3 row %4 token %5: %6 vs %7")
+                                                .arg(QLatin1String(toString(k)), QLatin1String(toString(f))).arg(n).arg(r).arg(t)
+                                                .arg(a[static_cast<std::size_t>(t)]).arg(b[static_cast<std::size_t>(t)])));
+                    }
+                    ++checked;
+                }
+                if (n == 8)
+                    qInfo("%s %s: worst error %.2e of the sum of |products| (bound %.2e)", toString(k), toString(f), worst, bound);
+            }
+        }
+    }
+    // Several rows at once (the tiles): each row's results equal the one-row kernel's bit for bit,
+    // whatever the numbers of rows and tokens per call.
+    for (Kernel k : {Kernel::portable, Kernel::avx2, Kernel::avx512, Kernel::avx512bf16}) {
+        if (!kernelSupported(k))
+            continue;
+        for (WeightFormat f : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::fp8_block, WeightFormat::mxfp4}) {
+            const QuantMatrix w = QuantMatrix::seeded(f, 9, C, 4, 0.3f);
+            std::vector<float> scratch;
+            for (int nrows : {1, 2, 3, 4, 5, 7, 9})
+                for (int n : {1, 2, 3, 4, 5, 8, 11, 17}) {
+                    std::vector<float> tile(static_cast<std::size_t>(nrows * n)), one(static_cast<std::size_t>(n));
+                    rowsDotsWith(k, w, 9 - nrows, nrows, x.data(), std::min(n, 11), C, tile.data(), static_cast<std::size_t>(n), scratch);
+                    for (int i = 0; i < nrows; ++i) {
+                        rowDotsWith(k, w, 9 - nrows + i, x.data(), std::min(n, 11), C, one.data(), scratch);
+                        for (int t = 0; t < std::min(n, 11); ++t)
+                            QCOMPARE(tile[static_cast<std::size_t>(i * n + t)], one[static_cast<std::size_t>(t)]);
+                    }
+                    ++checked;
+                }
+        }
+    }
+    // Calls whose rows cross a 128-row fp8 block (each block has its own scales, and the bf16
+    // kernel its own lookup tables): every row equals the one-row kernel's, within the bound of the
+    // portable one.
+    for (Kernel k : {Kernel::avx512, Kernel::avx512bf16}) {
+        if (!kernelSupported(k))
+            continue;
+        const QuantMatrix tall = QuantMatrix::seeded(WeightFormat::fp8_block, 300, C, 8, 0.3f);
+        const auto dense = tall.dequantAll();
+        const int first = 100, nrows = 170, n = 5;  // rows 100 .. 269: three row blocks
+        std::vector<float> many(static_cast<std::size_t>(nrows * n)), one(static_cast<std::size_t>(n)), exact(static_cast<std::size_t>(n));
+        std::vector<float> scratch;
+        rowsDotsWith(k, tall, first, nrows, x.data(), n, C, many.data(), static_cast<std::size_t>(n), scratch);
+        for (int i = 0; i < nrows; ++i) {
+            rowDotsWith(k, tall, first + i, x.data(), n, C, one.data(), scratch);
+            rowDotsWith(Kernel::portable, tall, first + i, x.data(), n, C, exact.data(), scratch);
+            for (int t = 0; t < n; ++t) {
+                QCOMPARE(many[static_cast<std::size_t>(i * n + t)], one[static_cast<std::size_t>(t)]);
+                double mag = 0;
+                for (int c = 0; c < C; ++c)
+                    mag += std::fabs(dense[static_cast<std::size_t>((first + i) * C + c)] * x[static_cast<std::size_t>(t * C + c)]);
+                QVERIFY(std::fabs(one[static_cast<std::size_t>(t)] - exact[static_cast<std::size_t>(t)]) <= (std::ldexp(1.0, -8) + 1e-6) * mag);
+            }
+        }
+        ++checked;
+    }
+    qInfo("%d row sets checked; active kernel %s", checked, toString(activeKernel()));
+}
+
+void TestEngineKernels::kernelNamesAreRead()
+{
+    // The names MOEX_KERNEL and bench engine --kernel document, and the ones reports print.
+    const std::pair<const char*, Kernel> named[] = {{"portable", Kernel::portable},
+                                                    {"avx2", Kernel::avx2},
+                                                    {"avx2+fma", Kernel::avx2},
+                                                    {"avx512", Kernel::avx512},
+                                                    {"avx512-bf16", Kernel::avx512bf16}};
+    for (const auto& [name, kernel] : named) {
+        Kernel k = name == std::string("portable") ? Kernel::avx512 : Kernel::portable;
+        QVERIFY2(kernelFromString(name, k), name);
+        QCOMPARE(k, kernel);
+        Kernel back = Kernel::portable;
+        QVERIFY(kernelFromString(toString(kernel), back));
+        QCOMPARE(back, kernel);
+    }
+    Kernel k = Kernel::portable;
+    for (const char* wrong : {"avx", "AVX2", "avx512bf16", ""})
+        QVERIFY2(!kernelFromString(wrong, k), wrong);
+}
+
+void TestEngineKernels::blockedTilesEqualTheOneRowKernel()
+{
+    // From 32 tokens on, the AVX-512 and AVX2 kernels take rows in blocks of columns and tokens
+    // over the panel's packed copy. Each (row, token) must still be the one-row kernel's bit for bit, or a
+    // token's result would depend on how many others its expert received (and ranks would
+    // disagree). Columns span three column blocks (the last a part one), token counts cross the
+    // 64-token groups with a part tile, row counts leave a part tile of rows, and the call starts
+    // mid-matrix.
+    if (!kernelSupported(Kernel::avx2))
+        QSKIP("this CPU has neither AVX2 nor AVX-512: the blocked tiles cannot run here");
+    const int R = 17, C = 2 * 1024 + 128;
+    std::vector<float> x(static_cast<std::size_t>(131 * C));
+    for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = hashUniform(13, i);
+    int checked = 0;
+    int kernels = 0;
+    for (Kernel kernel : {Kernel::avx2, Kernel::avx512}) {
+        if (!kernelSupported(kernel)) {
+            qInfo("%s: not on this CPU", toString(kernel));
+            continue;
+        }
+        ++kernels;
+        for (WeightFormat f : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::fp8_block, WeightFormat::mxfp4}) {
+            const QuantMatrix w = QuantMatrix::seeded(f, R, C, 31, 0.3f);
+            std::vector<float> scratch;
+            for (int n : {32, 35, 64, 71, 131})
+                for (auto [r0, nrows] : {std::pair{0, 17}, std::pair{4, 6}, std::pair{3, 13}, std::pair{16, 1}}) {
+                    std::vector<float> many(static_cast<std::size_t>(nrows * n)), one(static_cast<std::size_t>(n));
+                    rowsDotsWith(kernel, w, r0, nrows, x.data(), n, C, many.data(), static_cast<std::size_t>(n),
+                                 scratch);
+                    for (int i = 0; i < nrows; ++i) {
+                        rowDotsWith(kernel, w, r0 + i, x.data(), n, C, one.data(), scratch);
+                        for (int t = 0; t < n; ++t)
+                            QVERIFY2(many[static_cast<std::size_t>(i * n + t)] == one[static_cast<std::size_t>(t)],
+                                     qPrintable(QStringLiteral("%1 %2 n=%3 rows %4+%5: row %6 token %7: %8 vs %9")
+                                                    .arg(QLatin1String(toString(kernel)), QLatin1String(toString(f)))
+                                                    .arg(n)
+                                                    .arg(r0)
+                                                    .arg(nrows)
+                                                    .arg(i)
+                                                    .arg(t)
+                                                    .arg(many[static_cast<std::size_t>(i * n + t)])
+                                                    .arg(one[static_cast<std::size_t>(t)])));
+                    }
+                    ++checked;
+                }
+        }
+    }
+    QCOMPARE(checked, kernels * 4 * 5 * 4);
+    if (!kernelSupported(Kernel::avx512))
+        return;
+    // Two matrices over one panel (an expert's gate and up) read the same packed copy.
+    const QuantMatrix a = QuantMatrix::seeded(WeightFormat::f32, 6, C, 41, 0.3f),
+                      b = QuantMatrix::seeded(WeightFormat::f32, 6, C, 43, 0.3f);
+    TokenPanel panel(x.data(), 40, C, C);
+    std::vector<float> ya(6 * 40), yb(6 * 40), ref(40), scratch;
+    rowsDotsWith(Kernel::avx512, a, 0, 6, panel, ya.data(), 40, scratch);
+    rowsDotsWith(Kernel::avx512, b, 0, 6, panel, yb.data(), 40, scratch);
+    for (int i = 0; i < 6; ++i) {
+        rowDotsWith(Kernel::avx512, b, i, x.data(), 40, C, ref.data(), scratch);
+        QVERIFY(std::equal(ref.begin(), ref.end(), yb.begin() + i * 40));
+    }
+    QVERIFY(ya != yb);
+}
+
+void TestEngineKernels::bf16KernelIsExactOnBf16Values()
+{
+    // Where every number is already a bf16 (bf16 weights, MXFP4's power-of-two-scaled values, tokens
+    // rounded beforehand), the bf16 kernel rounds nothing: only its float32 sums differ from the
+    // portable kernel's. A column out of place, a lost block scale or a wrong nibble order moves a
+    // result by far more than 1e-6 of the sum of |products|.
+    if (!kernelSupported(Kernel::avx512bf16))
+        QSKIP("this CPU has no AVX-512-BF16: the kernel cannot run here (avx512 and avx2 are tested above)");
+    const int R = 7, C = 4 * 128;
+    std::vector<float> x(static_cast<std::size_t>(9 * C));
+    for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = bf16ToFloat(floatToBf16(hashUniform(11, i)));
+    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::mxfp4}) {
+        const QuantMatrix w = QuantMatrix::seeded(f, R, C, 21, 0.5f);
+        const auto dense = w.dequantAll();
+        std::vector<float> scratch, a(9), b(9);
+        for (int r = 0; r < R; ++r) {
+            rowDotsWith(Kernel::portable, w, r, x.data(), 9, C, a.data(), scratch);
+            rowDotsWith(Kernel::avx512bf16, w, r, x.data(), 9, C, b.data(), scratch);
+            for (int t = 0; t < 9; ++t) {
+                double mag = 0;
+                for (int c = 0; c < C; ++c)
+                    mag += std::fabs(dense[static_cast<std::size_t>(r * C + c)] * x[static_cast<std::size_t>(t * C + c)]);
+                QVERIFY2(std::fabs(a[static_cast<std::size_t>(t)] - b[static_cast<std::size_t>(t)]) <= 1e-6 * mag,
+                         qPrintable(QStringLiteral("%1 row %2 token %3: %4 vs %5").arg(QLatin1String(toString(f))).arg(r).arg(t)
+                                        .arg(a[static_cast<std::size_t>(t)]).arg(b[static_cast<std::size_t>(t)])));
+            }
+        }
+    }
+}
+
+QTEST_GUILESS_MAIN(TestEngineKernels)
+#include "tst_engine_kernels.moc"
