@@ -283,6 +283,7 @@ struct GpuBreakdownChart::Impl {
     int labels = -1;  // x labels laid out for (relabel)
     int selected = -1;
     int legendTier = 0;
+    bool ranks = false;  // bars are the local engine's ranks (setBarsAreRanks)
 
     // Qt Charts lays a top legend out in one row and cuts every name where they do not all fit
     // ("dispatch (not..."): the names are the longest of three tiers whose row fits the chart, and
@@ -364,8 +365,7 @@ GpuBreakdownChart::~GpuBreakdownChart() = default;
 
 QString GpuBreakdownChart::barToolTip(int index) const
 {
-    const bool ranks = d->xLabels->titleText() == tr("engine rank");
-    QString html = QStringLiteral("<b>%1 %2</b><table>").arg(ranks ? tr("Rank") : tr("GPU")).arg(index);
+    QString html = QStringLiteral("<b>%1 %2</b><table>").arg(d->ranks ? tr("Rank") : tr("GPU")).arg(index);
     const auto& names = Impl::legendTiers()[0];
     for (std::size_t i = 0; i < d->sets.size() && index >= 0 && index < d->sets[i]->count(); ++i)
         html += QStringLiteral("<tr><td>%1</td><td align=right>&nbsp;%2 µs</td></tr>")
@@ -375,6 +375,7 @@ QString GpuBreakdownChart::barToolTip(int index) const
 
 void GpuBreakdownChart::setBarsAreRanks(bool ranks)
 {
+    d->ranks = ranks;
     d->chart->setTitle(ranks ? tr("Per-rank step time breakdown (measured)") : tr("Per-GPU step time breakdown"));
     d->xLabels->setTitleText(ranks ? tr("engine rank") : tr("GPU"));
 }
@@ -480,12 +481,14 @@ struct LoadHistogramChart::Impl {
     QValueAxis* y = new QValueAxis;
     std::vector<int> counts;
     std::pair<double, double> range{0, 0};  // the bins' load range (relabel)
-    int moeLayer = -1;  // the layer shown; -1: all layers pooled
+    int moeLayer = -2;  // the layer shown; -1: all layers pooled; -2: none yet
 
     // Qt Charts cuts a title that does not fit ("Expert load distribution, Mo..."): the longest
     // wording that fits the chart (title) and the plot's width (axis title).
     void fitTitles()
     {
+        if (moeLayer < -1)
+            return;  // no metrics yet: the constructor's title stands
         const QMarginsF margins = chart->margins();
         const double room = chart->size().width() - margins.left() - margins.right() - 20;
         const QString layer = QString::number(moeLayer);
@@ -551,8 +554,12 @@ void LoadHistogramChart::setMetrics(const StepMetrics& m, MoeLayers layers)
             for (auto v : l.expert_load)
                 loads.push_back(static_cast<double>(v));
     }
-    d->moeLayer = moeLayer >= 0 && moeLayer < static_cast<int>(m.layers.size()) ? moeLayer : -1;
-    d->fitTitles();
+    // The titles change with the layer shown (and the chart's size: plotAreaChanged), not every step.
+    const int shown = moeLayer >= 0 && moeLayer < static_cast<int>(m.layers.size()) ? moeLayer : -1;
+    if (shown != d->moeLayer) {
+        d->moeLayer = shown;
+        d->fitTitles();
+    }
     constexpr int kBins = 20;
     d->counts.assign(loads.empty() ? 0 : kBins, 0);
     QStringList labels;
