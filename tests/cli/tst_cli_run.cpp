@@ -242,28 +242,28 @@ private slots:
         const auto edited = [&](const std::function<void(QJsonObject&)>& edit, const QString& needle) {
             QJsonObject o = real;
             edit(o);
-            QFile f(dir.filePath(QStringLiteral("edited.json")));
-            QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-            f.write(QJsonDocument(o).toJson());
-            f.close();
-            const CliResult r = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), f.fileName()});
-            QVERIFY2(r.exitCode == 2 && r.err.contains(needle), qPrintable(needle + QStringLiteral(" / ") + r.err));
+            QFile editedFile(dir.filePath(QStringLiteral("edited.json")));
+            QVERIFY(editedFile.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            editedFile.write(QJsonDocument(o).toJson());
+            editedFile.close();
+            const CliResult refused = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), editedFile.fileName()});
+            QVERIFY2(refused.exitCode == 2 && refused.err.contains(needle), qPrintable(needle + QStringLiteral(" / ") + refused.err));
         };
         const auto inRun = [](const char* key, const QJsonValue& v) {
             return [key, v](QJsonObject& o) {
-                QJsonObject run = o[QStringLiteral("run")].toObject();
-                run[QLatin1String(key)] = v;
-                o[QStringLiteral("run")] = run;
+                QJsonObject runObject = o[QStringLiteral("run")].toObject();
+                runObject[QLatin1String(key)] = v;
+                o[QStringLiteral("run")] = runObject;
             };
         };
         const auto firstTime = [](const QJsonValue& v) {
             return [v](QJsonObject& o) {
                 const QString key = o.contains(QStringLiteral("layers_median")) ? QStringLiteral("layers_median") : QStringLiteral("layers_mean");
-                QJsonArray rows = o[key].toArray();
-                QJsonObject first = rows[0].toObject();
+                QJsonArray layerRows = o[key].toArray();
+                QJsonObject first = layerRows[0].toObject();
                 first[QStringLiteral("time_us")] = v;
-                rows[0] = first;
-                o[key] = rows;
+                layerRows[0] = first;
+                o[key] = layerRows;
             };
         };
         edited([](QJsonObject& o) { o[QStringLiteral("measured")] = QStringLiteral("true"); }, QStringLiteral("not a measured run"));

@@ -63,8 +63,12 @@ inline QString violation(const RoutingSample& s)
 
 inline double maxOverMean(const std::vector<double>& v)
 {
-    const double sum = std::accumulate(v.begin(), v.end(), 0.0);
-    return *std::max_element(v.begin(), v.end()) / (sum / static_cast<double>(v.size()));
+    double sum = 0.0, max = 0.0;
+    for (const double x : v) {
+        sum += x;
+        max = std::max(max, x);
+    }
+    return max / (sum / static_cast<double>(v.size()));
 }
 
 }  // namespace moex::test
