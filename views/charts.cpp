@@ -49,15 +49,22 @@ void changeChartFonts(QChart* chart, const std::function<QFont(QFont)>& change)
     }
 }
 
+namespace {
+
+QFont scaledFont(QFont f, double factor)
+{
+    if (f.pointSizeF() > 0)
+        f.setPointSizeF(f.pointSizeF() * factor);
+    else if (f.pixelSize() > 0)
+        f.setPixelSize(std::max(1, static_cast<int>(std::lround(f.pixelSize() * factor))));
+    return f;
+}
+
+}  // namespace
+
 void scaleChartFonts(QChart* chart, double factor)
 {
-    changeChartFonts(chart, [factor](QFont f) {
-        if (f.pointSizeF() > 0)
-            f.setPointSizeF(f.pointSizeF() * factor);
-        else if (f.pixelSize() > 0)
-            f.setPixelSize(std::max(1, static_cast<int>(std::lround(f.pixelSize() * factor))));
-        return f;
-    });
+    changeChartFonts(chart, [factor](QFont f) { return scaledFont(f, factor); });
 }
 
 // --- StepTimeChart ------------------------------------------------------------------------------
@@ -210,9 +217,6 @@ QChart* StepTimeChart::chart() const { return d->chart; }
 
 // --- GpuBreakdownChart --------------------------------------------------------------------------
 
-// Bars sit on a hidden category axis (one category per bar); a value axis over the same span
-// carries the labels, so that 72 GPUs or 20 load bins get a few readable ticks instead of
-// elided category names.
 // The first of `options` (longest first) whose text fits `room` pixels in `font`, else the last.
 static QString longestThatFits(const QStringList& options, const QFont& font, double room)
 {
@@ -222,6 +226,10 @@ static QString longestThatFits(const QStringList& options, const QFont& font, do
             return o;
     return options.back();
 }
+
+// Bars sit on a hidden category axis (one category per bar); a value axis over the same span
+// carries the labels, so that 72 GPUs or 20 load bins get a few readable ticks instead of
+// elided category names.
 
 static void labelAxis(QValueAxis* axis, double lo, double hi, int bars, int maxLabels)
 {
@@ -283,15 +291,19 @@ struct GpuBreakdownChart::Impl {
     int labels = -1;  // x labels laid out for (relabel)
     int selected = -1;
     int legendTier = 0;
+    double legendScale = 1.0;  // the legend's font against the one the window gave the chart (fitLegend)
     bool ranks = false;  // bars are the local engine's ranks (setBarsAreRanks)
 
     // Qt Charts lays a top legend out in one row and cuts every name where they do not all fit
-    // ("dispatch (not..."): the names are the longest of three tiers whose row fits the chart, and
-    // where not even the shortest fits ("i...", "c..."), the legend goes (the tooltip of a bar
-    // names its parts). Qt's rule (legendlayout.cpp): the markers' widths (the text, its marker
-    // and padding: 20 pixels at a 14-pixel font, 23 at 21) must stay below the legend's width
-    // (the chart's less its margins and 18 pixels) less each marker's margin (4): counted here
-    // with a pixel to spare.
+    // ("dispatch (not..."): the names are the longest of three tiers whose row fits the chart;
+    // where not even the shortest fits (a narrow chart in presentation fonts), the shortest names
+    // in a smaller font (kSmallLegend of it, not below kSmallestLegendPt); where that does not fit
+    // either ("i...", "c..."), the legend goes (the tooltip of a bar names its parts). Qt's rule
+    // (legendlayout.cpp): the markers' widths (the text, its marker and padding: 20 pixels at a
+    // 14-pixel font, 23 at 21) must stay below the legend's width (the chart's less its margins
+    // and 18 pixels) less each marker's margin (4): counted here with a pixel to spare.
+    static constexpr double kSmallLegend = 0.8;
+    static constexpr double kSmallestLegendPt = 7.5;
     static const std::array<std::array<const char*, 5>, 3>& legendTiers()
     {
         static const std::array<std::array<const char*, 5>, 3> tiers = {{
@@ -304,21 +316,48 @@ struct GpuBreakdownChart::Impl {
         }};
         return tiers;
     }
+    [[nodiscard]] bool tierFits(int tier, const QFont& font, double room) const
+    {
+        const QFontMetricsF fm(font);
+        const double perName = 21 + 0.45 * fm.height();
+        double need = 0;
+        for (const char* name : legendTiers()[static_cast<std::size_t>(tier)])
+            need += fm.horizontalAdvance(GpuBreakdownChart::tr(name)) + perName;
+        return room <= 0 || need <= room;
+    }
+    // The value axis's title along the plot's height: "µs" where "µs per step" would be cut (a
+    // short chart, presentation fonts, the legend's row above).
+    void fitAxisTitle()
+    {
+        const QString title = longestThatFits({GpuBreakdownChart::tr("µs per step"), GpuBreakdownChart::tr("µs")},
+                                              y->titleFont(), chart->plotArea().height());
+        if (y->titleText() != title)
+            y->setTitleText(title);
+    }
     void fitLegend()
     {
-        const QFontMetricsF fm(chart->legend()->font());
+        // The font the window gave the legend: what it shows, unless fitLegend made it smaller
+        // (presentation mode scales the shown font, so this scales back).
+        const QFont nominal = scaledFont(chart->legend()->font(), 1.0 / legendScale);
         const QMarginsF margins = chart->margins();
         const double room = chart->size().width() - margins.left() - margins.right() - 18;
-        const double perName = 21 + 0.45 * fm.height();
         const int tiers = static_cast<int>(legendTiers().size());
         int tier = 0;
-        for (; tier < tiers; ++tier) {
-            double need = 0;
-            for (const char* name : legendTiers()[static_cast<std::size_t>(tier)])
-                need += fm.horizontalAdvance(GpuBreakdownChart::tr(name)) + perName;
-            if (room <= 0 || need <= room)
-                break;
+        while (tier < tiers && !tierFits(tier, nominal, room))
+            ++tier;
+        double scale = 1.0;
+        if (tier == tiers) {
+            const QFont small = scaledFont(nominal, kSmallLegend);
+            if ((small.pointSizeF() <= 0 || small.pointSizeF() >= kSmallestLegendPt) && tierFits(tiers - 1, small, room)) {
+                tier = tiers - 1;
+                scale = kSmallLegend;
+            }
         }
+        if (scale != legendScale) {
+            chart->legend()->setFont(scaledFont(nominal, scale));
+            legendScale = scale;
+        }
+        fitAxisTitle();
         if (tier == legendTier)
             return;
         legendTier = tier;
@@ -357,7 +396,8 @@ GpuBreakdownChart::GpuBreakdownChart(QWidget* parent) : QWidget(parent), d(std::
     d->series->setBarWidth(0.85);
     addBarAxes(d->chart, d->series, d->x, d->xLabels, d->y, tr("GPU"), tr("µs per step"), QStringLiteral("%.0f"));
     embedChart(this, d->chart);
-    // A new size or font (presentation mode) lays the chart out again: the legend's names follow.
+    // A new size or font (presentation mode) lays the chart out again: the legend's names and
+    // the axis title follow.
     connect(d->chart, &QChart::plotAreaChanged, this, [this] { d->fitLegend(); });
 }
 

@@ -13,7 +13,7 @@ namespace moex::views {
 
 namespace {
 constexpr int kMargin = 6;
-constexpr int kLegendWidth = 74;   // bar + tick labels
+constexpr int kLegendWidth = 74;   // bar + tick labels, at least (legendWidth(): at the widget's font)
 constexpr int kLegendBar = 12;
 constexpr int kTitleHeight = 20;  // at least: more where the font is larger (presentation mode)
 constexpr int kAxisTitle = 16;
@@ -214,7 +214,7 @@ bool HeatmapWidget::colLabelsVertical() const
         return false;
     measureLabels();
     const int w = m_colLabelW;
-    const double cellW = double(width() - rowLabelWidth() - kLegendWidth - axisTitleHeight() - 3 * kMargin) / m_cols;
+    const double cellW = double(width() - rowLabelWidth() - legendWidth() - axisTitleHeight() - 3 * kMargin) / m_cols;
     return w + 4 > cellW;
 }
 
@@ -247,7 +247,7 @@ QRectF HeatmapWidget::plotRect() const
 {
     const double left = kMargin + axisTitleHeight() + rowLabelWidth();
     const double top = kMargin + (m_title.isEmpty() ? 0 : titleHeight());
-    const double right = width() - kMargin - kLegendWidth;
+    const double right = width() - kMargin - legendWidth();
     const double bottom = height() - kMargin - colLabelHeight() - (m_colTitle.isEmpty() ? 0 : axisTitleHeight());
     return QRectF(QPointF(left, top), QPointF(std::max(left + 1, right), std::max(top + 1, bottom)));
 }
@@ -312,7 +312,7 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
     p.setRenderHint(QPainter::SmoothPixmapTransform, false);
     p.drawImage(plot, m_image);
     paintAxes(p, plot);
-    paintLegend(p, plot);
+    paintLegend(p);
 
     p.setBrush(Qt::NoBrush);
     QPen hl(palette().color(QPalette::Text), 2);
@@ -381,11 +381,38 @@ void HeatmapWidget::paintAxes(QPainter& p, const QRectF& plot) const
     p.drawRect(plot);
 }
 
-void HeatmapWidget::paintLegend(QPainter& p, const QRectF& plot) const
+int HeatmapWidget::legendWidth() const
+{
+    // The gap, the bar, the ticks and the widest label formatValue() writes in practice, so that
+    // a larger font (presentation mode) widens the legend instead of cutting its labels.
+    const QFontMetrics fm(font());
+    return std::max(kLegendWidth, 10 + kLegendBar + 5 + fm.horizontalAdvance(QStringLiteral("-888.8k")) + 4);
+}
+
+HeatmapWidget::LegendLayout HeatmapWidget::legendLayout() const
+{
+    // The unit's line starts 2 px above the cells, the top value's line is centred on the bar's
+    // top: the bar starts 1.5 lines below the cells' top so the two lines never meet.
+    const QRectF plot = plotRect();
+    const QFontMetrics fm(font());
+    const double h = fm.height();
+    LegendLayout l;
+    l.bar = QRectF(plot.right() + 10, plot.top() + 1.5 * h, kLegendBar, std::max(20.0, plot.height() - 2 * h));
+    const double labelWidth = legendWidth() - 10 - kLegendBar - 5;
+    for (int i = 0; i < 3; ++i) {
+        const double y = l.bar.bottom() - l.bar.height() * i / 2.0;
+        l.ticks[i] = QRectF(l.bar.right() + 5, y - h / 2.0, labelWidth, h);
+    }
+    if (!m_unit.isEmpty())
+        l.unit = QRectF(l.bar.left() - 8, plot.top() - 2, std::min<double>(fm.horizontalAdvance(m_unit), legendWidth() - 4), h);
+    return l;
+}
+
+void HeatmapWidget::paintLegend(QPainter& p) const
 {
     const QFontMetrics fm(font());
-    const QRectF bar(plot.right() + 10, plot.top() + fm.height(), kLegendBar,
-                     std::max(20.0, plot.height() - 2 * fm.height()));
+    const LegendLayout l = legendLayout();
+    const QRectF& bar = l.bar;
     QLinearGradient g(bar.bottomLeft(), bar.topLeft());
     const auto& stops = m_map.stops();
     for (std::size_t i = 0; i < stops.size(); ++i)
@@ -396,14 +423,14 @@ void HeatmapWidget::paintLegend(QPainter& p, const QRectF& plot) const
     p.setPen(palette().color(QPalette::Text));
     const double vals[3] = {m_lo, (m_lo + m_hi) / 2, m_hi};
     for (int i = 0; i < 3; ++i) {
-        const double y = bar.bottom() - bar.height() * i / 2.0;
+        const double y = l.ticks[i].center().y();
         p.drawLine(QPointF(bar.right(), y), QPointF(bar.right() + 3, y));
-        p.drawText(QRectF(bar.right() + 5, y - fm.height() / 2.0, kLegendWidth - kLegendBar - 14, fm.height()),
-                   Qt::AlignLeft | Qt::AlignVCenter, formatValue(vals[i]));
+        p.drawText(l.ticks[i], Qt::AlignLeft | Qt::AlignVCenter,
+                   fm.elidedText(formatValue(vals[i]), Qt::ElideRight, static_cast<int>(l.ticks[i].width()) + 1));
     }
-    if (!m_unit.isEmpty())
-        p.drawText(QRectF(bar.left() - 8, plot.top() - 2, kLegendWidth, fm.height()), Qt::AlignLeft | Qt::AlignTop,
-                   fm.elidedText(m_unit, Qt::ElideRight, kLegendWidth - 4));
+    if (!l.unit.isEmpty())
+        p.drawText(l.unit, Qt::AlignLeft | Qt::AlignTop,
+                   fm.elidedText(m_unit, Qt::ElideRight, static_cast<int>(l.unit.width()) + 1));
 }
 
 void HeatmapWidget::mouseMoveEvent(QMouseEvent* event)

@@ -47,6 +47,14 @@ public:
     [[nodiscard]] int displayColumn(int col) const;
     // The title as painted at the widget's width: ends in "…" where the whole one does not fit.
     [[nodiscard]] QString shownTitle() const;
+    // Where the colour legend paints: its bar, the min / mid / max labels, the unit above (empty
+    // without one). For tests: no two of the labels overlap, at any font.
+    struct LegendLayout {
+        QRectF bar;
+        QRectF ticks[3];  // min, mid, max
+        QRectF unit;
+    };
+    [[nodiscard]] LegendLayout legendLayout() const;
 
 signals:
     void cellClicked(int row, int col);  // data indices (not display order)
@@ -73,7 +81,8 @@ private:
     [[nodiscard]] int axisTitleHeight() const;  // an axis title's line
     [[nodiscard]] bool colLabelsVertical() const;
     void paintAxes(QPainter& p, const QRectF& plot) const;
-    void paintLegend(QPainter& p, const QRectF& plot) const;
+    void paintLegend(QPainter& p) const;
+    [[nodiscard]] int legendWidth() const;
 
     int m_rows = 0;
     int m_cols = 0;

@@ -44,12 +44,15 @@ private slots:
 
     // The breakdown's legend in one row: Qt Charts cut every name to "dispatch (not..." in a
     // 540-pixel chart (the Charts dock of a 1280-pixel window). Its names shorten by tiers instead,
-    // so that no legend text is cut, at any width or in presentation fonts (at 400 pixels
-    // and below the legend may go); a wide chart has the full names, and a bar's tooltip always.
+    // so that no legend text is cut, at any width or in presentation fonts; where even the
+    // shortest names do not fit, they come in a smaller font (never below 7.5 points), so that the
+    // Charts dock of a 1024-pixel window in presentation mode (fonts 1.25 times, a 420-pixel chart)
+    // keeps its legend; only narrower charts lose it. A wide chart has the full names, and a bar's
+    // tooltip always.
     void breakdownLegendIsNeverCut()
     {
-        for (const double scale : {1.0, 1.5}) {
-            for (const int width : {260, 400, 540, 700, 1100}) {
+        for (const double scale : {1.0, 1.25, 1.5}) {
+            for (const int width : {260, 400, 420, 540, 700, 1100}) {
                 GpuBreakdownChart chart;
                 if (scale != 1.0)
                     scaleChartFonts(chart.chart(), scale);
@@ -69,10 +72,19 @@ private slots:
                 QVERIFY2(tip.contains(QStringLiteral("GPU 3")) && tip.contains(QStringLiteral("expert compute"))
                              && tip.contains(QStringLiteral("combine (not hidden)")),
                          qPrintable(tip));
+                // The value axis's title whole along the plot ("µs per step", or "µs" where that is cut).
+                const QAbstractAxis* yAxis = chart.chart()->axes(Qt::Vertical).constFirst();
+                QVERIFY2(QFontMetricsF(yAxis->titleFont()).horizontalAdvance(yAxis->titleText()) <= chart.chart()->plotArea().height()
+                             || yAxis->titleText() == QStringLiteral("µs"),
+                         qPrintable(QStringLiteral("%1 px x %2: '%3'").arg(width).arg(scale).arg(yAxis->titleText())));
+                if (width >= 540 && scale == 1.0)
+                    QCOMPARE(yAxis->titleText(), QStringLiteral("µs per step"));
                 if (!chart.legendShown()) {
-                    QVERIFY2(width <= 400, qPrintable(QStringLiteral("no legend at %1 px x %2").arg(width).arg(scale)));
+                    QVERIFY2(width < 420 || (scale > 1.25 && width < 540),
+                             qPrintable(QStringLiteral("no legend at %1 px x %2").arg(width).arg(scale)));
                     continue;
                 }
+                QVERIFY2(legend->font().pointSizeF() >= 7.5, qPrintable(QString::number(legend->font().pointSizeF())));
                 QCOMPARE(texts.size(), 5);
                 for (const QString& t : texts)
                     QVERIFY2(!t.endsWith(QLatin1String("...")) && !t.endsWith(QChar(0x2026)),

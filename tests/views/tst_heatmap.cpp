@@ -67,6 +67,35 @@ private slots:
         }
     }
 
+    // The colour legend's unit ("pairs") sits above the top value's label, never on it (it was
+    // drawn half a line into "4062"), and a larger font widens the legend instead of cutting its
+    // labels: every label inside the widget, the values' widest form whole.
+    void legendLabelsNeverMeet()
+    {
+        for (const int points : {9, 14, 22}) {
+            for (const QSize size : {QSize(320, 260), QSize(700, 500)}) {
+                HeatmapWidget w;
+                QFont f = w.font();
+                f.setPointSize(points);
+                w.setFont(f);
+                w.resize(size);
+                w.setMatrix(58, 256, std::vector<double>(58 * 256, 4062.0));
+                w.setTitle(QStringLiteral("Expert load (token-expert pairs per step)"));
+                w.setUnit(QStringLiteral("pairs"));
+                const auto l = w.legendLayout();
+                const QString where = QStringLiteral("%1 pt, %2x%3").arg(points).arg(size.width()).arg(size.height());
+                QVERIFY2(!l.unit.isEmpty() && l.unit.bottom() <= l.ticks[2].top(), qPrintable(where));
+                QVERIFY2(l.ticks[2].bottom() <= l.ticks[1].top() && l.ticks[1].bottom() <= l.ticks[0].top(), qPrintable(where));
+                const QFontMetrics fm(f);
+                for (const auto& r : l.ticks) {
+                    QVERIFY2(r.right() <= w.width() && r.width() >= fm.horizontalAdvance(QStringLiteral("14.5k")), qPrintable(where));
+                }
+                QVERIFY2(l.unit.right() <= w.width() && l.unit.width() >= fm.horizontalAdvance(QStringLiteral("pairs")), qPrintable(where));
+                QVERIFY2(l.bar.left() >= w.cellRect(0, 255).right(), qPrintable(where));
+            }
+        }
+    }
+
     // A narrow heatmap (a small window, presentation mode) ends its title in "…" within its width
     // instead of cutting it mid-word at the edge; a wide one shows it whole.
     void longTitlesEndInAnEllipsis()
@@ -176,9 +205,17 @@ private slots:
         QCOMPARE(w.grab().toImage().pixelColor(other.center().toPoint()), w.colorOf(0));
         w.setHighlight(-1, 3);
         const QRectF c3 = w.cellRect(0, 3);
-        const QColor colEdge = w.grab().toImage().pixelColor(QPoint(static_cast<int>(c3.left()) + 1,
-                                                                    static_cast<int>(c3.center().y())));
-        QVERIFY(colEdge != w.colorOf(0));
+        // The 2-pixel outline is centred on the column's left edge, which need not fall on a pixel:
+        // one of the pixels around it carries the outline.
+        const QImage image = w.grab().toImage();
+        const int edgeX = static_cast<int>(std::lround(c3.left()));
+        const int y = static_cast<int>(c3.center().y());
+        bool outlined = false;
+        for (int x = edgeX - 1; x <= edgeX + 1; ++x)
+            outlined = outlined || image.pixelColor(x, y) != w.colorOf(0);
+        QVERIFY2(outlined, qPrintable(QStringLiteral("column edge at x = %1").arg(c3.left())));
+        // and the column's middle keeps the fill colour
+        QCOMPARE(image.pixelColor(c3.center().toPoint()), w.colorOf(0));
     }
 };
 
