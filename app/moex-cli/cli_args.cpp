@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 namespace moex::cli {
 
@@ -77,6 +78,28 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv, con
         if (!slot.empty() && !spec->repeatable)
             fail(command, "option '--" + name + "' given more than once");
         slot.push_back(value);
+    }
+    checkOutputsAreNotInputs();
+}
+
+void Args::checkOutputsAreNotInputs() const
+{
+    // An output (--json, -o) that names a file the command reads would replace it: the scenario
+    // turned into JSON, a config.json into YAML. The same file by any name (a link, ./x, ../d/x).
+    std::vector<std::string> inputs = m_positionals;
+    for (const auto& [name, values] : m_values)
+        if (name != "json" && name != "output" && name != "set")
+            inputs.insert(inputs.end(), values.begin(), values.end());
+    for (const char* output : {"json", "output"}) {
+        const auto out = value(output);
+        if (!out || *out == "-")
+            continue;
+        for (const std::string& in : inputs) {
+            std::error_code ec;
+            if (in != "-" && std::filesystem::equivalent(*out, in, ec) && !ec)
+                fail(m_command, std::string(output == std::string("json") ? "'--json " : "'-o ") + *out
+                                    + "' is the input file " + in + ": writing it would replace the input; name another file");
+        }
     }
 }
 

@@ -131,7 +131,14 @@ int cmdPlace(const Argv& argv)
     }
     std::optional<SeparationReport> separated;
     p = placementForExport(p, format, load, G / std::max(1, setup.request.num_nodes), separated);
-    writePlacementExport(*out, p, s.model, format, options);
+    // '-o -': the file on stdout, the summary on stderr (as topology and import-hf do, but those
+    // print no summary).
+    const bool toStdout = *out == "-";
+    if (toStdout)
+        std::cout << exportPlacement(p, s.model, format, options) << std::flush;
+    else
+        writePlacementExport(*out, p, s.model, format, options);
+    std::ostream& report = toStdout ? std::cerr : std::cout;
 
     // Summary, as the file carries the placement.
     if (format != ExportFormat::native)
@@ -140,34 +147,34 @@ int cmdPlace(const Argv& argv)
     const Placement contiguous = contiguousPlacement(E, G, s.model.numMoeLayers(), slots - E);
     const double moe = simulatedMoeUs(s, p);
     const double moeContiguous = simulatedMoeUs(s, contiguous);
-    std::cout << "wrote " << *out << " (" << toString(format) << "): " << *strategy << " placement of " << s.name
+    report << "wrote " << (toStdout ? std::string("the file to stdout") : *out) << " (" << toString(format) << "): " << *strategy << " placement of " << s.name
               << " in " << fixed(ms, 1) << " ms\n";
-    std::cout << "  slots      " << slots << " per layer (" << slots - E << " redundant) on " << G << " GPUs";
+    report << "  slots      " << slots << " per layer (" << slots - E << " redundant) on " << G << " GPUs";
     if (slots % G == 0)
-        std::cout << ", " << slots / G << " per GPU";
-    std::cout << "\n  load       " << loadFrom << '\n';
-    std::cout << "  balance    " << fixed(maxMeanGpuLoad(p, load), 3) << " max/mean GPU load, even shares (contiguous "
+        report << ", " << slots / G << " per GPU";
+    report << "\n  load       " << loadFrom << '\n';
+    report << "  balance    " << fixed(maxMeanGpuLoad(p, load), 3) << " max/mean GPU load, even shares (contiguous "
               << fixed(maxMeanGpuLoad(contiguous, load), 3) << ")\n";
-    std::cout << "  simulated  " << fixed(moe / 1000.0, 3) << " ms MoE time per step (contiguous "
+    report << "  simulated  " << fixed(moe / 1000.0, 3) << " ms MoE time per step (contiguous "
               << fixed(moeContiguous / 1000.0, 3) << " ms), " << kPlaceSteps << " steps of the scenario's routing"
               << (format == ExportFormat::native ? "" : ", replicas splitting evenly as the file has no shares")
               << '\n';
     if (setup.objective)
-        std::cout << "  search     " << setup.objective->evaluations() << " evaluations (budget "
+        report << "  search     " << setup.objective->evaluations() << " evaluations (budget "
                   << fixed(s.placement.budget_ms, 0) << " ms, seed " << seed << ")\n";
     if (format == ExportFormat::trtllm) {
         const int mtp = options.mtp_layers >= 0 ? options.mtp_layers : s.model.mtp_layers;
         if (mtp > 0)
-            std::cout << "  mtp        " << mtp << " MTP layer(s) written as layer " << s.model.num_layers
+            report << "  mtp        " << mtp << " MTP layer(s) written as layer " << s.model.num_layers
                       << (mtp > 1 ? "..." + std::to_string(s.model.num_layers + mtp - 1) : std::string())
                       << " with the last MoE layer's assignment (--mtp-layers 0 leaves them out)\n";
     }
     if (separated)
-        std::cout << "  repaired   " << describeSeparation(*separated) << " (" << toString(format)
+        report << "  repaired   " << describeSeparation(*separated) << " (" << toString(format)
                   << " cannot load two copies of one expert on one GPU)\n";
     const auto colocated = findColocatedReplicas(p);
     if (!colocated.empty())
-        std::cout << "  warning    " << colocated.size()
+        report << "  warning    " << colocated.size()
                   << " GPU(s) hold two replicas of one expert (deepseek-ai/EPLB#22):\n"
                   << describeColocated(colocated);
     return 0;

@@ -4,6 +4,8 @@
 #include "commands.h"
 
 #include "common/atomic_file.h"
+#include "common/diagnostics.h"
+#include "common/yaml_reader.h"
 #include "engine/device_info.h"
 #include "topology/builtin_topologies.h"
 #include "topology/topology_yaml.h"
@@ -35,6 +37,17 @@ int cmdTopology(const Argv& argv)
     }
     const std::string yaml = "# " + p.builtin + " written out by: moex-cli topology " + p.builtin
         + " (loads like any custom topology)\n" + topologyToYaml(t);
+    // A file moex could not read back (scenario files are bounded: common/yaml_reader.h) is not
+    // written: the built-in form loads at any size.
+    Diagnostics bounds;
+    if (!withinYamlBounds(yaml, "the written-out topology", bounds)) {
+        const std::string grow = p.builtin.rfind("hgx", 0) == 0 ? "nodes: " + std::to_string(p.nodes)
+                                                                : "racks: " + std::to_string(p.racks);
+        throw InputError(Location{"moex-cli topology", 0, 0},
+                         "written out, " + p.builtin + " at this size is more than moex reads back from a YAML file ("
+                             + bounds.items().front().message + "); a scenario takes it as a built-in: topology: {builtin: "
+                             + p.builtin + ", " + grow + "}");
+    }
     if (auto out = args.value("output"); out && *out != "-")
         writeFileAtomically(*out, yaml);
     else

@@ -7,13 +7,13 @@
 
 namespace moex {
 
-std::optional<YAML::Node> parseYaml(const std::string& text, const std::string& file, Diagnostics& diags)
+bool withinYamlBounds(const std::string& text, const std::string& file, Diagnostics& diags)
 {
     if (text.size() > kMaxYamlBytes) {
         diags.error(Location{file, 0, 0}, "the file is " + std::to_string(text.size()) + " bytes; scenario, model and "
                                               "topology files may be at most " + std::to_string(kMaxYamlBytes >> 20)
                                               + " MiB (the largest real ones are well under 1 MiB)");
-        return std::nullopt;
+        return false;
     }
     std::size_t items = 0;
     int line = 1;
@@ -26,11 +26,30 @@ std::optional<YAML::Node> parseYaml(const std::string& text, const std::string& 
             diags.error(Location{file, line, 0}, "more than " + std::to_string(kMaxYamlItems)
                                                      + " lines and list items; scenario, model and topology files may "
                                                        "hold at most that many (the largest real ones hold about 20,000)");
-            return std::nullopt;
+            return false;
         }
     }
+    return true;
+}
+
+std::optional<YAML::Node> parseYaml(const std::string& text, const std::string& file, Diagnostics& diags)
+{
+    if (!withinYamlBounds(text, file, diags))
+        return std::nullopt;
     try {
-        return YAML::Load(text);
+        // Every document is parsed, so that a syntax error after a '---' is not passed over; a
+        // second document is an error (moex reads one; what follows would be silently ignored).
+        std::vector<YAML::Node> documents = YAML::LoadAll(text);
+        for (std::size_t i = 1; i < documents.size(); ++i) {
+            if (documents[i].IsNull())
+                continue;  // a trailing '---' or '...' with nothing after it
+            const YAML::Mark m = documents[i].Mark();
+            diags.error(Location{file, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1},
+                        "a second YAML document (after '---' or '...'): moex reads one document per file; "
+                        "remove what follows the first or put it in a file of its own");
+            return std::nullopt;
+        }
+        return documents.empty() ? YAML::Node() : documents.front();
     } catch (const YAML::Exception& e) {
         // yaml-cpp marks are 0-based; DeepRecursion (nesting past its guard) derives from this too.
         Location where{file, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1};

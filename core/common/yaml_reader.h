@@ -24,8 +24,13 @@ namespace moex {
 inline constexpr std::size_t kMaxYamlBytes = std::size_t{2} << 20;  // 2 MiB
 inline constexpr std::size_t kMaxYamlItems = 100000;                // lines + flow-collection commas
 
+// False, with a located error in `diags`, for text beyond kMaxYamlBytes or kMaxYamlItems (what
+// moex-cli topology checks before writing a file out).
+bool withinYamlBounds(const std::string& text, const std::string& file, Diagnostics& diags);
+
 // Parses text into a node; syntax errors (and too-deep nesting) become diagnostics.
-// Refuses (with a located error) text beyond kMaxYamlBytes or kMaxYamlItems before parsing.
+// Refuses (with a located error) text beyond kMaxYamlBytes or kMaxYamlItems before parsing, and a
+// second YAML document (after '---' or '...') at its line.
 std::optional<YAML::Node> parseYaml(const std::string& text, const std::string& file, Diagnostics& diags);
 
 // A node that did not come from the file (a --set override) and where it came from instead: errors

@@ -42,6 +42,8 @@ private slots:
     void topologyWritesLoadableYaml();
     void setOverrides();
     void unwritableOutputIsBadInput();
+    void outputThatIsTheInputIsRefused();
+    void placeToStdout();
 };
 
 void TestCli::everySampleValidates()
@@ -199,6 +201,14 @@ void TestCli::topologyWritesLoadableYaml()
     QVERIFY(r.out.contains(QStringLiteral("16 GPUs, 2 NVLink domain(s)")));
     r = runCli({QStringLiteral("topology"), QStringLiteral("dgx-a100")});
     QCOMPARE(r.exitCode, 2);
+    // Twelve NVL72 racks written out hold more than moex reads back from a file: nothing is
+    // written, and the error gives the built-in form a scenario loads at any size.
+    const QString big = dir.filePath(QStringLiteral("big.yaml"));
+    r = runCli({QStringLiteral("topology"), QStringLiteral("gb200-nvl72"), QStringLiteral("--racks"), QStringLiteral("12"),
+                QStringLiteral("-o"), big});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("topology: {builtin: gb200-nvl72, racks: 12}")), qPrintable(r.err));
+    QVERIFY(!QFileInfo::exists(big));
 }
 
 void TestCli::setOverrides()
@@ -235,6 +245,48 @@ void TestCli::unwritableOutputIsBadInput()
     QVERIFY2(r.err.contains(blocker), qPrintable(r.err));
     QVERIFY(QFileInfo(blocker).isDir());
     QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden), QStringList());
+}
+
+void TestCli::outputThatIsTheInputIsRefused()
+{
+    // The same file by another name (./, a link): exit 2 naming both, the input byte for byte.
+    QTemporaryDir dir;
+    const QString scenario = dir.filePath(QStringLiteral("s.yaml"));
+    QVERIFY(QFile::copy(src(QStringLiteral("samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml")), scenario));
+    QFile in(scenario);
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    const QByteArray before = in.readAll();
+    in.close();
+    // (Refused before the scenario is read: its relative model path need not resolve here.)
+    QVERIFY(QFile::link(scenario, dir.filePath(QStringLiteral("link.yaml"))));
+    for (const QString& out : {QStringLiteral("./s.yaml"), QStringLiteral("link.yaml")}) {
+        const Result r = runCli({QStringLiteral("simulate"), QStringLiteral("s.yaml"), QStringLiteral("--steps"), QStringLiteral("1"),
+                                 QStringLiteral("--json"), out},
+                                dir.path());
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(QStringLiteral("is the input file s.yaml")), qPrintable(r.err));
+    }
+    const QString config = dir.filePath(QStringLiteral("config.json"));
+    QVERIFY(QFile::copy(src(QStringLiteral("tests/data/hf-configs/MiniMaxAI--MiniMax-M2.5.json")), config));
+    const Result hf = runCli({QStringLiteral("import-hf"), config, QStringLiteral("-o"), config});
+    QCOMPARE(hf.exitCode, 2);
+    QVERIFY2(hf.err.contains(QStringLiteral("'-o ")) && hf.err.contains(QStringLiteral("is the input file")), qPrintable(hf.err));
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    QCOMPARE(in.readAll(), before);
+}
+
+void TestCli::placeToStdout()
+{
+    // '-o -': the placement file on stdout (no file named '-'), the summary on stderr.
+    QTemporaryDir dir;
+    const Result r = runCli({QStringLiteral("place"), src(QStringLiteral("samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml")),
+                             QStringLiteral("--strategy"), QStringLiteral("eplb"), QStringLiteral("--format"), QStringLiteral("sglang"),
+                             QStringLiteral("-o"), QStringLiteral("-")},
+                            dir.path());
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(r.out.startsWith(QStringLiteral("{\"physical_to_logical_map\"")), qPrintable(r.out.left(200)));
+    QVERIFY2(r.err.contains(QStringLiteral("wrote the file to stdout (sglang)")), qPrintable(r.err));
+    QVERIFY(!QFileInfo::exists(dir.filePath(QStringLiteral("-"))));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -5,6 +5,7 @@
 // topology whose route table grows with the square of its GPUs).
 #include "common/diagnostics.h"
 #include "common/json_input.h"
+#include "common/yaml_reader.h"
 #include "model/hf_import.h"
 #include "placement/load_stats_formats.h"
 #include "placement/safetensors_reader.h"
@@ -61,6 +62,25 @@ const std::string kVllmRecord =
 class TestHostileInput : public QObject {
     Q_OBJECT
 private slots:
+    // 0. A second YAML document (after '---' or '...') is an error at its line, not ignored: a
+    // syntax error after the first document passed as "ok". A trailing '---' alone is fine.
+    void secondYamlDocumentIsAnError()
+    {
+        const std::string base = "a: 1\nb: [2, 3]\n";
+        Diagnostics d;
+        QVERIFY(parseYaml(base + "---\n", "one.yaml", d).has_value());
+        QVERIFY(d.empty());
+        for (const std::string& rest : {std::string("---\nc: 4\n"), std::string("...\njunk\n")}) {
+            Diagnostics two;
+            QVERIFY(!parseYaml(base + rest, "two.yaml", two).has_value());
+            QVERIFY2(two.format().find("two.yaml:4:1: error: a second YAML document") != std::string::npos, two.format().c_str());
+        }
+        Diagnostics broken;
+        QVERIFY(!parseYaml(base + "---\ngarbage: [unclosed\n", "broken.yaml", broken).has_value());
+        QVERIFY2(broken.format().find("broken.yaml:") != std::string::npos && broken.format().find("YAML syntax") != std::string::npos,
+                 broken.format().c_str());
+    }
+
     // 1. Deeply nested JSON: refused while parsing, in every reader, with the file named.
     void deepJsonIsRefusedNotACrash()
     {

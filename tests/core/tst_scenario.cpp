@@ -328,6 +328,25 @@ void TestScenario::atomicSaveKeepsOldFileOnFailure()
     reader.join();
     QCOMPARE(received, std::string("to the pipe\n"));
     QVERIFY(fs::is_fifo(fifo));
+    // ... and read to its end (<(cat f)): the contents, not "the file is empty".
+    std::thread writer([&] { std::ofstream(fifo) << "from the pipe\n"; });
+    const std::string fromPipe = readFile(fifo);
+    writer.join();
+    QCOMPARE(fromPipe, std::string("from the pipe\n"));
+    // The replacement keeps the replaced file's permissions: a private file stays private.
+    const std::string secret = dir.filePath(QStringLiteral("secret.json")).toStdString();
+    writeFileAtomically(secret, "old\n");
+    fs::permissions(secret, fs::perms::owner_read | fs::perms::owner_write);
+    writeFileAtomically(secret, "new\n");
+    QCOMPARE(fs::status(secret).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+    // A dangling link is followed: the file it names is created, the link stays a link.
+    const std::string dangling = dir.filePath(QStringLiteral("dangling.json")).toStdString();
+    const std::string missing = dir.filePath(QStringLiteral("created.json")).toStdString();
+    fs::create_symlink(missing, dangling);
+    writeFileAtomically(dangling, "made\n");
+    QVERIFY(fs::is_symlink(dangling));
+    QCOMPARE(readFile(missing), std::string("made\n"));
+    QVERIFY_THROWS_EXCEPTION(FileWriteError, writeFileAtomically("", "x"));
     // A directory is neither written nor read as a file, and says so.
     try {
         writeFileAtomically(dir.path().toStdString(), "x");
