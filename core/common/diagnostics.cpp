@@ -10,7 +10,7 @@ namespace {
 // A message may quote the input (a YAML scalar, a key, a file name): bytes that are not text
 // (control characters, a NUL, invalid UTF-8 from a binary file) are written as \xNN so that the
 // terminal shows them and nothing else; valid UTF-8 (µ, →) stays as it is.
-std::string printable(const std::string& text)
+std::string printable(const std::string& text, bool keepLineBreaks = true)
 {
     std::string out;
     out.reserve(text.size());
@@ -25,7 +25,7 @@ std::string printable(const std::string& text)
         if (c < 0x80) {
             if (c >= 0x20 && c != 0x7f)
                 out += static_cast<char>(c);
-            else if (c == '\n' || c == '\t')
+            else if (keepLineBreaks && (c == '\n' || c == '\t'))
                 out += static_cast<char>(c);
             else
                 hex(c);
@@ -148,6 +148,11 @@ std::string didYouMean(const std::string& word, const std::vector<std::string>& 
         }
     }
     return best;
+}
+
+std::string printableLine(const std::string& text)
+{
+    return printable(text, false);
 }
 
 }  // namespace moex

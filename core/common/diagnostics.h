@@ -54,4 +54,8 @@ private:
 // Edit distance based suggestion: the closest candidate within a small distance, or "".
 std::string didYouMean(const std::string& word, const std::vector<std::string>& candidates);
 
+// `text` on one line of a file or terminal: control characters (line breaks and tabs too),
+// NUL and invalid UTF-8 as \xNN; valid UTF-8 as it is. For names and paths put into comments.
+std::string printableLine(const std::string& text);
+
 }  // namespace moex

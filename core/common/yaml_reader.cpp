@@ -239,6 +239,17 @@ std::optional<std::string> YamlReader::getString(const YAML::Node& map, const st
     return v->Scalar();
 }
 
+std::optional<std::string> YamlReader::getName(const YAML::Node& map, const std::string& key, bool required)
+{
+    auto v = getString(map, key, required);
+    if (v && std::any_of(v->begin(), v->end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+        error(map[key], "'" + key + "' holds a control character (a line break, tab or terminal escape): names go "
+                        "into the files moex writes and onto the terminal; use plain text");
+        return std::nullopt;
+    }
+    return v;
+}
+
 std::optional<bool> YamlReader::getBool(const YAML::Node& map, const std::string& key, bool required)
 {
     auto v = lookup(*this, map, key, required);

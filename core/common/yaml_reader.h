@@ -65,6 +65,8 @@ public:
     std::optional<double> getDouble(const YAML::Node& map, const std::string& key, bool required, double min,
                                     double max);
     std::optional<std::string> getString(const YAML::Node& map, const std::string& key, bool required);
+    // A name (of a model, scenario, topology, node): a string without control characters.
+    std::optional<std::string> getName(const YAML::Node& map, const std::string& key, bool required);
     std::optional<bool> getBool(const YAML::Node& map, const std::string& key, bool required);
     // One of `choices`; returns its index.
     std::optional<int> getChoice(const YAML::Node& map, const std::string& key, bool required,

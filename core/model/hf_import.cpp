@@ -293,7 +293,7 @@ void readAttention(ConfigReader& c, ModelSpec& m)
         a.sliding_window = static_cast<int>(*window);
 }
 
-std::string modelName(ConfigReader& c, const std::string& file)
+std::string modelNameAsGiven(ConfigReader& c, const std::string& file)
 {
     if (auto n = c.find("_name_or_path"); n && n->is_string()) {
         std::string s = n->get<std::string>();
@@ -313,6 +313,13 @@ std::string modelName(ConfigReader& c, const std::string& file)
     if (auto t = c.find("model_type"); t && t->is_string())
         return t->get<std::string>();
     return "hf-model";
+}
+
+// A name the model file can carry (it refuses control characters in names: names go into the
+// files moex writes and onto the terminal).
+std::string modelName(ConfigReader& c, const std::string& file)
+{
+    return printableLine(modelNameAsGiven(c, file));
 }
 
 }  // namespace

@@ -313,7 +313,7 @@ std::optional<ModelSpec> readModel(const YAML::Node& node, YamlReader& r)
     if (!r.expectMap(node, "model", kModelKeys))
         return std::nullopt;
     ModelSpec m;
-    if (auto name = r.getString(node, "name", true)) {
+    if (auto name = r.getName(node, "name", true)) {
         if (name->empty())
             r.error(nodeFor(node, "name"), "'name' must not be empty");
         m.name = *name;

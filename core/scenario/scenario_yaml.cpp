@@ -203,7 +203,7 @@ Scenario loadScenarioText(const std::string& text, const std::string& file, cons
     s.file = file.empty() ? std::string() : fs::absolute(fs::path(file)).lexically_normal().string();
     const YAML::Node& croot = root;
 
-    if (auto name = r.getString(croot, "name", false))
+    if (auto name = r.getName(croot, "name", false))
         s.name = *name;
     else if (!file.empty())
         s.name = fs::path(file).stem().string();

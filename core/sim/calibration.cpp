@@ -234,7 +234,7 @@ Calibration loadCalibrationFile(const std::string& path, const Calibration& base
         keys.emplace_back(k.key);
     if (r.expectMap(*node, "calibration", keys)) {
         const YAML::Node& n = *node;
-        if (auto v = r.getString(n, "name", false))
+        if (auto v = r.getName(n, "name", false))
             c.name = *v;
         for (const NumericKey& k : kNumericKeys)
             if (auto v = r.getDouble(n, k.key, false, k.lo, k.hi))

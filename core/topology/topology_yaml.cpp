@@ -99,7 +99,7 @@ std::optional<GpuSpec> readGpuSpec(const YAML::Node& node, YamlReader& r)
     }
     // Without a base the essentials are required; the rest default to 0 (fp4 0 = no FP4 rate).
     const bool req = !hasBase;
-    if (auto v = r.getString(node, "name", req))
+    if (auto v = r.getName(node, "name", req))
         s.name = *v;
     if (auto v = r.getChoice(node, "arch", false, {"hopper", "blackwell", "cpu"}))
         s.arch = *v == 0 ? GpuArch::hopper : *v == 1 ? GpuArch::blackwell : GpuArch::cpu;
@@ -179,7 +179,7 @@ std::optional<NodeEntry> readNode(const YAML::Node& item, YamlReader& reader)
         return std::nullopt;
     NodeEntry e;
     e.yaml = item;
-    auto name = reader.getString(item, "name", true);
+    auto name = reader.getName(item, "name", true);
     auto kind = reader.getChoice(item, "kind", true, kNodeKinds);
     if (!name || !kind)
         return std::nullopt;
@@ -403,7 +403,7 @@ std::optional<Topology> readCustomTopology(const YAML::Node& node, YamlReader& r
     }
     const std::size_t before = reader.errorCount();
     Topology t;
-    t.name = reader.getString(node, "name", false).value_or("custom");
+    t.name = reader.getName(node, "name", false).value_or("custom");
     if (YamlReader::has(node, "gpu")) {
         if (auto g = readGpuSpec(child(node, "gpu"), reader))
             t.gpu = *g;

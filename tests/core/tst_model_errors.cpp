@@ -1,6 +1,7 @@
 // The model YAML's errors: each bad field reported at its line with what was wanted, every
 // error of a file in one pass, and loadModelFile's located errors.
 #ifndef Q_MOC_RUN  // moc of Qt 6.4 cannot parse C++20 standard headers; it needs none of these
+#include "model/hf_import.h"
 #include "model_fixtures.h"
 
 #include <fstream>
@@ -17,6 +18,7 @@ private slots:
     void malformed_data();
     void malformed();
     void everyErrorReported();
+    void importedNamesArePlainText();
     void loadModelFileErrors();
 };
 
@@ -59,6 +61,12 @@ void TestModelErrors::malformed_data()
     QTest::addRow("zero experts") << withLine(4, "routed_experts: 0") << 4
                                   << QStringLiteral("'routed_experts' = 0 is out of range");
     QTest::addRow("scoring typo") << plus("scoring: softmx\n") << 7 << QStringLiteral("did you mean 'softmax'?");
+    // A name goes into the files moex writes (an export's comment) and onto the terminal: a line
+    // break in it wrote YAML lines of its own into a native placement file.
+    QTest::addRow("line break in the name") << withLine(1, "name: \"Mx\\nplacement: {strategy: round-robin}\"") << 1
+                                            << QStringLiteral("'name' holds a control character");
+    QTest::addRow("terminal escape in the name") << withLine(1, "name: \"a\\e[31mred\"") << 1
+                                                 << QStringLiteral("'name' holds a control character");
     QTest::addRow("weight dtype") << plus("weight_dtype: fp4\n") << 7
                                   << QStringLiteral("'weight_dtype' must be one of: bf16, fp16, fp8, nvfp4, mxfp4, int4");
     QTest::addRow("negative scaling") << plus("routed_scaling_factor: -1\n") << 7
@@ -117,6 +125,20 @@ void TestModelErrors::everyErrorReported()
     QVERIFY(!p.model);
     Parsed q = readText(withLine(5, "experts_per_token: 9") + "expert_groups: 3\nshared_experts: 1\n");
     QVERIFY2(q.diags.size() >= 3, q.diags.format().c_str());
+}
+
+void TestModelErrors::importedNamesArePlainText()
+{
+    // import-hf names the model from the config's _name_or_path (or the file): a control
+    // character there comes out as \xNN, so that the model file it writes loads again.
+    const ModelSpec m = importHfConfig(R"({"_name_or_path": "org/Mx\nplacement: x", "num_local_experts": 8,
+        "num_experts_per_tok": 2, "intermediate_size": 64, "num_hidden_layers": 2, "hidden_size": 64,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100})",
+                                       "config.json");
+    QCOMPARE(m.name, std::string("Mx\\x0aplacement: x"));
+    const Parsed back = readText(modelToYaml(m));
+    QVERIFY2(back.model && back.diags.empty(), back.diags.format().c_str());
+    QCOMPARE(back.model->name, m.name);
 }
 
 void TestModelErrors::loadModelFileErrors()
