@@ -99,7 +99,12 @@ int cmdShow(const Argv& argv)
     Args args("show", argv, {{"set", true, true}});
     args.requirePositionals(1, 1, "moex-cli show FILE [--set KEY=VALUE]...");
     const std::string& path = args.positionals().front();
-    switch (detectFileKind(path)) {
+    const FileKind kind = detectFileKind(path);
+    if (!args.overrides().empty() && kind != FileKind::scenario)
+        throw InputError(Location{path, 0, 0}, std::string("--set edits scenarios; this is ")
+                                                   + (kind == FileKind::hf_config ? std::string("a Hugging Face config.json") : "a " + std::string(toString(kind)) + " file")
+                                                   + ", which --set cannot change");
+    switch (kind) {
     case FileKind::scenario:
         printScenario(loadScenarioFile(path, args.overrides()));
         break;

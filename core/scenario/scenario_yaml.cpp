@@ -41,7 +41,11 @@ std::optional<std::string> readExistingPath(const YAML::Node& node, YamlReader& 
     }
     const std::string resolved = resolvePath(baseDir, node.Scalar());
     std::error_code ec;
-    if (!fs::is_regular_file(resolved, ec)) {
+    if (fs::is_directory(resolved, ec)) {
+        r.error(node, what + " '" + node.Scalar() + "' is a directory, not a file (" + resolved + ")");
+        return std::nullopt;
+    }
+    if (!fs::exists(resolved, ec)) {
         r.error(node, what + " '" + node.Scalar() + "' does not exist (looked for " + resolved + ")");
         return std::nullopt;
     }

@@ -223,6 +223,18 @@ void TestCli::setOverrides()
     // The error names the flag that set the value, not the file's line that holds a good one.
     QVERIFY2(r.err.contains(QStringLiteral("--set workload.tokens_per_gpu=-1: error:")) && !r.err.contains(s),
              qPrintable(r.err));
+    // --set on a file it cannot edit (a model, a config.json) was ignored, even an unknown key.
+    const QString model = src(QStringLiteral("samples/models/mixtral-8x7b.yaml"));
+    for (const QString& command : {QStringLiteral("validate"), QStringLiteral("show")}) {
+        r = runCli({command, model, QStringLiteral("--set"), QStringLiteral("routed_experts=3")});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(QStringLiteral("--set edits scenarios; this is a model file")), qPrintable(r.err));
+    }
+    // A directory where a model file belongs is named as one, not as missing.
+    r = runCli({QStringLiteral("validate"), src(QStringLiteral("samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml")),
+                QStringLiteral("--set"), QStringLiteral("model=../models")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("model file '../models' is a directory, not a file")), qPrintable(r.err));
 }
 
 // An output path that cannot be written is the user's input, not an internal failure: exit 2, the
