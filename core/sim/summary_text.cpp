@@ -59,7 +59,11 @@ std::string summaryText(const Scenario& s, const StepTotals& t)
     o << "memory           " << fixed(t.hbm_used_gb_max, 1) << " GB of " << fixed(s.topology.gpu.hbm_usable_gb, 0)
       << " GB per GPU; " << grouped(static_cast<double>(t.max_concurrent_users)) << " concurrent sequences fit at "
       << s.workload.context_tokens << " tokens";
-    if (t.memory_limited)
+    if (t.memory_limited && t.batch_per_gpu <= 0)
+        o << "\n                 NO SEQUENCE FITS: the weights and the activation reserve leave no room for one "
+             "sequence's KV cache at this context, so nothing is served (more GPUs, a shorter context or a "
+             "smaller format)";
+    else if (t.memory_limited)
         o << "; batch limited by memory to " << t.batch_per_gpu << " per GPU";
     o << '\n';
     o << "power            " << fixed(t.power_kw, 1) << " kW\n";

@@ -13,6 +13,7 @@
 #include "sim/fidelity.h"
 #include "sim/scenario_run.h"
 #include "sim/simulator.h"
+#include "sim/summary_text.h"
 #include "topology/builtin_topologies.h"
 #include "topology/topology.h"
 #include "workload/routing_sample.h"
@@ -260,7 +261,21 @@ void TestSimMemory::memoryLimitsTheBatch()
             QCOMPARE(g.tokens, limit);
         // Tokens per second count the batch actually run.
         QVERIFY(near(m.summary.tokens_per_s, static_cast<double>(limit * G) / (m.summary.step_time_us * 1e-6), 1e-9));
+        const std::string text = summaryText(t, m.summary);
+        QVERIFY2((text.find("batch limited by memory to " + std::to_string(limit)) != std::string::npos) == (want > limit),
+                 text.c_str());
     }
+    // A context no sequence fits: nothing is served, and the summary says so in words (it read
+    // "0 concurrent sequences fit", a "tokens/s 0" a user could take for a slow run).
+    Overrides o = contiguous;
+    o.emplace_back("workload.context_tokens", "16000000");
+    const Scenario none = load(kHgxDecode, o);
+    const StepMetrics m = stepOf(none);
+    QVERIFY(m.summary.memory_limited);
+    QCOMPARE(m.summary.batch_per_gpu, std::int64_t{0});
+    QCOMPARE(m.summary.tokens_per_s, 0.0);
+    const std::string text = summaryText(none, m.summary);
+    QVERIFY2(text.find("NO SEQUENCE FITS") != std::string::npos && text.find("batch limited") == std::string::npos, text.c_str());
 }
 
 // A model state without KV cache (context 0 here) leaves the decode batch as the workload says:
