@@ -76,7 +76,8 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv, con
         }
         auto& slot = m_values[name];
         if (!slot.empty() && !spec->repeatable)
-            fail(command, "option '--" + name + "' given more than once");
+            fail(command, "option '" + a.substr(0, a.find('=')) + "'" + (a[1] == '-' ? "" : " (--" + name + ")")
+                              + " given more than once");
         slot.push_back(value);
     }
     checkOutputsAreNotInputs();
