@@ -100,10 +100,7 @@ int cmdShow(const Argv& argv)
     args.requirePositionals(1, 1, "moex-cli show FILE [--set KEY=VALUE]...");
     const std::string& path = args.positionals().front();
     const FileKind kind = detectFileKind(path);
-    if (!args.overrides().empty() && kind != FileKind::scenario)
-        throw InputError(Location{path, 0, 0}, std::string("--set edits scenarios; this is ")
-                                                   + (kind == FileKind::hf_config ? std::string("a Hugging Face config.json") : "a " + std::string(toString(kind)) + " file")
-                                                   + ", which --set cannot change");
+    refuseOverrides(kind, path, !args.overrides().empty());
     switch (kind) {
     case FileKind::scenario:
         printScenario(loadScenarioFile(path, args.overrides()));

@@ -23,10 +23,7 @@ int cmdValidate(const Argv& argv)
     for (const auto& path : args.positionals()) {
         const FileKind kind = detectFileKind(path);
         try {
-            if (!overrides.empty() && kind != FileKind::scenario)
-                throw InputError(Location{path, 0, 0}, std::string("--set edits scenarios; this is ")
-                                                           + (kind == FileKind::hf_config ? std::string("a Hugging Face config.json") : "a " + std::string(toString(kind)) + " file")
-                                                           + ", which --set cannot change");
+            refuseOverrides(kind, path, !overrides.empty());
             std::string what;
             switch (kind) {
             case FileKind::scenario: {

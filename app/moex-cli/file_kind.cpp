@@ -45,4 +45,15 @@ const char* toString(FileKind k)
     return "scenario";
 }
 
+void refuseOverrides(FileKind kind, const std::string& path, bool overridesGiven)
+{
+    if (!overridesGiven || kind == FileKind::scenario)
+        return;
+    throw InputError(Location{path, 0, 0},
+                     std::string("--set edits scenarios; this is ")
+                         + (kind == FileKind::hf_config ? std::string("a Hugging Face config.json")
+                                                        : "a " + std::string(toString(kind)) + " file")
+                         + ", which --set cannot change");
+}
+
 }  // namespace moex::cli

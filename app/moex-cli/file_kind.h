@@ -9,5 +9,8 @@ enum class FileKind { scenario, model, topology, hf_config };
 
 FileKind detectFileKind(const std::string& path);
 const char* toString(FileKind k);
+// Throws InputError at `path` when --set was given for a file it cannot edit (anything but a
+// scenario): the values would be ignored.
+void refuseOverrides(FileKind kind, const std::string& path, bool overridesGiven);
 
 }  // namespace moex::cli
