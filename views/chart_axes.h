@@ -1,0 +1,37 @@
+// Helpers the bar charts share (views/charts.cpp, views/breakdown_chart.cpp); not part of the views'
+// interface.
+#pragma once
+
+#include <QFont>
+#include <QString>
+#include <QStringList>
+
+class QAbstractBarSeries;
+class QBarCategoryAxis;
+class QChart;
+class QValueAxis;
+
+namespace moex::views {
+
+// `f` with its point (or pixel) size times `factor`.
+QFont scaledFont(QFont f, double factor);
+
+// The first of `options` (longest first) whose text fits `room` pixels in `font`, else the last.
+QString longestThatFits(const QStringList& options, const QFont& font, double room);
+
+// Bars sit on a hidden category axis (one category per bar); a value axis over the same span
+// carries the labels, so that 72 GPUs or 20 load bins get a few readable ticks instead of
+// elided category names. labelAxis sets that axis's range and round-number ticks.
+void labelAxis(QValueAxis* axis, double lo, double hi, int bars, int maxLabels);
+
+// As many labels as fit side by side in a chart `chartWidth` wide (labels as wide as `widest`),
+// at most `cap`, at least 2: a narrow chart or a larger presentation font gets fewer, never
+// labels cut to "...".
+int labelsThatFit(const QValueAxis* axis, const QString& widest, int chartWidth, int cap);
+
+// The series on a hidden category axis, labelled by a value axis over the same span (labelAxis),
+// with a value axis for the heights.
+void addBarAxes(QChart* chart, QAbstractBarSeries* series, QBarCategoryAxis* x, QValueAxis* xLabels, QValueAxis* y,
+                const QString& xTitle, const QString& yTitle, const QString& yFormat);
+
+}  // namespace moex::views
