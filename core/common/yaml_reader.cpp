@@ -32,24 +32,77 @@ bool withinYamlBounds(const std::string& text, const std::string& file, Diagnost
     return true;
 }
 
+namespace {
+
+// The 1-based line where a second YAML document's content starts, 0 when there is none. A
+// document marker is '---' or '...' at column 0, alone or followed by a blank. A '---' after
+// content, or any content after '...', starts a second document; a trailing marker with only
+// blank lines and comments after it does not.
+int secondDocumentLine(const std::string& text)
+{
+    const auto isMarker = [](std::string_view l, std::string_view m) {
+        return l.substr(0, 3) == m && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
+    };
+    const auto hasContent = [](std::string_view l) {
+        const auto first = l.find_first_not_of(" \t");
+        return first != std::string_view::npos && l[first] != '#';
+    };
+    bool content = false;  // the current document has content
+    bool ended = false;    // a '...' closed it
+    bool pendingStart = false;  // a '---' after content: the next content is a second document
+    int line = 0;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        ++line;
+        std::size_t end = text.find('\n', pos);
+        if (end == std::string::npos)
+            end = text.size();
+        std::string_view l(text.data() + pos, end - pos);
+        pos = end + 1;
+        if (!l.empty() && l.back() == '\r')
+            l.remove_suffix(1);
+        if (isMarker(l, "---")) {
+            if (content || ended)
+                pendingStart = true;
+            if (hasContent(l.substr(3))) {
+                if (pendingStart)
+                    return line;
+                content = true;
+            }
+            continue;
+        }
+        if (isMarker(l, "...")) {
+            ended = true;
+            if (hasContent(l.substr(3)))
+                return line;
+            continue;
+        }
+        if (!hasContent(l) || (!content && !ended && l.front() == '%'))
+            continue;  // blank, a comment, or a directive before the first document
+        if (pendingStart || ended)
+            return line;
+        content = true;
+    }
+    return 0;
+}
+
+}  // namespace
+
 std::optional<YAML::Node> parseYaml(const std::string& text, const std::string& file, Diagnostics& diags)
 {
     if (!withinYamlBounds(text, file, diags))
         return std::nullopt;
+    // A second document (after '---' or '...') is an error: moex reads one, and what follows was
+    // silently ignored, even a syntax error. Found by its marker lines (document markers stand at
+    // column 0 and may not occur inside any scalar), not by YAML::LoadAll: yaml-cpp 0.7's LoadAll
+    // never returns on some inputs (a lone ',').
+    if (const int line = secondDocumentLine(text); line > 0) {
+        diags.error(Location{file, line, 1}, "a second YAML document (after '---' or '...'): moex reads one document "
+                                             "per file; remove what follows the first or put it in a file of its own");
+        return std::nullopt;
+    }
     try {
-        // Every document is parsed, so that a syntax error after a '---' is not passed over; a
-        // second document is an error (moex reads one; what follows would be silently ignored).
-        std::vector<YAML::Node> documents = YAML::LoadAll(text);
-        for (std::size_t i = 1; i < documents.size(); ++i) {
-            if (documents[i].IsNull())
-                continue;  // a trailing '---' or '...' with nothing after it
-            const YAML::Mark m = documents[i].Mark();
-            diags.error(Location{file, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1},
-                        "a second YAML document (after '---' or '...'): moex reads one document per file; "
-                        "remove what follows the first or put it in a file of its own");
-            return std::nullopt;
-        }
-        return documents.empty() ? YAML::Node() : documents.front();
+        return YAML::Load(text);
     } catch (const YAML::Exception& e) {
         // yaml-cpp marks are 0-based; DeepRecursion (nesting past its guard) derives from this too.
         Location where{file, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1};

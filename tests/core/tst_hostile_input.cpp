@@ -77,8 +77,16 @@ private slots:
         }
         Diagnostics broken;
         QVERIFY(!parseYaml(base + "---\ngarbage: [unclosed\n", "broken.yaml", broken).has_value());
-        QVERIFY2(broken.format().find("broken.yaml:") != std::string::npos && broken.format().find("YAML syntax") != std::string::npos,
-                 broken.format().c_str());
+        QVERIFY2(broken.format().find("broken.yaml:4:1: error: a second YAML document") != std::string::npos, broken.format().c_str());
+        // An explicit start, comments after the end, a '---' inside a block scalar: one document.
+        for (const std::string& one : {std::string("--- # start\na: 1\n...\n# done\n"), std::string("a: |\n  ---\n  x\n"),
+                                       std::string("%YAML 1.2\n---\na: 1\n")}) {
+            Diagnostics fine;
+            QVERIFY2(parseYaml(one, "one.yaml", fine).has_value() && fine.empty(), fine.format().c_str());
+        }
+        // yaml-cpp's LoadAll never returned on a lone ',' (the fuzzer's find): this answers.
+        Diagnostics comma;
+        parseYaml(",", "comma.yaml", comma);
     }
 
     // 1. Deeply nested JSON: refused while parsing, in every reader, with the file named.
