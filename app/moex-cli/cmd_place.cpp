@@ -149,7 +149,7 @@ int cmdPlace(const Argv& argv)
     const double moeContiguous = simulatedMoeUs(s, contiguous);
     report << "wrote " << (toStdout ? std::string("the file to stdout") : *out) << " (" << toString(format) << "): " << *strategy << " placement of " << s.name
               << " in " << fixed(ms, 1) << " ms\n";
-    report << "  slots      " << slots << " per layer (" << slots - E << " redundant) on " << G << " GPUs";
+    report << "  slots      " << slots << " per layer (" << slots - E << " redundant) on " << countOf(G, "GPU");
     if (slots % G == 0)
         report << ", " << slots / G << " per GPU";
     report << "\n  load       " << loadFrom << '\n';

@@ -54,7 +54,7 @@ void printScenario(const Scenario& s)
     printModel(s.model, s.precision.weights);
     const Topology& t = s.topology;
     std::cout << "topology         " << (t.builtin.empty() ? t.name : t.builtin) << ": " << t.numGpus() << " × "
-              << t.gpu.name << " in " << t.numDomains() << " NVLink domain(s), " << t.count(NodeKind::nvswitch)
+              << t.gpu.name << " in " << countOf(t.numDomains(), "NVLink domain") << ", " << t.count(NodeKind::nvswitch)
               << " NVSwitch chips, " << t.count(NodeKind::nic) << " NICs\n";
     std::cout << "workload         " << toString(s.workload.phase) << ", " << s.workload.tokens_per_gpu
               << " tokens per GPU per step, context " << s.workload.context_tokens;
@@ -62,7 +62,7 @@ void printScenario(const Scenario& s)
         std::cout << " (cv " << s.workload.context_cv << ")";
     std::cout << ", routing " << toString(s.workload.routing.kind) << '\n';
     const int slots = s.slotsPerGpu();
-    std::cout << "placement        " << s.placement.strategy << ", " << slots << " expert slots per GPU ("
+    std::cout << "placement        " << s.placement.strategy << ", " << countOf(slots, "expert slot") << " per GPU ("
               << s.model.routed_experts << " experts";
     if (!s.placement.explicit_slots)
         std::cout << " + " << s.placement.redundant_slots << " redundant";
@@ -99,26 +99,27 @@ int cmdShow(const Argv& argv)
     Args args("show", argv, {{"set", true, true}});
     args.requirePositionals(1, 1, "moex-cli show FILE [--set KEY=VALUE]...");
     const std::string& path = args.positionals().front();
-    const FileKind kind = detectFileKind(path);
+    const InputFile file = readInputFile(path);
+    const FileKind kind = file.kind;
     refuseOverrides(kind, path, !args.overrides().empty());
     switch (kind) {
     case FileKind::scenario:
-        printScenario(loadScenarioFile(path, args.overrides()));
+        printScenario(loadScenarioText(file.text, path, args.overrides()));
         break;
     case FileKind::model: {
-        const ModelSpec m = loadModelFile(path);
+        const ModelSpec m = loadModelText(file.text, path);
         printModel(m, m.weight_dtype);
         break;
     }
     case FileKind::hf_config: {
-        const ModelSpec m = importHfConfigFile(path);
+        const ModelSpec m = importHfConfig(file.text, path);
         printModel(m, m.weight_dtype);
         break;
     }
     case FileKind::topology: {
-        const Topology t = loadTopologyFile(path);
-        std::cout << "topology " << t.name << ": " << t.numGpus() << " × " << t.gpu.name << ", " << t.numDomains()
-                  << " NVLink domain(s), " << t.count(NodeKind::nvswitch) << " NVSwitch chips, "
+        const Topology t = loadTopologyText(file.text, path);
+        std::cout << "topology " << t.name << ": " << t.numGpus() << " × " << t.gpu.name << ", "
+                  << countOf(t.numDomains(), "NVLink domain") << ", " << t.count(NodeKind::nvswitch) << " NVSwitch chips, "
                   << t.count(NodeKind::nic) << " NICs, " << t.links().size() << " directed links\n";
         break;
     }

@@ -21,32 +21,32 @@ int cmdValidate(const Argv& argv)
     const Overrides overrides = args.overrides();
     int invalid = 0;
     for (const auto& path : args.positionals()) {
-        const FileKind kind = detectFileKind(path);
         try {
+            const InputFile file = readInputFile(path);
+            const FileKind kind = file.kind;
             refuseOverrides(kind, path, !overrides.empty());
             std::string what;
             switch (kind) {
             case FileKind::scenario: {
-                const Scenario s = loadScenarioFile(path, overrides);
+                const Scenario s = loadScenarioText(file.text, path, overrides);
                 what = s.model.name + " on " + (s.topology.builtin.empty() ? s.topology.name : s.topology.builtin) + ", "
-                    + std::to_string(s.topology.numGpus()) + " GPUs, " + std::to_string(s.slotsPerGpu())
-                    + " expert slots per GPU, weights " + humanBytes(weightBytesPerGpu(s, s.slotsPerGpu()))
+                    + countOf(s.topology.numGpus(), "GPU") + ", " + countOf(s.slotsPerGpu(), "expert slot")
+                    + " per GPU, weights " + humanBytes(weightBytesPerGpu(s, s.slotsPerGpu()))
                     + " per GPU";
                 break;
             }
             case FileKind::model: {
-                const ModelSpec m = loadModelFile(path);
+                const ModelSpec m = loadModelText(file.text, path);
                 what = m.name + ", " + humanCount(static_cast<double>(m.totalParams())) + " parameters";
                 break;
             }
             case FileKind::topology: {
-                const Topology t = loadTopologyFile(path);
-                what = t.name + ", " + std::to_string(t.numGpus()) + " GPUs, " + std::to_string(t.numDomains())
-                    + " NVLink domain(s)";
+                const Topology t = loadTopologyText(file.text, path);
+                what = t.name + ", " + countOf(t.numGpus(), "GPU") + ", " + countOf(t.numDomains(), "NVLink domain");
                 break;
             }
             case FileKind::hf_config: {
-                const ModelSpec m = importHfConfigFile(path);
+                const ModelSpec m = importHfConfig(file.text, path);
                 what = m.name + " (Hugging Face config)";
                 break;
             }

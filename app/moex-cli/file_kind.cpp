@@ -2,36 +2,32 @@
 
 #include "common/atomic_file.h"
 #include "common/diagnostics.h"
+#include "common/file_kinds.h"
 #include "common/yaml_reader.h"
 
 namespace moex::cli {
 
-FileKind detectFileKind(const std::string& path)
+InputFile readInputFile(const std::string& path)
+{
+    InputFile f;
+    f.text = readFile(path, 64u << 20);
+    f.kind = detectFileKind(f.text, path);
+    return f;
+}
+
+FileKind detectFileKind(const std::string& text, const std::string& path)
 {
     const auto dot = path.rfind('.');
     if (dot != std::string::npos && path.substr(dot) == ".json")
         return FileKind::hf_config;
-    std::string text;
-    try {
-        text = readFile(path, 64u << 20);
-    } catch (const InputError&) {
-        return FileKind::scenario;  // the loader reports the read error
-    }
     Diagnostics ignored;
     const auto node = parseYaml(text, path, ignored);
-    if (!node || !node->IsMap())
-        return FileKind::scenario;
-    const YAML::Node& n = *node;
-    for (const char* k : {"topology", "workload", "placement", "model"})
-        if (n[k])
-            return FileKind::scenario;
-    for (const char* k : {"routed_experts", "hidden_size", "experts_per_token"})
-        if (n[k])
-            return FileKind::model;
-    for (const char* k : {"links", "nodes", "builtin"})
-        if (n[k])
-            return FileKind::topology;
-    return FileKind::scenario;
+    switch (node ? classifyInput(*node) : InputKind::unknown) {
+    case InputKind::model: return FileKind::model;
+    case InputKind::topology: return FileKind::topology;
+    case InputKind::hf_config: return FileKind::hf_config;
+    default: return FileKind::scenario;  // the scenario loader names any other kind in one error
+    }
 }
 
 const char* toString(FileKind k)

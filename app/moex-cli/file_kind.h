@@ -7,7 +7,15 @@ namespace moex::cli {
 
 enum class FileKind { scenario, model, topology, hf_config };
 
-FileKind detectFileKind(const std::string& path);
+// A file read once, with its kind: pipes and process substitutions (`<(...)`) cannot be read twice.
+struct InputFile {
+    FileKind kind = FileKind::scenario;
+    std::string text;
+};
+
+// Throws InputError at `path` when it cannot be read (missing, a directory, too large).
+InputFile readInputFile(const std::string& path);
+FileKind detectFileKind(const std::string& text, const std::string& path);
 const char* toString(FileKind k);
 // Throws InputError at `path` when --set was given for a file it cannot edit (anything but a
 // scenario): the values would be ignored.

@@ -44,6 +44,7 @@ void printHelp(std::FILE* to)
     std::fprintf(to, "moex-cli — explore Mixture-of-Experts deployments from the command line\n\nCommands:\n");
     for (const auto& c : kCommands)
         std::fprintf(to, "  moex-cli %s\n", c.usage);
+    std::fprintf(to, "  moex-cli --version\n");
     std::fprintf(to, "\nExit codes: 0 success, 2 bad input (errors say FILE:LINE:COL), 1 internal failure.\n");
 }
 
@@ -66,6 +67,10 @@ int main(int argc, char** argv)
             }
         return known;
     };
+    if (name == "--version" || name == "-V") {
+        std::printf("moex-cli %s\n", MOEX_VERSION);
+        return 0;
+    }
     if (name == "help" || name == "--help" || name == "-h") {
         if (argc < 3) {
             printHelp(stdout);

@@ -2,6 +2,8 @@
 #include "common/json_input.h"
 
 #include "common/atomic_file.h"
+#include "common/file_kinds.h"
+#include "common/yaml_reader.h"
 #include "model/hf_json.h"
 #include "model/hf_layers.h"
 #include "model/model_yaml.h"
@@ -322,12 +324,31 @@ std::string modelName(ConfigReader& c, const std::string& file)
     return printableLine(modelNameAsGiven(c, file));
 }
 
+// The config's JSON; where it is not even shaped as JSON but one of moex's own YAML files (a model file given as
+// hf_config, say), one error saying which file it is instead of a JSON syntax error at its first '#'.
+Json parseConfigJson(const std::string& text, const std::string& file)
+{
+    try {
+        return parseJsonInput(text, file, 0, "config.json");
+    } catch (const JsonSyntaxError&) {
+        const auto first = text.find_first_not_of(" \t\r\n");
+        if (first == std::string::npos || text[first] == '{' || text[first] == '[')
+            throw;  // JSON with a syntax error: the error says where
+        Diagnostics ignored;
+        const auto node = parseYaml(text, file, ignored);
+        const std::string other = node ? wrongKindMessage(classifyInput(*node), InputKind::hf_config) : std::string();
+        if (!other.empty())
+            throw InputError(Location{file, 1, 1}, other);
+        throw;
+    }
+}
+
 }  // namespace
 
 ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
 {
     return withJsonErrors(file, 0, [&] {
-        const Json root = parseJsonInput(jsonText, file, 0, "config.json");
+        const Json root = parseConfigJson(jsonText, file);
         if (!root.is_object())
             throw InputError(Location{file, 1, 1}, "a Hugging Face config.json must hold a JSON object");
 

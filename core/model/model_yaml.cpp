@@ -1,6 +1,7 @@
 #include "model/model_yaml.h"
 
 #include "common/atomic_file.h"
+#include "common/file_kinds.h"
 #include "model/layer_pattern.h"
 
 #include <cstdio>
@@ -494,6 +495,10 @@ ModelSpec loadModelText(const std::string& text, const std::string& file)
     if (!root)
         throw InputError(std::move(diags));
     YamlReader r(file, diags);
+    if (const std::string other = wrongKindMessage(classifyInput(*root), InputKind::model); !other.empty()) {
+        r.error(*root, other);
+        throw InputError(std::move(diags));
+    }
     auto m = readModel(*root, r);
     if (m)
         checkModel(*m, *root, r);

@@ -3,6 +3,7 @@
 #include "scenario/scenario_yaml.h"
 
 #include "common/atomic_file.h"
+#include "common/file_kinds.h"
 #include "common/yaml_reader.h"
 #include "model/hf_import.h"
 #include "model/model_yaml.h"
@@ -143,35 +144,6 @@ void readTopologyPart(const YAML::Node& node, YamlReader& r, const std::string& 
     }
 }
 
-// When `root` is another of moex's files (or a Hugging Face config) given where a scenario belongs,
-// what it is and where it goes: one error instead of one "unknown key" per line of it.
-std::string otherFileKind(const YAML::Node& root)
-{
-    if (!root.IsMap())
-        return {};
-    for (const char* k : {"model", "topology", "workload", "placement"})
-        if (root[k])
-            return {};
-    const auto any = [&](std::initializer_list<const char*> keys) {
-        return std::any_of(keys.begin(), keys.end(), [&](const char* k) { return static_cast<bool>(root[k]); });
-    };
-    if (any({"model_type", "architectures", "num_hidden_layers", "text_config"}))
-        return "this is a Hugging Face config.json, not a scenario: `moex-cli import-hf` turns it into a model "
-               "file, which a scenario names under 'model' beside a 'topology'";
-    if (any({"routed_experts", "experts_per_token", "moe_intermediate_size"}))
-        return "this is a model file, not a scenario: a scenario names it under 'model' (model: path/to/it.yaml) "
-               "beside a 'topology'; `moex-cli show` and `validate` read it alone";
-    if (any({"links", "nodes", "builtin"}))
-        return "this is a topology file, not a scenario: a scenario names it under 'topology' (topology: "
-               "path/to/it.yaml) beside a 'model'; `moex-cli show` and `validate` read it alone";
-    if (any({"nvlink_efficiency", "gemm_efficiency", "hbm_efficiency", "dispatch_floor_us"}))
-        return "this is a calibration file, not a scenario: give it to a scenario with --calibration FILE or "
-               "under 'calibration'";
-    if (root["title"] && root["steps"])
-        return "this is a tour, not a scenario: the window plays it (moex --tour FILE)";
-    return {};
-}
-
 }  // namespace
 
 Scenario loadScenarioText(const std::string& text, const std::string& file, const Overrides& overrides)
@@ -194,7 +166,7 @@ Scenario loadScenarioText(const std::string& text, const std::string& file, cons
                           + "; a scenario needs at least 'model' and 'topology'");
         throw InputError(diags);
     }
-    if (const std::string other = otherFileKind(root); !other.empty()) {
+    if (const std::string other = wrongKindMessage(classifyInput(root), InputKind::scenario); !other.empty()) {
         r.error(root, other);
         throw InputError(diags);
     }

@@ -3,6 +3,7 @@
 #include "topology/topology_yaml.h"
 
 #include "common/atomic_file.h"
+#include "common/file_kinds.h"
 #include "topology/topology_detail.h"
 
 #include <algorithm>
@@ -449,12 +450,20 @@ std::optional<Topology> readTopology(const YAML::Node& node, YamlReader& reader)
 
 Topology loadTopologyFile(const std::string& path)
 {
+    return loadTopologyText(readFile(path), path);
+}
+
+Topology loadTopologyText(const std::string& text, const std::string& file)
+{
     Diagnostics diags;
-    const std::string text = readFile(path);
-    const auto root = parseYaml(text, path, diags);
+    const auto root = parseYaml(text, file, diags);
     if (!root)
         throw InputError(diags);
-    YamlReader reader(path, diags);
+    YamlReader reader(file, diags);
+    if (const std::string other = wrongKindMessage(classifyInput(*root), InputKind::topology); !other.empty()) {
+        reader.error(*root, other);
+        throw InputError(diags);
+    }
     auto t = readTopology(*root, reader);
     if (!t || !diags.empty())
         throw InputError(diags);

@@ -19,6 +19,8 @@ std::optional<Topology> readCustomTopology(const YAML::Node& node, YamlReader& r
 std::optional<Topology> readTopology(const YAML::Node& node, YamlReader& reader);
 
 Topology loadTopologyFile(const std::string& path);  // throws InputError with every diagnostic
+// The same from text already read (`file` names it in diagnostics).
+Topology loadTopologyText(const std::string& text, const std::string& file);
 // Custom-graph YAML of any topology: built-ins written out this way load like a custom file.
 std::string topologyToYaml(const Topology& t);
 // The {builtin: ...} mapping of params, as a YAML flow mapping (for scenario save).

@@ -44,6 +44,8 @@ private slots:
     void unwritableOutputIsBadInput();
     void outputThatIsTheInputIsRefused();
     void placeToStdout();
+    void filesFromPipesAreReadOnce();
+    void versionIsPrinted();
 };
 
 void TestCli::everySampleValidates()
@@ -198,7 +200,7 @@ void TestCli::topologyWritesLoadableYaml()
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     r = runCli({QStringLiteral("validate"), out});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
-    QVERIFY(r.out.contains(QStringLiteral("16 GPUs, 2 NVLink domain(s)")));
+    QVERIFY(r.out.contains(QStringLiteral("16 GPUs, 2 NVLink domains")));
     r = runCli({QStringLiteral("topology"), QStringLiteral("dgx-a100")});
     QCOMPARE(r.exitCode, 2);
     // Twelve NVL72 racks written out hold more than moex reads back from a file: nothing is
@@ -303,3 +305,47 @@ void TestCli::placeToStdout()
 
 QTEST_GUILESS_MAIN(TestCli)
 #include "tst_cli.moc"
+
+// `validate <(cat f)` and `show <(cat f)`: a pipe gives its bytes once, so the kind detection and
+// the loader must share one read (the loader used to find the pipe empty).
+void TestCli::filesFromPipesAreReadOnce()
+{
+    QTemporaryDir dir;
+    const QString scenario = dir.filePath(QStringLiteral("s.yaml"));
+    QFile f(scenario);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("name: piped\n"
+            "model: " + src(QStringLiteral("samples/models/mixtral-8x7b.yaml")).toUtf8() + "\n"
+            "topology: {builtin: hgx-h100}\n");
+    f.close();
+    const QString model = src(QStringLiteral("samples/models/deepseek-r1.yaml"));
+    const QString topology = src(QStringLiteral("samples/topologies/hgx-h100.yaml"));
+    QProcess bash;
+    bash.start(QStringLiteral("/bin/bash"),
+               {QStringLiteral("-c"), QStringLiteral("\"$0\" validate <(cat \"$1\") <(cat \"$2\") <(cat \"$3\")"),
+                QStringLiteral(MOEX_CLI_PATH), scenario, model, topology});
+    QVERIFY(bash.waitForFinished(120000));
+    const QString out = QString::fromUtf8(bash.readAllStandardOutput());
+    const QString err = QString::fromUtf8(bash.readAllStandardError());
+    QVERIFY2(bash.exitCode() == 0, qPrintable(err));
+    QVERIFY2(out.contains(QStringLiteral(": ok (scenario: Mixtral-8x7B on hgx-h100, 8 GPUs, 1 expert slot per GPU")),
+             qPrintable(out));
+    QVERIFY(out.contains(QStringLiteral(": ok (model: DeepSeek-R1")));
+    QVERIFY(out.contains(QStringLiteral(": ok (topology: hgx-h100, 8 GPUs, 1 NVLink domain)")));
+
+    bash.start(QStringLiteral("/bin/bash"), {QStringLiteral("-c"), QStringLiteral("\"$0\" show <(cat \"$1\")"),
+                                             QStringLiteral(MOEX_CLI_PATH), scenario});
+    QVERIFY(bash.waitForFinished(120000));
+    QCOMPARE(bash.exitCode(), 0);
+    QVERIFY(QString::fromUtf8(bash.readAllStandardOutput()).contains(QStringLiteral("in 1 NVLink domain,")));
+}
+
+void TestCli::versionIsPrinted()
+{
+    for (const QString& flag : {QStringLiteral("--version"), QStringLiteral("-V")}) {
+        const Result r = runCli({flag});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.startsWith(QStringLiteral("moex-cli ") + QStringLiteral(MOEX_VERSION_EXPECTED)), qPrintable(r.out));
+    }
+    QVERIFY(runCli({QStringLiteral("help")}).out.contains(QStringLiteral("moex-cli --version")));
+}

@@ -37,6 +37,8 @@ private slots:
     void malformed_data();
     void malformed();
     void reportsEveryError();
+    void wrongKindOfFileIsOneError_data();
+    void wrongKindOfFileIsOneError();
     void validInlineLoads();
     void deepNestingIsAnErrorNotACrash();
     void aliasBombDoesNotExplode();
@@ -195,6 +197,45 @@ void TestScenarioErrors::reportsEveryError()
         QVERIFY(std::any_of(items.begin(), items.end(), [](const Diagnostic& d) { return d.where.line == 5; }));
         QVERIFY(std::any_of(items.begin(), items.end(), [](const Diagnostic& d) { return d.where.line == 6; }));
         QCOMPARE(std::count_if(items.begin(), items.end(), [](const Diagnostic& d) { return d.where.line == 4; }), 2);
+    }
+}
+
+// Another of moex's files named where a model or topology belongs: one error in that file saying
+// what it is, and the scenario's line (it was one "unknown key" per line of the wrong file, then
+// "missing required key" for each key a model or topology needs).
+void TestScenarioErrors::wrongKindOfFileIsOneError_data()
+{
+    QTest::addColumn<QString>("part");
+    QTest::addColumn<QString>("named");
+    QTest::addColumn<QString>("message");
+    const auto row = [](const char* name, const char* part, const char* named, const char* message) {
+        QTest::addRow("%s", name) << QString::fromUtf8(part) << QString::fromUtf8(named) << QString::fromUtf8(message);
+    };
+    row("topology as model", "model: ../topologies/hgx-h100.yaml\ntopology: {builtin: hgx-h100}\n", "hgx-h100.yaml",
+        "this is a topology file, not a model: a scenario names it under 'topology'");
+    row("scenario as model", "model: deepseek-r1-decode-nvl72.yaml\ntopology: {builtin: hgx-h100}\n",
+        "deepseek-r1-decode-nvl72.yaml", "this is a scenario, not a model");
+    row("model as topology", "model: ../models/mixtral-8x7b.yaml\ntopology: ../models/mixtral-8x7b.yaml\n",
+        "mixtral-8x7b.yaml", "this is a model file, not a topology: a scenario names it under 'model'");
+    row("model as hf_config", "model: {hf_config: ../models/mixtral-8x7b.yaml}\ntopology: {builtin: hgx-h100}\n",
+        "mixtral-8x7b.yaml", "this is a model file, not a Hugging Face config.json");
+}
+
+void TestScenarioErrors::wrongKindOfFileIsOneError()
+{
+    QFETCH(QString, part);
+    QFETCH(QString, named);
+    QFETCH(QString, message);
+    try {
+        (void)loadScenarioText("name: t\n" + part.toStdString(), kFile);
+        QFAIL("expected an InputError");
+    } catch (const InputError& e) {
+        const auto& items = e.diagnostics().items();
+        QVERIFY2(items.size() == 2, e.diagnostics().format().c_str());
+        QVERIFY(QString::fromStdString(items[0].where.file).endsWith(QLatin1Char('/') + named));
+        QVERIFY2(QString::fromStdString(items[0].message).startsWith(message), items[0].message.c_str());
+        QCOMPARE(items[1].where.file, kFile);
+        QVERIFY(QString::fromStdString(items[1].message).contains(QStringLiteral("could not be loaded")));
     }
 }
 
