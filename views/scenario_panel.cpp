@@ -399,11 +399,12 @@ void ScenarioPanel::setScenario(const Scenario& s)
     d->nodes->setValue(s.topology_params.nodes);
     d->racks->setEnabled(builtin && nvl);
     d->nodes->setEnabled(builtin && !nvl);
-    d->topoInfo->setText(tr("%1: %2 GPUs (%3), %4 NVLink domain(s)")
+    const int domains = s.topology.numDomains();
+    d->topoInfo->setText(tr("%1: %2 GPUs (%3), %4")
                              .arg(QString::fromStdString(s.topology.name))
                              .arg(s.topology.numGpus())
                              .arg(QString::fromStdString(s.topology.gpu.name))
-                             .arg(s.topology.numDomains()));
+                             .arg(domains == 1 ? tr("one NVLink domain") : tr("%1 NVLink domains").arg(domains)));
 
     setCombo(d->phase, qs(toString(s.workload.phase)));
     d->tokens->setValue(s.workload.tokens_per_gpu);

@@ -220,7 +220,7 @@ std::string pct(double v)
 void print(const Result& r)
 {
     std::cout << r.title << "\n  " << r.layers << " MoE layers x " << r.experts << " experts, " << r.slots << " slots ("
-              << r.slots / r.gpus << " per GPU) on " << r.gpus << " GPUs in " << r.domains << " NVLink domain(s)\n";
+              << r.slots / r.gpus << " per GPU) on " << r.gpus << " GPUs in " << countOf(r.domains, "NVLink domain") << "\n";
     std::cout << "  " << std::left << std::setw(12) << "strategy" << std::right << std::setw(9) << "balance"
               << std::setw(11) << "MoE us" << std::setw(10) << "vs eplb" << std::setw(10) << "cross GB" << std::setw(12)
               << "runtime ms" << std::setw(7) << "coloc" << '\n';

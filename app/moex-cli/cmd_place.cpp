@@ -174,8 +174,8 @@ int cmdPlace(const Argv& argv)
                   << " cannot load two copies of one expert on one GPU)\n";
     const auto colocated = findColocatedReplicas(p);
     if (!colocated.empty())
-        report << "  warning    " << colocated.size()
-                  << " GPU(s) hold two replicas of one expert (deepseek-ai/EPLB#22):\n"
+        report << "  warning    " << countOf(static_cast<long long>(colocated.size()), "GPU")
+                  << (colocated.size() == 1 ? " holds" : " hold") << " two replicas of one expert (deepseek-ai/EPLB#22):\n"
                   << describeColocated(colocated);
     return 0;
 }

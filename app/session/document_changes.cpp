@@ -90,7 +90,7 @@ PreparedChange prepareOverride(const DocumentState& current, const std::string& 
                 ++it;
             }
         if (dropped > 0)
-            note += "dropped the speeds of " + std::to_string(dropped) + " GPU(s) that the new topology ("
+            note += "dropped the speeds of " + std::to_string(dropped) + (dropped == 1 ? " GPU" : " GPUs") + " that the new topology ("
                     + std::to_string(gpus) + " GPUs) does not have";
         // eplb, gem and search need the slots (experts + redundant) to divide evenly over the GPUs:
         // the nearest redundant count that does.
