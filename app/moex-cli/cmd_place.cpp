@@ -165,7 +165,7 @@ int cmdPlace(const Argv& argv)
     if (format == ExportFormat::trtllm) {
         const int mtp = options.mtp_layers >= 0 ? options.mtp_layers : s.model.mtp_layers;
         if (mtp > 0)
-            report << "  mtp        " << mtp << " MTP layer(s) written as layer " << s.model.num_layers
+            report << "  mtp        " << countOf(mtp, "MTP layer") << " written as layer " << s.model.num_layers
                       << (mtp > 1 ? "..." + std::to_string(s.model.num_layers + mtp - 1) : std::string())
                       << " with the last MoE layer's assignment (--mtp-layers 0 leaves them out)\n";
     }

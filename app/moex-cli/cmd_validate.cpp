@@ -59,7 +59,7 @@ int cmdValidate(const Argv& argv)
         }
     }
     if (invalid > 0) {
-        std::cerr << invalid << " of " << args.positionals().size() << " file(s) invalid\n";
+        std::cerr << invalid << " of " << countOf(static_cast<long long>(args.positionals().size()), "file") << " invalid\n";
         return 2;
     }
     return 0;

@@ -12,11 +12,6 @@ std::string fixed(double v, int decimals)
     return buf;
 }
 
-std::string countOf(long long n, const std::string& singular, const std::string& plural)
-{
-    return std::to_string(n) + ' ' + (n == 1 ? singular : plural.empty() ? singular + 's' : plural);
-}
-
 std::string humanCount(double n)
 {
     const char* units[] = {"", "K", "M", "B", "T"};

@@ -17,6 +17,7 @@
 #include "sim_runner.h"
 
 #include "common/diagnostics.h"
+#include "common/plural.h"
 #include "run/host_prediction.h"
 #include "run/metrics_source.h"
 #include "sim/calibration.h"
@@ -110,9 +111,9 @@ bool MainWindow::showEngineScenario(std::unique_ptr<MetricsSource> newSource)
             m_selectedGpu = GpuId();
         m_latest.reset();
         updateStatus();
-        statusBar()->showMessage(tr("Local engine: building %1 rank(s)' weights for %2 MoE layer(s) of %3, %4 tokens per step…")
-                                     .arg(ranks)
-                                     .arg(layers.size())
+        statusBar()->showMessage(tr("Local engine: building the weights of %1 for %2 of %3, %4 tokens per step…")
+                                     .arg(session::qs(countOf(ranks, "rank")))
+                                     .arg(session::qs(countOf(static_cast<long long>(layers.size()), "MoE layer")))
                                      .arg(session::qs(run.model.name))
                                      .arg(tokens));
         // Queued: the worker builds and steps it (with the new source in the same request).

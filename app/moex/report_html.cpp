@@ -250,11 +250,11 @@ QString writeReport(const LoadReport& r, const QString& scenarioFile, const QStr
     h += QStringLiteral("<tr><td>statistics</td><td>%1</td></tr>\n").arg(esc(statsPath));
     h += QStringLiteral("<tr><td>format</td><td>%1 (%2)</td></tr>\n").arg(esc(r.format), esc(r.detail));
     h += QStringLiteral("<tr><td>scenario</td><td>%1</td></tr>\n").arg(esc(scenarioFile));
-    h += QStringLiteral("<tr><td>shape</td><td>%1 MoE layers, %2 experts, %3 GPUs, %4 snapshot(s)</td></tr>\n</table>\n")
+    h += QStringLiteral("<tr><td>shape</td><td>%1 MoE layers, %2 experts, %3 GPUs, %4</td></tr>\n</table>\n")
              .arg(r.moe_layers)
              .arg(r.experts)
              .arg(r.gpus)
-             .arg(r.snapshots);
+             .arg(r.snapshots == 1 ? QStringLiteral("1 snapshot") : QStringLiteral("%1 snapshots").arg(r.snapshots));
 
     h += QStringLiteral("<h2 id=\"balance\">Balance with EPLB off</h2>\n<p>Max/mean GPU load of each MoE layer when the experts sit "
                         "in id order (contiguous), from the file's counts. Over the layers: median %1, 90th percentile "

@@ -3,6 +3,7 @@
 #include "placement/balance.h"
 #include "common/atomic_file.h"
 #include "common/diagnostics.h"
+#include "common/plural.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -283,7 +284,7 @@ std::vector<std::string> exportProblems(const Placement& p, const ModelSpec& mod
     if (problems.size() > kMaxProblems) {
         const auto more = problems.size() - kMaxProblems;
         problems.resize(kMaxProblems);
-        problems.push_back("... and " + std::to_string(more) + " more problem(s)");
+        problems.push_back("... and " + countOf(static_cast<long long>(more), "more problem"));
     }
     return problems;
 }

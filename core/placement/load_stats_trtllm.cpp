@@ -7,6 +7,7 @@
 
 #include "common/atomic_file.h"
 #include "common/diagnostics.h"
+#include "common/plural.h"
 #include "workload/workload.h"
 
 #include <nlohmann/json.hpp>
@@ -148,8 +149,8 @@ LoadStats readTrtllmStats(const std::string& folder)
                 }
             }
         }
-        out.detail = std::to_string(ranks.size()) + " rank(s), " + std::to_string(iterations.size())
-            + " iteration(s) " + std::to_string(iterations.begin()->first)
+        out.detail = countOf(static_cast<long long>(ranks.size()), "rank") + ", "
+            + countOf(static_cast<long long>(iterations.size()), "iteration") + " " + std::to_string(iterations.begin()->first)
             + (iterations.size() > 1 ? ".." + std::to_string(iterations.rbegin()->first) : std::string()) + " summed";
         return out;
     });

@@ -7,6 +7,7 @@
 #include "common/json_input.h"
 
 #include "common/diagnostics.h"
+#include "common/plural.h"
 #include "workload/workload.h"
 
 #include <nlohmann/json.hpp>
@@ -43,7 +44,7 @@ public:
         out.indexing = LayerIndexing::moe_ordinal;
         out.num_experts = static_cast<int>(m_sum.front().size());
         out.load = std::move(m_sum);
-        out.detail = std::to_string(m_records) + " record(s) summed"
+        out.detail = countOf(static_cast<long long>(m_records), "record") + " summed"
             + (m_physical ? ", physical slots mapped to logical experts" : std::string());
         return out;
     }

@@ -1,4 +1,5 @@
 #include "placement/placement.h"
+#include "common/plural.h"
 
 #include <algorithm>
 #include <cmath>
@@ -92,7 +93,7 @@ std::vector<std::string> checkPlacement(const Placement& p, int numExperts, int 
             }
         }
         if (nMissing > 0)
-            problems.push_back(where + std::to_string(nMissing) + " expert(s) have no slot: " + missing
+            problems.push_back(where + countOf(nMissing, "expert") + (nMissing == 1 ? " has" : " have") + " no slot: " + missing
                                + (nMissing > 8 ? ", ..." : ""));
         if (!layer.shares.empty()) {
             bool shaped = layer.shares.size() == layer.gpu_slots.size();

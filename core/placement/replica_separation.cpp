@@ -1,4 +1,5 @@
 #include "placement/replica_separation.h"
+#include "common/plural.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -148,9 +149,9 @@ SeparationReport separateColocatedReplicas(Placement& p, const std::vector<std::
 std::string describeSeparation(const SeparationReport& r)
 {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "separated %zu colocated replica(s) by slot swaps: balance %.4f -> %.4f (%+.2f%%)",
-                  r.swaps.size(), r.balance_before, r.balance_after, r.costPercent());
-    std::string out = buf;
+    std::snprintf(buf, sizeof buf, " by slot swaps: balance %.4f -> %.4f (%+.2f%%)", r.balance_before,
+                  r.balance_after, r.costPercent());
+    std::string out = "separated " + countOf(static_cast<long long>(r.swaps.size()), "colocated replica") + buf;
     if (!r.left.empty())
         out += "; " + std::to_string(r.left.size()) + " could not be separated (no GPU can trade a slot):\n"
                + describeColocated(r.left);

@@ -20,6 +20,7 @@
 
 #include "common/diagnostics.h"
 #include "common/host_info.h"
+#include "common/plural.h"
 #include "engine/checkpoint.h"
 #include "engine/ep_engine.h"
 #include "placement/strategies.h"
@@ -178,7 +179,7 @@ public:
         m_cfg = cfg;
         m_step = 0;
         std::ostringstream d;
-        d << ranks << " rank(s), " << cfg.layers.size() << " MoE layer(s)" << (cfg.shared_weights ? " on one layer's shared weights" : "")
+        d << countOf(ranks, "rank") << ", " << countOf(static_cast<long long>(cfg.layers.size()), "MoE layer") << (cfg.shared_weights ? " on one layer's shared weights" : "")
           << ", " << cfg.tokens << " tokens per step, " << engine::toString(m_engine->shape().format) << " weights ("
           << gb(m_engine->weightBytes()) << ", " << (spec.checkpoint.empty() ? "seeded" : "from checkpoint " + spec.checkpoint)
           << "), " << (m_routing ? "workload" : "computed") << " routing, threads transport";

@@ -1,4 +1,5 @@
 #include "scenario/scenario_checks.h"
+#include "common/plural.h"
 
 #include <cmath>
 #include <filesystem>
@@ -69,7 +70,7 @@ std::optional<LayerPlacement> readLayerSlots(const YAML::Node& node, ScenarioChe
                 ++n;
             }
         if (n > 0) {
-            c.r.error(node, "placement leaves out " + std::to_string(n) + " expert(s): " + missing
+            c.r.error(node, "placement leaves out " + countOf(n, "expert") + ": " + missing
                                 + (n > 8 ? ", ..." : "") + " (every expert needs at least one slot)");
             return std::nullopt;
         }

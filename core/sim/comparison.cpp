@@ -1,4 +1,5 @@
 #include "sim/comparison.h"
+#include "common/plural.h"
 
 #include "sim/summary_text.h"
 
@@ -72,7 +73,7 @@ std::string explainComparison(const Scenario& sa, const StepTotals& x, const Sce
           << fixed(parts[i]->delta() / 1000.0, 2) << " ms" << (i + 1 == parts.size() ? ".\n" : "");
     const int da = sa.topology.numDomains(), db = sb.topology.numDomains();
     if (da != db)
-        o << "A spans " << da << " NVLink domain(s), B " << db << ": all-to-all traffic between domains crosses NICs ("
+        o << "A spans " << countOf(da, "NVLink domain") << ", B " << db << ": all-to-all traffic between domains crosses NICs ("
           << (da > db ? "A" : "B") << "), which carry far less than NVLink.\n";
     if (x.memory_limited || y.memory_limited)
         o << "Memory limits the batch of " << (x.memory_limited ? "A" : "")

@@ -1,4 +1,5 @@
 #include "sim/summary_text.h"
+#include "common/plural.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -34,8 +35,8 @@ std::string summaryText(const Scenario& s, const StepTotals& t)
     const int layers = std::max(1, s.model.numMoeLayers());
     std::ostringstream o;
     o << "scenario         " << s.name << ": " << s.model.name << " on "
-      << (s.topology.builtin.empty() ? s.topology.name : s.topology.builtin) << " (" << s.topology.numGpus() << " GPUs, "
-      << s.topology.numDomains() << " NVLink domain(s)), " << toString(s.workload.phase) << ", "
+      << (s.topology.builtin.empty() ? s.topology.name : s.topology.builtin) << " (" << countOf(s.topology.numGpus(), "GPU") << ", "
+      << countOf(s.topology.numDomains(), "NVLink domain") << "), " << toString(s.workload.phase) << ", "
       << s.workload.tokens_per_gpu << " tokens/GPU, placement " << s.placement.strategy << '\n';
     o << "step time        " << ms(t.step_time_us) << "  (MoE layers " << ms(t.moe_time_us) << ", overlap "
       << toString(s.overlap) << ")\n";

@@ -120,8 +120,8 @@ int main(int argc, char** argv)
             }
             ceiling.push_back(cpuMs() - s0);
         }
-        std::printf("%s: %d GPUs in %d NVLink domain(s), %d slots (%d per GPU), EPLB %s policy\n", sys.name, sys.gpus,
-                    sys.nodes, sys.slots, sys.slots / sys.gpus, r.hierarchical ? "hierarchical" : "global");
+        std::printf("%s: %d GPUs in %d NVLink domain%s, %d slots (%d per GPU), EPLB %s policy\n", sys.name, sys.gpus,
+                    sys.nodes, sys.nodes == 1 ? "" : "s", sys.slots, sys.slots / sys.gpus, r.hierarchical ? "hierarchical" : "global");
         std::printf("  eplb runtime  %.3f ms cpu (%.3f ms wall), median of %d; ceiling (one sort per layer) "
                     "%.3f ms; ratio %.1f\n",
                     median(cpu), median(wall), runs, median(ceiling), median(cpu) / std::max(1e-6, median(ceiling)));

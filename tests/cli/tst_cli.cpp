@@ -77,7 +77,7 @@ void TestCli::brokenFilesGiveLocatedErrorsAndExit2()
     QVERIFY(r.err.contains(bad + QStringLiteral(":5:1: error: unknown key 'overlpa'")));
     QVERIFY(r.err.contains(QStringLiteral("did you mean 'overlap'")));
     QVERIFY(r.out.contains(good + QStringLiteral(": ok")));  // the valid file is still reported
-    QVERIFY(r.err.contains(QStringLiteral("1 of 2 file(s) invalid")));
+    QVERIFY(r.err.contains(QStringLiteral("1 of 2 files invalid")));
 
     const Result missing = runCli({QStringLiteral("validate"), dir.filePath(QStringLiteral("nope.yaml"))});
     QCOMPARE(missing.exitCode, 2);

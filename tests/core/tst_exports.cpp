@@ -296,7 +296,7 @@ void TestExports::refused_data()
     QTest::addColumn<QString>("needle");
     for (ExportFormat f : allExportFormats()) {
         const std::string n(toString(f));
-        QTest::addRow("%s: expert without slot", n.c_str()) << f << QStringLiteral("missing") << QStringLiteral("have no slot: 5");
+        QTest::addRow("%s: expert without slot", n.c_str()) << f << QStringLiteral("missing") << QStringLiteral("1 expert has no slot: 5");
         QTest::addRow("%s: too few layers", n.c_str()) << f << QStringLiteral("layers") << QStringLiteral("57 layers");
         if (f == ExportFormat::native)
             continue;  // moex's own format allows GPUs with different slot counts

@@ -52,7 +52,7 @@ void TestPlacement::checksFindProblems()
     const auto problems = checkPlacement(p, 8, 4);
     QCOMPARE(problems.size(), std::size_t(2));
     QVERIFY(QString::fromStdString(problems[0]).contains(QStringLiteral("names expert 9")));
-    QVERIFY(QString::fromStdString(problems[1]).contains(QStringLiteral("have no slot: 7")));
+    QVERIFY(QString::fromStdString(problems[1]).contains(QStringLiteral("1 expert has no slot: 7")));
     QVERIFY(!checkPlacement(p, 8, 5).empty());  // wrong GPU count
 
     Placement shares = contiguousPlacement(4, 2, 1, 2);  // experts 0 and 1 replicated

@@ -107,7 +107,7 @@ void TestScenarioErrors::malformed_data()
         "names expert 9, but the model has 8 experts");
     row("placement leaves expert out",
         base + QStringLiteral("placement:\n  slots: [[0], [1], [2], [3], [4], [5], [6], [6]]\n"), 5,
-        "leaves out 1 expert(s): 7");
+        "leaves out 1 expert: 7");
     row("placement wrong gpu count", base + QStringLiteral("placement:\n  slots: [[0, 1, 2, 3], [4, 5, 6, 7]]\n"), 5,
         "slots list 2 GPUs, but the topology has 8");
     row("negative expert id", base + QStringLiteral("placement:\n  slots: [[-1], [1], [2], [3], [4], [5], [6], [7]]\n"),
