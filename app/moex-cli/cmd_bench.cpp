@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cmath>
@@ -377,6 +378,25 @@ int cmdBench(const Argv& argv)
                             "(place: [--budget-ms N] [--seed S] [--runs N] [--counts FILE]) "
                             "(engine: [--runs N] [--kernel portable|avx2|avx512|avx512-bf16])");
     const std::string what = args.positionals().front();
+    // Each benchmark's own options: one given to another benchmark would be ignored in silence.
+    static const std::map<std::string, std::vector<std::string>> kOptions = {
+        {"sim", {"scenario", "steps", "routed-steps", "end-to-end-steps", "config-runs", "set", "json"}},
+        {"fidelity", {"json"}},
+        {"place", {"budget-ms", "seed", "runs", "steps", "counts", "set", "json"}},
+        {"engine", {"runs", "kernel", "json"}},
+    };
+    if (const auto it = kOptions.find(what); it != kOptions.end()) {
+        for (const char* option : {"scenario", "steps", "routed-steps", "end-to-end-steps", "config-runs", "json", "set",
+                                   "budget-ms", "seed", "runs", "counts", "kernel"}) {
+            if (!args.has(option) || std::find(it->second.begin(), it->second.end(), option) != it->second.end())
+                continue;
+            std::string takes;
+            for (const auto& o : it->second)
+                takes += (takes.empty() ? "--" : ", --") + o;
+            throw InputError(Location{"moex-cli bench", 0, 0}, "--" + std::string(option) + " is not an option of bench "
+                                 + what + ", which takes " + takes);
+        }
+    }
     if (what == "sim")
         return benchSim(args);
     if (what == "fidelity")

@@ -245,6 +245,16 @@ void TestCliSim::simulateBadArguments()
     r = runCli({QStringLiteral("bench"), QStringLiteral("simm")});
     QCOMPARE(r.exitCode, 2);
     QVERIFY2(r.err.contains(QStringLiteral("simm")), qPrintable(r.err));
+    // Another benchmark's option is refused before anything runs (it was ignored in silence).
+    r = runCli({QStringLiteral("bench"), QStringLiteral("fidelity"), QStringLiteral("--steps"), QStringLiteral("5")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--steps is not an option of bench fidelity, which takes --json")), qPrintable(r.err));
+    r = runCli({QStringLiteral("bench"), QStringLiteral("engine"), QStringLiteral("--scenario"), s});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--scenario is not an option of bench engine")), qPrintable(r.err));
+    r = runCli({QStringLiteral("bench"), QStringLiteral("sim"), QStringLiteral("--kernel"), QStringLiteral("avx2")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--kernel is not an option of bench sim")), qPrintable(r.err));
 }
 
 void TestCliSim::simulateBrokenScenario()
