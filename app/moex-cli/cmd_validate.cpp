@@ -8,6 +8,7 @@
 #include "model/model_yaml.h"
 #include "scenario/scenario_checks.h"
 #include "scenario/scenario_yaml.h"
+#include "sim/scenario_run.h"
 #include "topology/topology_yaml.h"
 
 #include <iostream>
@@ -29,6 +30,7 @@ int cmdValidate(const Argv& argv)
             switch (kind) {
             case FileKind::scenario: {
                 const Scenario s = loadScenarioText(file.text, path, overrides);
+                checkPlacementShape(s);  // what simulate would refuse before its first step
                 what = s.model.name + " on " + (s.topology.builtin.empty() ? s.topology.name : s.topology.builtin) + ", "
                     + countOf(s.topology.numGpus(), "GPU") + ", " + countOf(s.slotsPerGpu(), "expert slot")
                     + " per GPU, weights " + humanBytes(weightBytesPerGpu(s, s.slotsPerGpu()))

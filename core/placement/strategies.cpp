@@ -117,6 +117,24 @@ const std::vector<std::string>& placementStrategies()
     return names;
 }
 
+void checkPlacementShape(const PlacementRequest& rq)
+{
+    const int slots = rq.num_slots > 0 ? rq.num_slots : rq.num_experts;
+    if (slots < rq.num_experts)
+        fail(std::to_string(slots) + " slots cannot hold " + std::to_string(rq.num_experts)
+             + " experts: every expert needs at least one slot (give at least " + std::to_string(rq.num_experts)
+             + ")");
+    if (rq.strategy == "contiguous" || rq.strategy == "round-robin" || rq.num_gpus <= 0)
+        return;
+    // eplb, gem and search: every GPU holds R / G slots, as the serving systems require.
+    if (slots % rq.num_gpus != 0)
+        fail(rq.strategy + " needs the slots to divide evenly over the GPUs: " + std::to_string(slots) + " slots on "
+             + std::to_string(rq.num_gpus) + " GPUs (try "
+             + (slots / rq.num_gpus * rq.num_gpus >= rq.num_experts ? std::to_string(slots / rq.num_gpus * rq.num_gpus) + " or "
+                                                                     : std::string())
+             + std::to_string((slots / rq.num_gpus + 1) * rq.num_gpus) + ")");
+}
+
 Placement makePlacement(const PlacementRequest& rq)
 {
     const auto& names = placementStrategies();
@@ -151,23 +169,14 @@ Placement makePlacement(const PlacementRequest& rq)
                         fail(where + " has a negative or non-finite value");
             }
     }
+    checkPlacementShape(rq);
     const int slots = rq.num_slots > 0 ? rq.num_slots : rq.num_experts;
-    if (slots < rq.num_experts)
-        fail(std::to_string(slots) + " slots cannot hold " + std::to_string(rq.num_experts)
-             + " experts: every expert needs at least one slot (give at least " + std::to_string(rq.num_experts)
-             + ")");
     const int redundant = slots - rq.num_experts;
 
     if (rq.strategy == "contiguous")
         return contiguousPlacement(rq.num_experts, rq.num_gpus, layers, redundant);
     if (rq.strategy == "round-robin")
         return roundRobinPlacement(rq.num_experts, rq.num_gpus, layers, redundant, rq.load);
-
-    // eplb, gem and search: every GPU holds R / G slots, as the serving systems require.
-    if (slots % rq.num_gpus != 0)
-        fail(rq.strategy + " needs the slots to divide evenly over the GPUs: " + std::to_string(slots) + " slots on "
-             + std::to_string(rq.num_gpus) + " GPUs (try " + std::to_string((slots / rq.num_gpus + 1) * rq.num_gpus)
-             + ")");
     if (!rq.gpu_speed.empty()) {
         if (static_cast<int>(rq.gpu_speed.size()) != rq.num_gpus)
             fail("there are " + std::to_string(rq.gpu_speed.size()) + " GPU speeds for " + std::to_string(rq.num_gpus)

@@ -63,6 +63,9 @@ Placement roundRobinPlacement(int numExperts, int numGpus, int numLayers, int re
 // unknown strategy (listing the known ones), R < E, R not a multiple of G for eplb, gem and search,
 // a load whose shape does not match, search without an objective, and the like.
 Placement makePlacement(const PlacementRequest& request);
+// The checks of the request's shape alone (slots against experts and GPUs), which need no load:
+// throws std::invalid_argument as makePlacement does. For `moex-cli validate`, which places nothing.
+void checkPlacementShape(const PlacementRequest& request);
 
 // The names makePlacement accepts.
 const std::vector<std::string>& placementStrategies();

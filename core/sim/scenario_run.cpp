@@ -311,6 +311,25 @@ PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector
     return setup;
 }
 
+void checkPlacementShape(const Scenario& s)
+{
+    if (s.placement.explicit_slots)
+        return;
+    PlacementRequest req;
+    req.strategy = s.placement.strategy;
+    req.num_experts = s.model.routed_experts;
+    req.num_gpus = s.topology.numGpus();
+    req.num_layers = s.model.numMoeLayers();
+    req.num_nodes = s.topology.numDomains();
+    req.num_groups = s.model.expert_groups;
+    req.num_slots = s.model.routed_experts + s.placement.redundant_slots;
+    try {
+        checkPlacementShape(req);
+    } catch (const std::invalid_argument& e) {
+        throw placementError(s, e);
+    }
+}
+
 PlacementAndRouting resolvePlacementAndRouting(const Scenario& s)
 {
     PlacementAndRouting out;

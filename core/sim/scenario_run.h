@@ -95,6 +95,11 @@ struct PlacementAndRouting {
 };
 PlacementAndRouting resolvePlacementAndRouting(const Scenario& s);
 
+// What resolvePlacement would refuse for the placement's shape alone (slots against experts and
+// GPUs), without estimating a load or placing: an InputError at the placement key. Explicit slots
+// pass (the scenario loader checked them).
+void checkPlacementShape(const Scenario& s);
+
 // Expected per-layer expert load of a routing source over `steps` steps ([layer][expert]).
 std::vector<std::vector<double>> estimateLoad(RoutingSource& source, int steps, const CancelToken& cancel = {});
 

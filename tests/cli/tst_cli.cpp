@@ -237,6 +237,16 @@ void TestCli::setOverrides()
                 QStringLiteral("--set"), QStringLiteral("model=../models")});
     QCOMPARE(r.exitCode, 2);
     QVERIFY2(r.err.contains(QStringLiteral("model file '../models' is a directory, not a file")), qPrintable(r.err));
+    // What simulate refuses before its first step, validate refuses too (it said "ok"): 289 slots
+    // for eplb on 72 GPUs, with the multiples on either side.
+    r = runCli({QStringLiteral("validate"), s, QStringLiteral("--set"), QStringLiteral("placement.redundant_slots=33")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("eplb needs the slots to divide evenly over the GPUs: 289 slots on 72 GPUs "
+                                           "(try 288 or 360)")),
+             qPrintable(r.err));
+    r = runCli({QStringLiteral("validate"), s, QStringLiteral("--set"), QStringLiteral("placement.redundant_slots=33"),
+                QStringLiteral("--set"), QStringLiteral("placement.strategy=contiguous")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));  // contiguous takes any count
 }
 
 // An output path that cannot be written is the user's input, not an internal failure: exit 2, the
