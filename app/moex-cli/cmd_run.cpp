@@ -94,6 +94,11 @@ int cmdRun(const Argv& argv)
     progress.configured = [&](const MetricsSource& src) {
         std::cerr << "moex-cli run: " << src.detail() << "; " << warmup << " warm-up + " << steps << " steps\n";
     };
+    // A warm-up step at prefill sizes takes minutes: say it ended and what it took.
+    progress.warmedUp = [&](int i, const StepMetrics& m) {
+        std::cerr << "moex-cli run: warm-up " << i + 1 << "/" << warmup << ": " << fixed(m.summary.moe_time_us / 1000.0, 1)
+                  << " ms of MoE layers (not counted)\n";
+    };
     progress.stepped = [&](int i, const StepMetrics& m) {
         std::cerr << "moex-cli run: step " << i + 1 << "/" << steps << ": " << fixed(m.summary.moe_time_us / 1000.0, 1)
                   << " ms of MoE layers\n";

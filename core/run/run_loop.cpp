@@ -29,8 +29,11 @@ RunResult runSteps(MetricsSource& source, const Scenario& scenario, const Placem
     run.source = source.name();
     run.detail = source.detail();
     run.measured = source.measured();
-    for (int i = 0; i < warmup; ++i)
+    for (int i = 0; i < warmup; ++i) {
         source.next(run.last);
+        if (progress.warmedUp)
+            progress.warmedUp(i, run.last);
+    }
     if (warmup > 0)
         source.reset();
     const int n = std::max(1, steps);

@@ -41,6 +41,7 @@ struct RunResult {
 struct RunProgress {
     std::function<void(const MetricsSource&)> configured;
     std::function<void(int step, const StepMetrics&)> stepped;
+    std::function<void(int step, const StepMetrics&)> warmedUp;  // after each warm-up step (not counted)
 };
 
 // Configures `source` for the scenario and placement, runs `warmup` steps that are not counted,

@@ -93,6 +93,10 @@ private slots:
         QVERIFY2(r.out.contains(QStringLiteral("2 ranks, 1 MoE layer,")), qPrintable(r.out));
         QVERIFY(r.out.contains(QStringLiteral("fp8-e4m3")));
         QVERIFY(r.out.contains(QStringLiteral("checksum")));
+        // Progress on stderr: the warm-up step (not counted) and each measured one (default 1 + 3).
+        QVERIFY2(r.err.contains(QStringLiteral("moex-cli run: warm-up 1/1: ")), qPrintable(r.err));
+        QVERIFY(r.err.contains(QStringLiteral("(not counted)")));
+        QCOMPARE(r.err.count(QStringLiteral("moex-cli run: step ")), 3);
     }
 
     // calibrate writes a CPU calibration; a run's JSON carries what compare --measured needs to
