@@ -370,8 +370,10 @@ int benchEngine(const Args& args);  // cmd_bench_engine.cpp
 
 int cmdBench(const Argv& argv)
 {
-    Args args("bench", argv,
-              {{"scenario"}, {"steps"}, {"routed-steps"}, {"end-to-end-steps"}, {"config-runs"}, {"json"}, {"set", true, true}, {"budget-ms"}, {"seed"}, {"runs"}, {"counts"}, {"kernel"}});
+    static const std::vector<OptionSpec> kSpecs = {{"scenario"}, {"steps"}, {"routed-steps"}, {"end-to-end-steps"},
+                                                   {"config-runs"}, {"json"}, {"set", true, true}, {"budget-ms"},
+                                                   {"seed"}, {"runs"}, {"counts"}, {"kernel"}};
+    Args args("bench", argv, kSpecs);
     args.requirePositionals(1, 1,
                             "moex-cli bench sim|fidelity|place|engine [--scenario S] [--steps N] [--json OUT|-] "
                             "(sim: [--routed-steps N] [--end-to-end-steps N] [--config-runs N]) "
@@ -386,14 +388,14 @@ int cmdBench(const Argv& argv)
         {"engine", {"runs", "kernel", "json"}},
     };
     if (const auto it = kOptions.find(what); it != kOptions.end()) {
-        for (const char* option : {"scenario", "steps", "routed-steps", "end-to-end-steps", "config-runs", "json", "set",
-                                   "budget-ms", "seed", "runs", "counts", "kernel"}) {
+        for (const OptionSpec& spec : kSpecs) {
+            const std::string& option = spec.name;
             if (!args.has(option) || std::find(it->second.begin(), it->second.end(), option) != it->second.end())
                 continue;
             std::string takes;
             for (const auto& o : it->second)
                 takes += (takes.empty() ? "--" : ", --") + o;
-            throw InputError(Location{"moex-cli bench", 0, 0}, "--" + std::string(option) + " is not an option of bench "
+            throw InputError(Location{"moex-cli bench", 0, 0}, "--" + option + " is not an option of bench "
                                  + what + ", which takes " + takes);
         }
     }

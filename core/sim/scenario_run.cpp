@@ -251,6 +251,20 @@ InputError placementError(const Scenario& s, const std::invalid_argument& e)
                       what.starts_with("placement: ") ? what : "placement: " + what);
 }
 
+// The request's shape from the scenario: strategy, experts, GPUs, layers, domains, groups, slots.
+PlacementRequest shapeRequest(const Scenario& s)
+{
+    PlacementRequest req;
+    req.strategy = s.placement.strategy;
+    req.num_experts = s.model.routed_experts;
+    req.num_gpus = s.topology.numGpus();
+    req.num_layers = s.model.numMoeLayers();
+    req.num_nodes = s.topology.numDomains();
+    req.num_groups = s.model.expert_groups;
+    req.num_slots = s.model.routed_experts + s.placement.redundant_slots;
+    return req;
+}
+
 }  // namespace
 
 PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector<double>>& load, std::uint64_t seed,
@@ -259,13 +273,7 @@ PlacementSetup preparePlacement(const Scenario& s, const std::vector<std::vector
     const std::string& strategy = s.placement.strategy;
     PlacementSetup setup;
     PlacementRequest& req = setup.request;
-    req.strategy = strategy;
-    req.num_experts = s.model.routed_experts;
-    req.num_gpus = s.topology.numGpus();
-    req.num_layers = s.model.numMoeLayers();
-    req.num_nodes = s.topology.numDomains();
-    req.num_groups = s.model.expert_groups;
-    req.num_slots = s.model.routed_experts + s.placement.redundant_slots;
+    req = shapeRequest(s);
     req.load = load;
     req.budget_ms = s.placement.budget_ms;
     req.seed = seed;
@@ -315,16 +323,8 @@ void checkPlacementShape(const Scenario& s)
 {
     if (s.placement.explicit_slots)
         return;
-    PlacementRequest req;
-    req.strategy = s.placement.strategy;
-    req.num_experts = s.model.routed_experts;
-    req.num_gpus = s.topology.numGpus();
-    req.num_layers = s.model.numMoeLayers();
-    req.num_nodes = s.topology.numDomains();
-    req.num_groups = s.model.expert_groups;
-    req.num_slots = s.model.routed_experts + s.placement.redundant_slots;
     try {
-        checkPlacementShape(req);
+        checkPlacementShape(shapeRequest(s));
     } catch (const std::invalid_argument& e) {
         throw placementError(s, e);
     }
