@@ -1,6 +1,8 @@
 #include "bench_prefill.h"
 
 #include "engine/moe_layer.h"
+#include "engine/openblas.h"
+#include "engine/row_kernels.h"
 
 #include <algorithm>
 #include <barrier>
@@ -8,23 +10,7 @@
 #include <cstdlib>
 #include <thread>
 
-#ifdef MOEX_HAVE_OPENBLAS
-#include <cblas.h>
-#include <dlfcn.h>
-#endif
-
 namespace moex::cli {
-
-#ifndef MOEX_HAVE_OPENBLAS
-
-PrefillResult benchPrefill(int, int)
-{
-    PrefillResult r;
-    r.why = "this build has no OpenBLAS (libopenblas-dev) for the sgemm ceiling";
-    return r;
-}
-
-#else
 
 namespace {
 
@@ -39,45 +25,14 @@ double medianOf(std::vector<double> v)
 constexpr int kHidden = 4096;
 constexpr int kInter = 14336;
 
-// OpenBLAS, loaded on first use (CMakeLists.txt says why it is not linked).
-struct Blas {
-    decltype(&cblas_sgemm) sgemm = nullptr;
-    decltype(&openblas_set_num_threads) setThreads = nullptr;
-    decltype(&openblas_get_corename) corename = nullptr;
-    std::string error;
-};
-
-const Blas& blas()
-{
-    static const Blas b = [] {
-        Blas out;
-        void* lib = nullptr;
-        for (const char* name : {"libopenblas.so.0", "libopenblas.so"})
-            if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr)
-                break;
-        if (!lib) {
-            const char* why = dlerror();
-            out.error = std::string("OpenBLAS (libopenblas0) could not be loaded: ") + (why ? why : "not found");
-            return out;
-        }
-        out.sgemm = reinterpret_cast<decltype(&cblas_sgemm)>(dlsym(lib, "cblas_sgemm"));
-        out.setThreads = reinterpret_cast<decltype(&openblas_set_num_threads)>(dlsym(lib, "openblas_set_num_threads"));
-        out.corename = reinterpret_cast<decltype(&openblas_get_corename)>(dlsym(lib, "openblas_get_corename"));
-        if (!out.sgemm || !out.setThreads || !out.corename)
-            out.error = "the loaded OpenBLAS lacks cblas_sgemm, openblas_set_num_threads or openblas_get_corename";
-        return out;
-    }();
-    return b;
-}
-
 }  // namespace
 
 PrefillResult benchPrefill(int runs, int threads)
 {
     using namespace engine;
     PrefillResult result;
-    const Blas& lib = blas();
-    if (!lib.error.empty()) {
+    const openblas::Library& lib = openblas::library();
+    if (!lib.loaded()) {
         result.why = lib.error;
         return result;
     }
@@ -108,19 +63,21 @@ PrefillResult benchPrefill(int runs, int threads)
         std::vector<double> ms;
         for (int k = 0; k < runs + 1; ++k) {
             const auto t0 = Clock::now();
-            lib.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, static_cast<int>(N), kHidden, 1.0f, x.data(), kHidden,
+            lib.sgemm(openblas::kRowMajor, openblas::kNoTrans, openblas::kNoTrans, t, static_cast<int>(N), kHidden, 1.0f, x.data(), kHidden,
                         b.data(), static_cast<int>(N), 0.0f, c.data(), static_cast<int>(N));
             if (k > 0)
                 ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         }
         sgemm.push_back(2.0 * t * kHidden * static_cast<double>(N) / (medianOf(ms) * 1e-3) / 1e9);
     }
+    lib.setThreads(1);  // the engine runs one expert per thread, each sgemm on its caller's thread
     b.clear();
     b.shrink_to_fit();
 
     result.ratio = 1e9;
     for (DType d : {DType::bf16, DType::fp8, DType::fp32}) {
-        const LayerShape s = layerShape(mixtral, d);
+        LayerShape s = layerShape(mixtral, d);
+        s.openblas_from_tokens = openblas::fromTokens(openblas::GemmChoice::automatic, activeKernel(), s.format);
         std::vector<FfnWeights> experts;
         for (int e = 0; e < threads; ++e)
             experts.push_back(makeExpertWeights(s, 1, 0, e));
@@ -150,6 +107,7 @@ PrefillResult benchPrefill(int runs, int threads)
             PrefillFigure f;
             f.format = d == DType::bf16 ? "bf16" : d == DType::fp8 ? "fp8" : "fp32";
             f.tokens = n;
+            f.gemm = s.openblas_from_tokens > 0 && n >= s.openblas_from_tokens ? "openblas" : toString(activeKernel());
             f.ms = medianOf(ms);
             f.gflops = threads * 6.0 * kHidden * static_cast<double>(kInter) * n / (f.ms * 1e-3) / 1e9;
             f.sgemm_gflops = sgemm[ti];
@@ -160,7 +118,5 @@ PrefillResult benchPrefill(int runs, int threads)
     }
     return result;
 }
-
-#endif
 
 }  // namespace moex::cli

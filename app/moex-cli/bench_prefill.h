@@ -1,5 +1,6 @@
-// bench engine's prefill part: the engine's expert FFN at 32 and 256 tokens against one dense
-// OpenBLAS sgemm of the same FLOPs, measured in the same run (issue 15's prefill_ratio).
+// bench engine's prefill part: the engine's expert FFN at 32 and 256 tokens, multiplied as the
+// engine's default (engine.gemm: auto) chooses, against one dense OpenBLAS sgemm of the same FLOPs
+// measured in the same run (issue 15's prefill_ratio).
 #pragma once
 
 #include <string>
@@ -9,6 +10,7 @@ namespace moex::cli {
 
 struct PrefillFigure {
     std::string format;     // the engine's weight format
+    std::string gemm;       // what multiplied, as engine.gemm: auto chooses: "openblas" or the engine's kernel
     int tokens = 0;
     double ms = 0;          // two experts, one per thread
     double gflops = 0;

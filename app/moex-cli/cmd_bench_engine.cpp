@@ -457,11 +457,11 @@ int benchEngine(const Args& args)
         std::cout << "prefill, the same slice: expert FFN GFLOP/s over one OpenBLAS sgemm of the same FLOPs (" << threads
                   << " threads, OpenBLAS core " << prefill.blas_core
                   << (prefill.blas_core_forced ? ", as OPENBLAS_CORETYPE in the environment asks" : "") << ")\n";
-        std::cout << "  weights  tokens       ms  GFLOP/s   sgemm   ratio\n";
+        std::cout << "  weights  tokens  gemm            ms  GFLOP/s   sgemm   ratio\n";
         for (const auto& f : prefill.figures) {
-            char line[112];
-            std::snprintf(line, sizeof line, "  %-7s  %6d  %7.2f  %7.1f  %6.1f  %6.3f\n", f.format.c_str(), f.tokens, f.ms, f.gflops,
-                          f.sgemm_gflops, f.ratio);
+            char line[128];
+            std::snprintf(line, sizeof line, "  %-7s  %6d  %-11s  %7.2f  %7.1f  %6.1f  %6.3f\n", f.format.c_str(), f.tokens,
+                          f.gemm.c_str(), f.ms, f.gflops, f.sgemm_gflops, f.ratio);
             std::cout << line;
         }
         std::cout << "prefill_ratio    " << fixed(prefill.ratio, 3) << " (smallest; target >= 0.80, goal 1.2)\n";
@@ -484,7 +484,7 @@ int benchEngine(const Args& args)
             j["openblas_core_forced"] = prefill.blas_core_forced;
             nlohmann::json rows = nlohmann::json::array();
             for (const auto& f : prefill.figures)
-                rows.push_back({{"weights", f.format}, {"tokens", f.tokens}, {"ms", f.ms}, {"gflops", f.gflops},
+                rows.push_back({{"weights", f.format}, {"tokens", f.tokens}, {"gemm", f.gemm}, {"ms", f.ms}, {"gflops", f.gflops},
                                 {"sgemm_gflops", f.sgemm_gflops}, {"ratio", f.ratio}});
             j["prefill"] = rows;
         } else {

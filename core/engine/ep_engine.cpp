@@ -312,8 +312,11 @@ struct EpEngine::Impl {
             }
             auto& o = output[static_cast<std::size_t>(r)];
             o.assign(static_cast<std::size_t>(n) * Hs, 0.0f);
-            if (shape.shared_inter > 0 && n > 0)
-                ffnForward(shape, shape.shared_inter, w.shared, xr.data(), n, o.data(), sharedScratch[static_cast<std::size_t>(r)]);
+            if (shape.shared_inter > 0 && n > 0) {
+                LayerShape sharedShape = shape;
+                sharedShape.openblas_from_tokens = 0;  // a rank's own tokens: the engine's kernels (above)
+                ffnForward(sharedShape, shape.shared_inter, w.shared, xr.data(), n, o.data(), sharedScratch[static_cast<std::size_t>(r)]);
+            }
             pt.expert = usSince(phase);
 
             // Combine: wait for every rank's experts, pull this rank's results, sum per token.
@@ -366,6 +369,17 @@ EpEngine::EpEngine(const ModelSpec& model, DType weights, const Placement& place
 {
     m->model = model;
     m->shape = layerShape(model, weights);
+    // OpenBLAS gives a token a result that depends on the rest of its batch (its kernels block
+    // and order the sums by the batch's size), where the engine's kernels do not. An expert gets
+    // the same batch on any number of ranks only when it has one copy: auto keeps the engine's
+    // kernels where the placement replicates any expert, and shared experts (each rank's own
+    // tokens) always run on them, so that N ranks give one rank's output.
+    m->shape.openblas_from_tokens = openblas::fromTokens(config.gemm, activeKernel(), m->shape.format);
+    if (config.gemm == openblas::GemmChoice::automatic)
+        for (const auto& layer : placement.layers)
+            for (int copies : layer.replicaCounts(model.routed_experts))
+                if (copies > 1)
+                    m->shape.openblas_from_tokens = 0;
     m->placement = placement;
     m->config = config;
     m->ranks = placement.numGpus();

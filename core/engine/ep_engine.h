@@ -16,6 +16,7 @@
 #pragma once
 
 #include "engine/moe_layer.h"
+#include "engine/openblas.h"
 #include "metrics/step_metrics.h"
 #include "placement/placement.h"
 
@@ -36,6 +37,9 @@ struct EngineConfig {
     // The weights of every rank's experts, shared experts and routers read from a Hugging Face
     // checkpoint (checkpoint.h), which the engine lets go of once they are read; null: seeded weights.
     std::shared_ptr<const Checkpoint> checkpoint;
+    // What multiplies each expert's tokens (engine/openblas.h): sets the shape's
+    // openblas_from_tokens; openblas where OpenBLAS does not load throws std::runtime_error.
+    openblas::GemmChoice gemm = openblas::GemmChoice::automatic;
 };
 
 class EpEngine {

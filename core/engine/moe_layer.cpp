@@ -1,5 +1,6 @@
 #include "engine/moe_layer.h"
 
+#include "engine/openblas.h"
 #include "engine/row_kernels.h"
 
 #include <algorithm>
@@ -280,6 +281,32 @@ void routeForced(const LayerShape& s, const RouterWeights& w, const float* x, in
     }
 }
 
+namespace {
+
+// out[t * ldo + r] = row r of w . x[t] (x: n rows, ldx apart) for every row of w, through OpenBLAS:
+// float32 weights as they are, the other formats dequantised into `panel` some rows at a time
+// (about 4 MiB of floats), never as a whole tensor.
+void projectOpenBlas(const QuantMatrix& w, const float* x, int n, std::size_t ldx, float* out, std::size_t ldo,
+                     std::vector<float>& panel)
+{
+    const int cols = w.cols();
+    if (w.format() == WeightFormat::f32) {
+        openblas::sgemmNT(n, w.rows(), cols, x, static_cast<int>(ldx), reinterpret_cast<const float*>(w.rowData(0)), cols,
+                          out, static_cast<int>(ldo));
+        return;
+    }
+    const int panelRows = std::clamp((1 << 20) / std::max(cols, 1) / 16 * 16, 16, 256);
+    panel.resize(static_cast<std::size_t>(panelRows) * static_cast<std::size_t>(cols));
+    for (int r0 = 0; r0 < w.rows(); r0 += panelRows) {
+        const int nr = std::min(panelRows, w.rows() - r0);
+        for (int i = 0; i < nr; ++i)
+            w.dequantRow(r0 + i, panel.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(cols));
+        openblas::sgemmNT(n, nr, cols, x, static_cast<int>(ldx), panel.data(), cols, out + r0, static_cast<int>(ldo));
+    }
+}
+
+}  // namespace
+
 void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float* x, int n, float* y,
                 std::vector<float>& scratch)
 {
@@ -300,8 +327,15 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
     float* packedG = packedX + packX;
     thread_local std::vector<float> rowBuffer;
     const bool gated = isGated(s.activation);
+    const bool viaOpenBlas = s.openblas_from_tokens > 0 && n >= s.openblas_from_tokens;
+    thread_local std::vector<float> panel;
+    if (viaOpenBlas) {
+        if (gated)
+            projectOpenBlas(w.gate, x, n, Hs, g, I, panel);
+        projectOpenBlas(w.up, x, n, Hs, u, I, panel);
+    }
     TokenPanel tokens(x, n, Hs, H, packedX);  // gate and up read the same tokens (one bf16 copy where rounded)
-    for (int r0 = 0; r0 < inter; r0 += kRows) {
+    for (int r0 = 0; r0 < (viaOpenBlas ? 0 : inter); r0 += kRows) {
         const int nr = std::min(kRows, inter - r0);
         if (gated)
             rowsDots(w.gate, r0, nr, tokens, dg, N, rowBuffer);
@@ -338,6 +372,14 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
             case Activation::gelu: g[t * I + r] = geluTanh(uv); break;
             }
         }
+    if (viaOpenBlas) {
+        projectOpenBlas(w.down, g, n, I, y, Hs, panel);
+        if (!w.down_bias.empty())
+            for (std::size_t t = 0; t < N; ++t)
+                for (std::size_t c = 0; c < Hs; ++c)
+                    y[t * Hs + c] += w.down_bias[c];
+        return;
+    }
     TokenPanel activated(g, n, I, inter, packedG);
     for (int r0 = 0; r0 < H; r0 += kRows) {
         const int nr = std::min(kRows, H - r0);

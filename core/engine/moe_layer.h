@@ -14,9 +14,11 @@
 // Combine: out[t] = sum over the token's k experts, in top-k order, of weight x expert output, plus
 // the shared experts' output.
 //
-// Every kernel computes each token's output with the same arithmetic in the same order whatever
-// the other tokens of its batch, so an expert gives bit-identical results on any rank and in any
-// batch: the output of N ranks equals one rank's.
+// Every kernel of the engine's own computes each token's output with the same arithmetic in the
+// same order whatever the other tokens of its batch, so an expert gives bit-identical results on
+// any rank and in any batch: the output of N ranks equals one rank's. OpenBLAS's sgemm
+// (openblas_from_tokens) gives the same batch the same result, but a token's result depends on
+// its batch: ep_engine.cpp uses it only where each expert's batch is the same on any number of ranks.
 #pragma once
 
 #include "engine/quant_matrix.h"
@@ -44,6 +46,10 @@ struct LayerShape {
     float swiglu_alpha = 1.702f;
     Activation activation = Activation::swiglu;
     WeightFormat format = WeightFormat::f32;
+    // > 0: an expert given at least this many tokens multiplies them through OpenBLAS's sgemm
+    // (engine/openblas.h) on float32 panels of its weights, dequantised a panel at a time; the
+    // engine's own kernels otherwise (and always when 0). The caller checks that OpenBLAS loads.
+    int openblas_from_tokens = 0;
 };
 
 // The shape of `m`'s MoE layers, its weights stored in `weights`.

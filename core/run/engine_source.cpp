@@ -115,6 +115,21 @@ std::vector<int> forcedChoices(const RoutingSample& sample, int layer, std::int6
 
 namespace {
 
+static_assert(static_cast<int>(EngineGemm::openblas) == static_cast<int>(engine::openblas::GemmChoice::openblas)
+              && static_cast<int>(EngineGemm::engine) == static_cast<int>(engine::openblas::GemmChoice::engine));
+
+// What multiplies the experts' tokens, for the run's detail line.
+std::string gemmDetail(const engine::LayerShape& shape)
+{
+    const std::string kernel = std::string("the engine's ") + engine::toString(engine::activeKernel()) + " kernels";
+    const int from = shape.openblas_from_tokens;
+    if (from == 0)
+        return "expert GEMMs on " + kernel;
+    if (from == 1)
+        return "expert GEMMs on OpenBLAS";
+    return "expert GEMMs on OpenBLAS from " + std::to_string(from) + " tokens per expert, " + kernel + " below";
+}
+
 class EngineSource final : public MetricsSource {
 public:
     std::string name() const override { return "cpu"; }
@@ -130,6 +145,9 @@ public:
                                                     + std::to_string(s.model.routed_experts) + " ranks (one expert each at most)");
         engine::EngineConfig cfg;
         cfg.seed = spec.seed;
+        cfg.gemm = static_cast<engine::openblas::GemmChoice>(spec.gemm);
+        if (spec.gemm == EngineGemm::openblas && !engine::openblas::library().loaded())
+            throw InputError(engineLocation(s), "engine.gemm: openblas, but " + engine::openblas::library().error);
         cfg.tokens = spec.tokens > 0 ? spec.tokens : std::min<std::int64_t>(s.workload.tokens_per_gpu, 256);
         if (cfg.tokens < ranks)
             throw InputError(engineLocation(s), std::to_string(cfg.tokens) + " tokens per step cannot give each of "
@@ -182,7 +200,8 @@ public:
         d << countOf(ranks, "rank") << ", " << countOf(static_cast<long long>(cfg.layers.size()), "MoE layer") << (cfg.shared_weights ? " on one layer's shared weights" : "")
           << ", " << cfg.tokens << " tokens per step, " << engine::toString(m_engine->shape().format) << " weights ("
           << gb(m_engine->weightBytes()) << ", " << (spec.checkpoint.empty() ? "seeded" : "from checkpoint " + spec.checkpoint)
-          << "), " << (m_routing ? "workload" : "computed") << " routing, threads transport";
+          << "), " << gemmDetail(m_engine->shape()) << ", " << (m_routing ? "workload" : "computed")
+          << " routing, threads transport";
         m_detail = d.str();
     }
 

@@ -2,6 +2,7 @@
 
 #include "common/host_info.h"
 #include "engine/moe_layer.h"
+#include "engine/openblas.h"
 #include "engine/row_kernels.h"
 
 #include <algorithm>
@@ -98,7 +99,10 @@ Calibration measureHostCalibration(const HostCalibrationOptions& options)
         m.moe_intermediate_size = kInter;
         m.routed_experts = 64;
         m.experts_per_token = 1;
-        const engine::LayerShape shape = engine::layerShape(m, f.dtype);
+        engine::LayerShape shape = engine::layerShape(m, f.dtype);
+        // The experts multiplied as the engine's default (engine.gemm: auto) multiplies them.
+        shape.openblas_from_tokens = engine::openblas::fromTokens(engine::openblas::GemmChoice::automatic,
+                                                                  engine::activeKernel(), shape.format);
         // Each thread owns enough experts to stream from memory.
         const engine::FfnWeights probe = engine::makeExpertWeights(shape, 1, 0, 0);
         const int perThread = std::max(2, static_cast<int>(streamBytes / static_cast<double>(probe.bytes()) + 0.999));

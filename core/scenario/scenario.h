@@ -58,6 +58,9 @@ enum class A2AKernel { deepep, one_sided };
 enum class Backend { sim, cpu, cuda, remote };
 
 enum class EngineWeights { automatic, own, shared };
+// What multiplies each expert's tokens on the CPU engine (engine/openblas.h): the faster as
+// measured for the CPU and weight format, the engine's kernels, or OpenBLAS's sgemm.
+enum class EngineGemm { automatic, engine, openblas };
 
 // The real engine's settings (run/engine_source.cpp says what each does).
 struct EngineSpec {
@@ -66,6 +69,7 @@ struct EngineSpec {
     int ranks = 1;
     std::vector<int> layers;                            // decoder-layer indices; empty = every MoE layer
     EngineWeights weights = EngineWeights::automatic;  // auto | own | shared
+    EngineGemm gemm = EngineGemm::automatic;           // auto | engine | openblas
     std::int64_t tokens = 0;                           // per step, all ranks; 0 = min(tokens_per_gpu, 256)
     std::uint64_t seed = 1;                            // weights and hidden states
     double memory_gb = 0;                              // weight budget; 0 = 80% of the memory available

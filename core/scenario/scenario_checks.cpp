@@ -318,7 +318,7 @@ void readPrecisionAndEngine(const YAML::Node& root, Scenario& s, ScenarioChecks&
     if (YamlReader::has(root, "engine")) {
         const YAML::Node node = root["engine"];
         if (c.r.expectMap(node, "engine", {"backend", "host", "ranks", "routing", "layers", "weights", "tokens",
-                                           "seed", "memory_gb", "checkpoint"})) {
+                                           "seed", "memory_gb", "checkpoint", "gemm"})) {
             const YAML::Node at = YamlReader::has(node, "backend") ? node["backend"] : node;
             s.engine.line = at.Mark().line + 1;
             s.engine.column = at.Mark().column + 1;
@@ -332,6 +332,8 @@ void readPrecisionAndEngine(const YAML::Node& root, Scenario& s, ScenarioChecks&
                 s.engine.workload_routing = *r == 1;
             if (auto w = c.r.getChoice(node, "weights", false, {"auto", "own", "shared"}))
                 s.engine.weights = static_cast<EngineWeights>(*w);
+            if (auto g = c.r.getChoice(node, "gemm", false, {"auto", "engine", "openblas"}))
+                s.engine.gemm = static_cast<EngineGemm>(*g);
             if (auto t = c.r.getInt(node, "tokens", false, 1, 1 << 20))
                 s.engine.tokens = *t;
             if (auto seed = c.r.getInt(node, "seed", false, 0, std::int64_t{1} << 53))

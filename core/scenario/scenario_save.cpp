@@ -183,6 +183,8 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
     }
     if (s.engine.weights != EngineWeights::automatic)
         out << YAML::Key << "weights" << YAML::Value << (s.engine.weights == EngineWeights::own ? "own" : "shared");
+    if (s.engine.gemm != EngineGemm::automatic)
+        out << YAML::Key << "gemm" << YAML::Value << (s.engine.gemm == EngineGemm::engine ? "engine" : "openblas");
     if (s.engine.tokens > 0)
         out << YAML::Key << "tokens" << YAML::Value << s.engine.tokens;
     if (s.engine.seed != 1)

@@ -82,6 +82,24 @@ private slots:
         // Another seed, other weights and tokens: another checksum.
         const QJsonObject seeded = runJson({QStringLiteral("run"), s, QStringLiteral("--set"), QStringLiteral("engine.seed=9")});
         QVERIFY(seeded[QStringLiteral("checksum")].toDouble() != one[QStringLiteral("checksum")].toDouble());
+        // Through OpenBLAS (engine.gemm: openblas, where it loads): the same checksum on 1 and 4
+        // ranks, and the run says what multiplied.
+        const QStringList viaBlas{QStringLiteral("--set"), QStringLiteral("engine.gemm=openblas")};
+        const CliResult blas = runCli(QStringList{QStringLiteral("run"), s, QStringLiteral("--ranks"), QStringLiteral("1")} + viaBlas);
+        if (blas.exitCode == 0) {
+            QVERIFY2(blas.out.contains(QStringLiteral("expert GEMMs on OpenBLAS,")), qPrintable(blas.out));
+            const QJsonObject b1 = runJson(QStringList{QStringLiteral("run"), s, QStringLiteral("--ranks"), QStringLiteral("1")} + viaBlas);
+            const QJsonObject b4 = runJson(QStringList{QStringLiteral("run"), s, QStringLiteral("--ranks"), QStringLiteral("4")} + viaBlas);
+            QCOMPARE(b4[QStringLiteral("checksum")].toDouble(), b1[QStringLiteral("checksum")].toDouble());
+            QVERIFY(b1[QStringLiteral("checksum")].toDouble() != 0);
+        } else {
+            // Without OpenBLAS: an error at the scenario's engine line that says why, exit 2.
+            QCOMPARE(blas.exitCode, 2);
+            QVERIFY2(blas.err.contains(QStringLiteral("engine.gemm: openblas, but OpenBLAS")), qPrintable(blas.err));
+        }
+        const CliResult engineKernels = runCli({QStringLiteral("run"), s, QStringLiteral("--set"), QStringLiteral("engine.gemm=engine")});
+        QCOMPARE(engineKernels.exitCode, 0);
+        QVERIFY2(engineKernels.out.contains(QStringLiteral("expert GEMMs on the engine's ")), qPrintable(engineKernels.out));
     }
 
     void textSummary()

@@ -140,13 +140,19 @@ void TestEngine::ranksGiveTheOneRankOutput_data()
     QTest::addColumn<int>("dtype");
     QTest::addColumn<QString>("strategy");
     QTest::addColumn<int>("redundant");
+    QTest::addColumn<bool>("viaOpenBlas");
     for (const char* fam : {"mixtral", "qwen-no-renorm", "deepseek", "gpt-oss", "nemotron", "gemma"})
         for (DType t : {DType::fp32, DType::bf16, DType::fp8, DType::mxfp4})
             QTest::addRow("%s %s", fam, std::string(toString(t)).c_str())
-                << QString::fromLatin1(fam) << static_cast<int>(t) << QStringLiteral("contiguous") << 0;
+                << QString::fromLatin1(fam) << static_cast<int>(t) << QStringLiteral("contiguous") << 0 << false;
     // Replicas: a token's expert may run on another rank's copy.
     QTest::newRow("deepseek fp8 eplb +8 replicas") << QStringLiteral("deepseek") << static_cast<int>(DType::fp8)
-                                                   << QStringLiteral("eplb") << 8;
+                                                   << QStringLiteral("eplb") << 8 << false;
+    // OpenBLAS's sgemm (engine.gemm: openblas) gives each expert's batch the same result on any rank too.
+    for (const char* fam : {"mixtral", "deepseek", "gpt-oss"})
+        for (DType t : {DType::fp32, DType::bf16, DType::fp8})
+            QTest::addRow("%s %s openblas", fam, std::string(toString(t)).c_str())
+                << QString::fromLatin1(fam) << static_cast<int>(t) << QStringLiteral("contiguous") << 0 << true;
 }
 
 void TestEngine::ranksGiveTheOneRankOutput()
@@ -155,8 +161,13 @@ void TestEngine::ranksGiveTheOneRankOutput()
     QFETCH(int, dtype);
     QFETCH(QString, strategy);
     QFETCH(int, redundant);
+    QFETCH(bool, viaOpenBlas);
+    if (viaOpenBlas && !openblas::library().loaded())
+        QSKIP(qPrintable(QString::fromStdString(openblas::library().error)));
     const ModelSpec m = smallModel(family.toStdString());
-    const EngineConfig cfg = smallConfig(m);
+    EngineConfig cfg = smallConfig(m);
+    if (viaOpenBlas)
+        cfg.gemm = openblas::GemmChoice::openblas;
     StepMetrics metrics;
     std::vector<float> one, many;
     EpEngine single(m, static_cast<DType>(dtype), placementFor(m, 1), cfg);
@@ -167,6 +178,9 @@ void TestEngine::ranksGiveTheOneRankOutput()
             continue;
         EpEngine ep(m, static_cast<DType>(dtype), placementFor(m, ranks, strategy.toStdString(), redundant), cfg);
         QCOMPARE(ep.ranks(), ranks);
+        // auto: the measured choice, but never OpenBLAS where an expert has copies (its batch splits).
+        QCOMPARE(ep.shape().openblas_from_tokens,
+                 viaOpenBlas ? 1 : redundant > 0 ? 0 : openblas::fromTokens(openblas::GemmChoice::automatic, activeKernel(), ep.shape().format));
         const double c = ep.step(2, metrics, &many);
         QCOMPARE(c, c1);      // bit for bit
         QCOMPARE(many, one);  // every element
@@ -244,16 +258,24 @@ void TestEngine::matchesNumpyReference_data()
     QTest::addColumn<int>("dtype");
     QTest::addColumn<bool>("bf16Products");
     QTest::addColumn<double>("tolerance");
+    QTest::addColumn<bool>("viaOpenBlas");
     // The reference runs in float64 on the weights the engine used (dequantised), so with float32
     // products the only difference is the engine's float32 arithmetic: about 1e-7 per operation, a
     // few 1e-7 after the sums of 64 and 32 products. 1e-5 normwise leaves margin and still catches
     // any semantic error (a wrong weight, a missing bias or renormalisation moves the output by
     // 1e-2 or more). Quantised weights change nothing here: both sides see the same dequantised values.
     for (const char* fam : {"mixtral", "qwen-no-renorm", "deepseek", "gpt-oss", "nemotron", "gemma"}) {
-        QTest::addRow("%s fp32", fam) << QString::fromLatin1(fam) << static_cast<int>(DType::fp32) << false << 1e-5;
-        QTest::addRow("%s fp8", fam) << QString::fromLatin1(fam) << static_cast<int>(DType::fp8) << false << 1e-5;
+        QTest::addRow("%s fp32", fam) << QString::fromLatin1(fam) << static_cast<int>(DType::fp32) << false << 1e-5 << false;
+        QTest::addRow("%s fp8", fam) << QString::fromLatin1(fam) << static_cast<int>(DType::fp8) << false << 1e-5 << false;
     }
-    QTest::newRow("gpt-oss mxfp4") << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << false << 1e-5;
+    QTest::newRow("gpt-oss mxfp4") << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << false << 1e-5 << false;
+    // The same through OpenBLAS's sgemm on the dequantised weights (engine.gemm: openblas): float32
+    // products, so the same 1e-5.
+    for (const char* fam : {"mixtral", "deepseek", "gpt-oss", "nemotron", "gemma"})
+        for (DType t : {DType::fp32, DType::bf16, DType::fp8})
+            QTest::addRow("%s %s openblas", fam, std::string(toString(t)).c_str())
+                << QString::fromLatin1(fam) << static_cast<int>(t) << false << 1e-5 << true;
+    QTest::newRow("gpt-oss mxfp4 openblas") << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << false << 1e-5 << true;
     // With bf16 products (the avx512-bf16 kernel) the engine rounds the tokens, the activations
     // between up and down, and fp8 weights times their block scale to bf16: 2^-9 relative at most
     // per rounding, a few 1e-3 normwise through the two matrices of an expert (measured 2.3e-3 to
@@ -261,8 +283,8 @@ void TestEngine::matchesNumpyReference_data()
     // below what a semantic error moves.
     for (const char* fam : {"mixtral", "deepseek", "gpt-oss", "nemotron"})
         for (DType t : {DType::bf16, DType::fp8})
-            QTest::addRow("%s %s bf16 products", fam, std::string(toString(t)).c_str()) << QString::fromLatin1(fam) << static_cast<int>(t) << true << 5e-3;
-    QTest::newRow("gpt-oss mxfp4 bf16 products") << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << true << 5e-3;
+            QTest::addRow("%s %s bf16 products", fam, std::string(toString(t)).c_str()) << QString::fromLatin1(fam) << static_cast<int>(t) << true << 5e-3 << false;
+    QTest::newRow("gpt-oss mxfp4 bf16 products") << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << true << 5e-3 << false;
 }
 
 void TestEngine::matchesNumpyReference()
@@ -271,6 +293,9 @@ void TestEngine::matchesNumpyReference()
     QFETCH(int, dtype);
     QFETCH(bool, bf16Products);
     QFETCH(double, tolerance);
+    QFETCH(bool, viaOpenBlas);
+    if (viaOpenBlas && !openblas::library().loaded())
+        QSKIP(qPrintable(QString::fromStdString(openblas::library().error)));
     if (bf16Products && !kernelSupported(Kernel::avx512bf16))
         QSKIP("this CPU has no AVX-512-BF16: bf16 products cannot run here (the float32 rows run)");
     const Kernel before = activeKernel();
@@ -283,6 +308,7 @@ void TestEngine::matchesNumpyReference()
     const ModelSpec m = smallModel(family.toStdString());
     EngineConfig cfg = smallConfig(m, 13);
     cfg.layers = {m.moe_layers.back()};
+    cfg.gemm = viaOpenBlas ? openblas::GemmChoice::openblas : openblas::GemmChoice::engine;
     const int decoder = cfg.layers.front(), ordinal = 1;
     EpEngine ep(m, static_cast<DType>(dtype), placementFor(m, 2), cfg);
     StepMetrics metrics;

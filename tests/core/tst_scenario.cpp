@@ -181,7 +181,8 @@ void TestScenario::overrides()
                                                 {"gpus.speed.gpu17", "0.85"},
                                                 {"topology.builtin", "gb300-nvl72"},
                                                 {"overlap", "none"},
-                                                {"a2a_kernel", "one-sided"}});
+                                                {"a2a_kernel", "one-sided"},
+                                                {"engine.gemm", "openblas"}});
     QCOMPARE(s.workload.tokens_per_gpu, 256);
     QCOMPARE(s.workload.routing.skew, 0.0);
     QCOMPARE(s.speeds.of(17), 0.85);
@@ -191,7 +192,11 @@ void TestScenario::overrides()
     QVERIFY(s.a2a_kernel == A2AKernel::one_sided);
     // Saved and read back, the kernel choice survives (it is written only where it is not the default).
     QVERIFY(loadScenarioText(scenarioToYaml(s), s.file).a2a_kernel == A2AKernel::one_sided);
+    QVERIFY(s.engine.gemm == EngineGemm::openblas);
+    QVERIFY(loadScenarioText(scenarioToYaml(s), s.file).engine.gemm == EngineGemm::openblas);
     const Scenario base = loadScenarioFile(path);
+    QVERIFY(base.engine.gemm == EngineGemm::automatic);
+    QVERIFY(scenarioToYaml(base).find("gemm") == std::string::npos);
     QCOMPARE(base.workload.tokens_per_gpu, 128);
     QVERIFY(base.a2a_kernel == A2AKernel::deepep);
 }
@@ -219,6 +224,9 @@ void TestScenario::overrideErrors()
     // section's unknown key.
     QVERIFY(errorsOf({{"workload.tokens", "3"}})
                 .rfind("--set workload.tokens=3: error: unknown key 'tokens' in workload; did you mean", 0) == 0);
+    const std::string gemm = errorsOf({{"engine.gemm", "fast"}});
+    QVERIFY2(gemm.rfind("--set engine.gemm=fast: error:", 0) == 0 && gemm.find("auto, engine, openblas") != std::string::npos,
+             gemm.c_str());
     QVERIFY(errorsOf({{"sweep.batch", "3"}}).rfind("--set sweep.batch=3: error: unknown key 'sweep' in scenario", 0) == 0);
     // The file's own errors keep their lines beside a flag's.
     QTemporaryDir dir;

@@ -1,0 +1,87 @@
+#include "engine/openblas.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <stdexcept>
+
+namespace moex::engine::openblas {
+
+const Library& library()
+{
+    static const Library lib = [] {
+        Library out;
+        void* handle = nullptr;
+        for (const char* name : {"libopenblas.so.0", "libopenblas.so"})
+            if ((handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr)
+                break;
+        if (!handle) {
+            const char* why = dlerror();
+            out.error = std::string("OpenBLAS (Debian's libopenblas0) could not be loaded: ") + (why ? why : "not found");
+            return out;
+        }
+        out.sgemm = reinterpret_cast<Library::Sgemm>(dlsym(handle, "cblas_sgemm"));
+        out.setThreads = reinterpret_cast<void (*)(int)>(dlsym(handle, "openblas_set_num_threads"));
+        out.corename = reinterpret_cast<char* (*)()>(dlsym(handle, "openblas_get_corename"));
+        if (!out.sgemm || !out.setThreads || !out.corename) {
+            out.error = "the OpenBLAS loaded lacks cblas_sgemm, openblas_set_num_threads or openblas_get_corename";
+            return out;
+        }
+        out.setThreads(1);
+        // OpenBLAS's names of its AVX-512 sgemm kernels (the rest are AVX2 or older).
+        const std::string core = out.corename();
+        for (const char* name : {"skylakex", "cooperlake", "sapphirerapids"})
+            if (std::equal(core.begin(), core.end(), name, name + std::strlen(name),
+                           [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; }))
+                out.avx512 = true;
+        return out;
+    }();
+    return lib;
+}
+
+void sgemmNT(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc)
+{
+    library().sgemm(kRowMajor, kNoTrans, kTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+}
+
+int fromTokens(Kernel k, WeightFormat f, bool avx512Sgemm)
+{
+    // GFLOP/s of two experts on two threads at 64 / 128 / 256 tokens, each kernel's against
+    // OpenBLAS's, in docs/PERFORMANCE.md.
+    if (f == WeightFormat::mxfp4)
+        return k == Kernel::portable ? 64 : 0;
+    switch (k) {
+    case Kernel::avx512bf16: return avx512Sgemm && f == WeightFormat::f32 ? 128 : 0;
+    case Kernel::avx512: return avx512Sgemm ? 128 : 0;
+    case Kernel::avx2: return f == WeightFormat::f32 ? 128 : f == WeightFormat::fp8_block ? 64 : 0;
+    case Kernel::portable: return 32;
+    }
+    return 0;
+}
+
+int fromTokens(GemmChoice c, Kernel k, WeightFormat f)
+{
+    switch (c) {
+    case GemmChoice::engine: return 0;
+    case GemmChoice::automatic: return library().loaded() ? fromTokens(k, f, library().avx512) : 0;
+    case GemmChoice::openblas:
+        if (!library().loaded())
+            throw std::runtime_error(library().error);
+        return 1;
+    }
+    return 0;
+}
+
+const char* toString(GemmChoice c)
+{
+    switch (c) {
+    case GemmChoice::automatic: return "auto";
+    case GemmChoice::engine: return "engine";
+    case GemmChoice::openblas: return "openblas";
+    }
+    return "?";
+}
+
+}  // namespace moex::engine::openblas
