@@ -327,15 +327,15 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
     float* packedG = packedX + packX;
     thread_local std::vector<float> rowBuffer;
     const bool gated = isGated(s.activation);
-    const bool viaOpenBlas = s.openblas_from_tokens > 0 && n >= s.openblas_from_tokens;
+    const bool openBlas = viaOpenBlas(s, n);
     thread_local std::vector<float> panel;
-    if (viaOpenBlas) {
+    if (openBlas) {
         if (gated)
             projectOpenBlas(w.gate, x, n, Hs, g, I, panel);
         projectOpenBlas(w.up, x, n, Hs, u, I, panel);
     }
     TokenPanel tokens(x, n, Hs, H, packedX);  // gate and up read the same tokens (one bf16 copy where rounded)
-    for (int r0 = 0; r0 < (viaOpenBlas ? 0 : inter); r0 += kRows) {
+    for (int r0 = 0; r0 < (openBlas ? 0 : inter); r0 += kRows) {
         const int nr = std::min(kRows, inter - r0);
         if (gated)
             rowsDots(w.gate, r0, nr, tokens, dg, N, rowBuffer);
@@ -372,7 +372,7 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
             case Activation::gelu: g[t * I + r] = geluTanh(uv); break;
             }
         }
-    if (viaOpenBlas) {
+    if (openBlas) {
         projectOpenBlas(w.down, g, n, I, y, Hs, panel);
         if (!w.down_bias.empty())
             for (std::size_t t = 0; t < N; ++t)

@@ -52,6 +52,12 @@ struct LayerShape {
     int openblas_from_tokens = 0;
 };
 
+// Whether ffnForward multiplies n tokens of shape s through OpenBLAS.
+inline bool viaOpenBlas(const LayerShape& s, int n)
+{
+    return s.openblas_from_tokens > 0 && n >= s.openblas_from_tokens;
+}
+
 // The shape of `m`'s MoE layers, its weights stored in `weights`.
 LayerShape layerShape(const ModelSpec& m, DType weights);
 
