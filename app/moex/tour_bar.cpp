@@ -121,13 +121,16 @@ void TourBar::start(const session::Tour& tour)
             return;
         }
         if (TourBar* bar = self.data())  // alive: its destructor waits for this job
-            bar->m_mailbox.post([self, token, figures = std::move(figures)] {
-                if (!self || token.requested())
+            bar->m_mailbox.post([self, token, figures = std::move(figures)]() mutable {
+                // One read of the guard: every self-> would read it again, and GCC then warns
+                // that the pointer it dereferences may be null.
+                TourBar* const alive = self.data();
+                if (!alive || token.requested())
                     return;
-                self->m_figures = figures;
-                self->updateCaptionHeight();
-                self->showCaption();
-                emit self->figuresReady();
+                alive->m_figures = std::move(figures);  // the mailbox runs each message once
+                alive->updateCaptionHeight();
+                alive->showCaption();
+                emit alive->figuresReady();
             });
     });
     show(0);
