@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -14,19 +15,32 @@ const Library& library()
     static const Library lib = [] {
         Library out;
         void* handle = nullptr;
-        for (const char* name : {"libopenblas.so.0", "libopenblas.so"})
-            if ((handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr)
-                break;
-        if (!handle) {
-            const char* why = dlerror();
-            out.error = std::string("OpenBLAS (Debian's libopenblas0) could not be loaded: ") + (why ? why : "not found");
-            return out;
+        const char* chosen = std::getenv("MOEX_OPENBLAS");
+        if (chosen && *chosen) {
+            // The user's OpenBLAS (another build, a path outside the loader's): that one or none.
+            if (!(handle = dlopen(chosen, RTLD_NOW | RTLD_LOCAL))) {
+                const char* why = dlerror();
+                out.error = std::string("OpenBLAS could not be loaded from MOEX_OPENBLAS=") + chosen + ": " +
+                            (why ? why : "not found");
+                return out;
+            }
+        } else {
+            for (const char* name : {"libopenblas.so.0", "libopenblas.so"})
+                if ((handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr)
+                    break;
+            if (!handle) {
+                const char* why = dlerror();
+                out.error = std::string("OpenBLAS (Debian's libopenblas0) could not be loaded: ") + (why ? why : "not found");
+                return out;
+            }
         }
         out.sgemm = reinterpret_cast<Library::Sgemm>(dlsym(handle, "cblas_sgemm"));
         out.setThreads = reinterpret_cast<void (*)(int)>(dlsym(handle, "openblas_set_num_threads"));
         out.corename = reinterpret_cast<char* (*)()>(dlsym(handle, "openblas_get_corename"));
         if (!out.sgemm || !out.setThreads || !out.corename) {
-            out.error = "the OpenBLAS loaded lacks cblas_sgemm, openblas_set_num_threads or openblas_get_corename";
+            out.error = std::string("the library loaded as OpenBLAS (") + (chosen && *chosen ? chosen : "libopenblas.so.0") +
+                        ") lacks cblas_sgemm, openblas_set_num_threads or openblas_get_corename";
+            dlclose(handle);
             return out;
         }
         out.setThreads(1);

@@ -24,7 +24,8 @@ struct Library {
 };
 
 // Loads the library once (thread-safe) and sets it to one thread: the engine runs one expert per
-// thread itself. Callers that want OpenBLAS's own threads (bench engine's ceiling) set them and
+// thread itself. MOEX_OPENBLAS=PATH loads that file instead of the loader's libopenblas.so.0 (a
+// build of one's own, a path outside the loader's); a PATH that does not load is the error. Callers that want OpenBLAS's own threads (bench engine's ceiling) set them and
 // put back one.
 const Library& library();
 

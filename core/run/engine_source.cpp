@@ -119,12 +119,13 @@ static_assert(static_cast<int>(EngineGemm::openblas) == static_cast<int>(engine:
               && static_cast<int>(EngineGemm::engine) == static_cast<int>(engine::openblas::GemmChoice::engine));
 
 // What multiplies the experts' tokens, for the run's detail line.
-std::string gemmDetail(const engine::LayerShape& shape)
+std::string gemmDetail(const engine::LayerShape& shape, EngineGemm gemm)
 {
     const std::string kernel = std::string("the engine's ") + engine::toString(engine::activeKernel()) + " kernels";
     const int from = shape.openblas_from_tokens;
     if (from == 0)
-        return "expert GEMMs on " + kernel;
+        return "expert GEMMs on " + kernel
+               + (gemm == EngineGemm::automatic && !engine::openblas::library().loaded() ? " (OpenBLAS not loaded)" : "");
     if (from == 1)
         return "expert GEMMs on OpenBLAS";
     return "expert GEMMs on OpenBLAS from " + std::to_string(from) + " tokens per expert, " + kernel + " below";
@@ -200,7 +201,7 @@ public:
         d << countOf(ranks, "rank") << ", " << countOf(static_cast<long long>(cfg.layers.size()), "MoE layer") << (cfg.shared_weights ? " on one layer's shared weights" : "")
           << ", " << cfg.tokens << " tokens per step, " << engine::toString(m_engine->shape().format) << " weights ("
           << gb(m_engine->weightBytes()) << ", " << (spec.checkpoint.empty() ? "seeded" : "from checkpoint " + spec.checkpoint)
-          << "), " << gemmDetail(m_engine->shape()) << ", " << (m_routing ? "workload" : "computed")
+          << "), " << gemmDetail(m_engine->shape(), spec.gemm) << ", " << (m_routing ? "workload" : "computed")
           << " routing, threads transport";
         m_detail = d.str();
     }

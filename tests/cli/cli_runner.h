@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QProcess>
+#include <QProcessEnvironment>
 #include <QString>
 #include <QStringList>
 
@@ -14,11 +15,13 @@ struct CliResult {
     QString err;
 };
 
-inline CliResult runCli(const QStringList& args, const QString& workdir = QString(), int timeoutMs = 300000)
+inline CliResult runCli(const QStringList& args, const QString& workdir = QString(), int timeoutMs = 300000,
+                        const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())
 {
     QProcess p;
     if (!workdir.isEmpty())
         p.setWorkingDirectory(workdir);
+    p.setProcessEnvironment(env);
     p.start(QStringLiteral(MOEX_CLI_PATH), args);
     if (!p.waitForFinished(timeoutMs)) {
         p.kill();

@@ -102,6 +102,40 @@ private slots:
         QVERIFY2(engineKernels.out.contains(QStringLiteral("expert GEMMs on the engine's ")), qPrintable(engineKernels.out));
     }
 
+    // MOEX_OPENBLAS names the library to load; one that does not load is, for engine.gemm: openblas,
+    // an error that names the variable and the file (exit 2), and for auto the engine's kernels,
+    // said so in the run's detail. This is also the path of a machine without libopenblas0.
+    void openblasThatDoesNotLoad()
+    {
+        QTemporaryDir dir;
+        const QString s = writeScenario(dir);
+        const QString missing = dir.filePath(QStringLiteral("no-such-libopenblas.so"));
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("MOEX_OPENBLAS"), missing);
+        const CliResult blas = runCli({QStringLiteral("run"), s, QStringLiteral("--set"), QStringLiteral("engine.gemm=openblas")},
+                                      QString(), 300000, env);
+        QCOMPARE(blas.exitCode, 2);
+        QVERIFY2(blas.err.contains(QStringLiteral("engine.gemm: openblas, but OpenBLAS could not be loaded from MOEX_OPENBLAS=")
+                                   + missing),
+                 qPrintable(blas.err));
+        QVERIFY2(blas.err.contains(QStringLiteral("small.yaml:")), qPrintable(blas.err));  // where: the scenario's engine line
+        QVERIFY(blas.out.isEmpty());
+        const CliResult automatic = runCli({QStringLiteral("run"), s}, QString(), 300000, env);
+        QCOMPARE(automatic.exitCode, 0);
+        QVERIFY2(automatic.out.contains(QStringLiteral("kernels (OpenBLAS not loaded)")), qPrintable(automatic.out));
+        // The same checksum as a run that never asks for OpenBLAS: the engine's kernels ran.
+        env.remove(QStringLiteral("MOEX_OPENBLAS"));
+        const CliResult engineKernels = runCli({QStringLiteral("run"), s, QStringLiteral("--set"), QStringLiteral("engine.gemm=engine")},
+                                               QString(), 300000, env);
+        QCOMPARE(engineKernels.exitCode, 0);
+        const auto checksum = [](const QString& out) {
+            const QRegularExpressionMatch m = QRegularExpression(QStringLiteral("checksum\\s+([-0-9.e+]+)")).match(out);
+            return m.hasMatch() ? m.captured(1) : QString();
+        };
+        QVERIFY(!checksum(automatic.out).isEmpty());
+        QCOMPARE(checksum(automatic.out), checksum(engineKernels.out));
+    }
+
     void textSummary()
     {
         QTemporaryDir dir;
