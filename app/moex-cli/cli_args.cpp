@@ -80,10 +80,10 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv, con
                               + " given more than once");
         slot.push_back(value);
     }
-    checkOutputsAreNotInputs();
+    checkOutputs();
 }
 
-void Args::checkOutputsAreNotInputs() const
+void Args::checkOutputs() const
 {
     // An output (--json, -o) that names a file the command reads would replace it: the scenario
     // turned into JSON, a config.json into YAML. The same file by any name (a link, ./x, ../d/x).
@@ -95,10 +95,19 @@ void Args::checkOutputsAreNotInputs() const
         const auto out = value(output);
         if (!out || *out == "-")
             continue;
+        // A run or a calibration can take minutes: an output that cannot be written is an error
+        // before, not after (the write itself is atomic and says why it failed).
+        const std::string flag = output == std::string("json") ? "--json " : "-o ";
+        const std::filesystem::path target(*out);
+        const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec))
+            fail(m_command, flag + *out + ": there is no directory " + dir.string());
+        if (std::filesystem::is_directory(target, ec))
+            fail(m_command, flag + *out + ": is a directory; name a file in it");
         for (const std::string& in : inputs) {
-            std::error_code ec;
             if (in != "-" && std::filesystem::equivalent(*out, in, ec) && !ec)
-                fail(m_command, std::string(output == std::string("json") ? "'--json " : "'-o ") + *out
+                fail(m_command, "'" + flag + *out
                                     + "' is the input file " + in + ": writing it would replace the input; name another file");
         }
     }

@@ -33,8 +33,9 @@ public:
     void requirePositionals(std::size_t min, std::size_t max, const std::string& usage) const;
 
 private:
-    // Throws when --json or -o names the same file as an input (a positional or another option).
-    void checkOutputsAreNotInputs() const;
+    // Throws when --json or -o names the same file as an input (a positional or another option),
+    // a directory, or a file in a directory that is not there.
+    void checkOutputs() const;
 
     std::string m_command;
     std::vector<std::string> m_positionals;

@@ -80,7 +80,15 @@ int cmdRun(const Argv& argv)
                 bad("--layers " + *layers + ": decoder layer " + item + " is not an MoE layer of " + s.model.name
                     + " (" + std::to_string(s.model.numMoeLayers()) + " MoE layers, the first "
                     + std::to_string(s.model.moe_layers.front()) + ", the last " + std::to_string(s.model.moe_layers.back()) + ")");
+            // As engine.layers in a scenario: each layer once, ascending (a layer twice would run
+            // twice and be reported as two layers).
+            const std::size_t n = s.engine.layers.size();
+            if (n > 1 && s.engine.layers[n - 1] <= s.engine.layers[n - 2])
+                bad("--layers " + *layers + ": the layers must ascend, each once (" + item + " after "
+                    + std::to_string(s.engine.layers[n - 2]) + ")");
         }
+        if (s.engine.layers.empty())
+            bad("--layers needs one or more MoE decoder-layer indices, e.g. --layers 3,4 (without it, every MoE layer runs)");
     }
     // What the engine is asked for on the command line: its errors name these flags, not the
     // scenario's engine section (which may not set them at all).

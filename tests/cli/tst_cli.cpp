@@ -250,8 +250,9 @@ void TestCli::setOverrides()
 }
 
 // An output path that cannot be written is the user's input, not an internal failure: exit 2, the
-// path and the reason in the message, and nothing left behind (no temporary file, the directory
-// that stood in the way untouched).
+// path and the reason in the message, said before the command does its work (a run or a
+// calibration takes minutes), and nothing left behind (the directory that stood in the way
+// untouched). A write that fails later is tst_scenario's atomicSaveKeepsOldFileOnFailure.
 void TestCli::unwritableOutputIsBadInput()
 {
     QTemporaryDir dir;
@@ -259,16 +260,24 @@ void TestCli::unwritableOutputIsBadInput()
     const QString missingDir = dir.filePath(QStringLiteral("no-such-dir/out.json"));
     Result r = runCli({QStringLiteral("simulate"), scenario, QStringLiteral("--steps"), QStringLiteral("1"), QStringLiteral("--json"), missingDir});
     QCOMPARE(r.exitCode, 2);
-    QVERIFY2(r.err.contains(QStringLiteral("error: cannot write ") + missingDir), qPrintable(r.err));
+    QVERIFY2(r.err.contains(QStringLiteral("error: --json ") + missingDir + QStringLiteral(": there is no directory ")
+                            + dir.filePath(QStringLiteral("no-such-dir"))),
+             qPrintable(r.err));
+    QVERIFY2(r.out.isEmpty(), qPrintable(r.out));  // refused before the simulation's summary
     QVERIFY(!r.err.contains(QStringLiteral("internal error")));
-    // A directory where the file should go: the rename fails, the temporary file is removed.
+    // A directory where the file should go.
     const QString blocker = dir.filePath(QStringLiteral("taken"));
     QVERIFY(QDir(dir.path()).mkdir(QStringLiteral("taken")));
     r = runCli({QStringLiteral("topology"), QStringLiteral("hgx-h200"), QStringLiteral("-o"), blocker});
     QCOMPARE(r.exitCode, 2);
-    QVERIFY2(r.err.contains(blocker), qPrintable(r.err));
+    QVERIFY2(r.err.contains(QStringLiteral("-o ") + blocker + QStringLiteral(": is a directory")), qPrintable(r.err));
     QVERIFY(QFileInfo(blocker).isDir());
     QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden), QStringList());
+    // The same for run's --json, before any weights are built.
+    r = runCli({QStringLiteral("run"), scenario, QStringLiteral("--json"), missingDir});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("there is no directory")), qPrintable(r.err));
+    QVERIFY2(!r.err.contains(QStringLiteral("warm-up")), qPrintable(r.err));
 }
 
 void TestCli::outputThatIsTheInputIsRefused()

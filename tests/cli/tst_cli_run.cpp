@@ -354,6 +354,12 @@ private slots:
                                      << QStringLiteral("decoder layer 0 is not an MoE layer");
         QTest::newRow("bad --layers") << QStringList{QStringLiteral("--layers"), QStringLiteral("1,x")} << QString()
                                       << QStringLiteral("'x' is not a decoder-layer index");
+        QTest::newRow("--layers twice") << QStringList{QStringLiteral("--layers"), QStringLiteral("1,1")} << QString()
+                                        << QStringLiteral("--layers 1,1: the layers must ascend, each once (1 after 1)");
+        QTest::newRow("--layers descending") << QStringList{QStringLiteral("--layers"), QStringLiteral("3,1")} << QString()
+                                             << QStringLiteral("(1 after 3)");
+        QTest::newRow("--layers empty") << QStringList{QStringLiteral("--layers"), QString()} << QString()
+                                        << QStringLiteral("--layers needs one or more");
         QTest::newRow("unknown backend") << QStringList{QStringLiteral("--backend"), QStringLiteral("tpu")} << QString()
                                          << QStringLiteral("known backends are cpu and cuda");
         QTest::newRow("weights beyond memory") << QStringList() << QStringLiteral("  memory_gb: 0.00001\n")

@@ -317,6 +317,16 @@ void TestScenario::atomicSaveKeepsOldFileOnFailure()
     for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path().toStdString()))
         ++files;
     QCOMPARE(files, 1);
+    // A directory where the file should go: the rename fails, the temporary file is removed and
+    // the directory stays.
+    const std::string taken = dir.filePath(QStringLiteral("taken")).toStdString();
+    fs::create_directory(taken);
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, writeFileAtomically(taken, "x"));
+    QVERIFY(fs::is_directory(taken));
+    files = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path().toStdString()))
+        ++files;
+    QCOMPARE(files, 2);
 
     // A symbolic link is followed: the file it names gets the new contents and the link stays.
     const std::string target = dir.filePath(QStringLiteral("target.json")).toStdString();
