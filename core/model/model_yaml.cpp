@@ -483,18 +483,24 @@ void checkModel(const ModelSpec& m, const YAML::Node& where, YamlReader& r)
                                                        + " must divide heads = " + str(m.mamba.num_heads));
 }
 
-ModelSpec loadModelFile(const std::string& path)
+ModelSpec loadModelFile(const std::string& path, const ModelYamlEdit& edit)
 {
-    return loadModelText(readFile(path), path);
+    return loadModelText(readFile(path), path, edit);
 }
 
-ModelSpec loadModelText(const std::string& text, const std::string& file)
+ModelSpec loadModelText(const std::string& text, const std::string& file, const ModelYamlEdit& edit)
 {
     Diagnostics diags;
     auto root = parseYaml(text, file, diags);
     if (!root)
         throw InputError(std::move(diags));
-    YamlReader r(file, diags);
+    std::vector<NodeOrigin> origins;
+    if (edit) {
+        origins = edit(*root, diags);
+        if (!diags.empty())
+            throw InputError(std::move(diags));
+    }
+    YamlReader r(file, diags, std::move(origins));
     if (const std::string other = wrongKindMessage(classifyInput(*root), InputKind::model); !other.empty()) {
         r.error(*root, other);
         throw InputError(std::move(diags));

@@ -29,18 +29,18 @@ YAML::Node keyNode(const YAML::Node& map, const std::string& name)
 
 }  // namespace
 
-std::vector<NodeOrigin> applyOverrides(YAML::Node& root, const Overrides& overrides, Diagnostics& diags)
+std::vector<NodeOrigin> applyOverrides(YAML::Node& root, const Overrides& overrides, Diagnostics& diags, const std::string& shownPrefix)
 {
     std::vector<NodeOrigin> origins;
     for (const auto& [key, value] : overrides) {
-        const std::string where = "--set " + key + "=" + value;
+        const std::string where = "--set " + shownPrefix + key + "=" + value;
         if (!root.IsMap()) {
             diags.error(Location{where, 0, 0}, "the file is not a mapping, nothing to override");
             continue;
         }
         YAML::Node cur = root;
         std::size_t start = 0;
-        std::string walked;
+        std::string walked = shownPrefix.empty() ? std::string() : shownPrefix.substr(0, shownPrefix.size() - 1);
         while (true) {
             const std::size_t dot = key.find('.', start);
             const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
@@ -70,7 +70,7 @@ std::vector<NodeOrigin> applyOverrides(YAML::Node& root, const Overrides& overri
             } else if (!next.IsMap()) {
                 diags.error(Location{where, 0, 0}, "'" + walked + "' is not a mapping (it is "
                                                        + (next.IsScalar() ? "the value '" + next.Scalar() + "'" : std::string("a list"))
-                                                       + "), so '" + key + "' cannot be set");
+                                                       + "), so '" + shownPrefix + key + "' cannot be set");
                 break;
             }
             cur.reset(next);

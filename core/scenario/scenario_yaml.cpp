@@ -53,7 +53,10 @@ std::optional<std::string> readExistingPath(const YAML::Node& node, YamlReader& 
     return resolved;
 }
 
-void readModelPart(const YAML::Node& node, YamlReader& r, const std::string& baseDir, Scenario& s, bool& ok)
+// `fileSets`: the --set model.KEY=VALUE overrides (KEY without "model.") for a model given as a
+// file, applied to that file's YAML.
+void readModelPart(const YAML::Node& node, YamlReader& r, const std::string& baseDir, Scenario& s, bool& ok,
+                   const Overrides& fileSets)
 {
     try {
         if (node.IsScalar()) {
@@ -62,7 +65,10 @@ void readModelPart(const YAML::Node& node, YamlReader& r, const std::string& bas
                 ok = false;
                 return;
             }
-            s.model = loadModelFile(*path);
+            ModelYamlEdit edit;
+            if (!fileSets.empty())
+                edit = [&fileSets](YAML::Node& root, Diagnostics& d) { return applyOverrides(root, fileSets, d, "model."); };
+            s.model = loadModelFile(*path, edit);
             s.model_source = {SourceRef::Kind::path, *path};
             return;
         }
@@ -154,8 +160,23 @@ Scenario loadScenarioText(const std::string& text, const std::string& file, cons
         throw InputError(diags);
     YAML::Node root = *parsed;
     std::vector<NodeOrigin> origins;
+    Overrides modelFileSets;  // --set model.KEY=VALUE where the model is a file: set in that file's YAML
     if (!overrides.empty()) {
-        origins = applyOverrides(root, overrides, diags);
+        static const std::string kModel = "model.";
+        Overrides sets;
+        for (const auto& o : overrides)
+            (o.first.compare(0, kModel.size(), kModel) == 0 ? modelFileSets : sets).push_back(o);
+        origins = applyOverrides(root, sets, diags);  // first: a --set model=FILE decides which file
+        const YAML::Node& croot = root;
+        if (!modelFileSets.empty() && !(croot.IsMap() && croot["model"] && croot["model"].IsScalar())) {
+            // An inline model (or none): its keys are the scenario's own.
+            std::vector<NodeOrigin> more = applyOverrides(root, modelFileSets, diags);
+            origins.insert(origins.end(), more.begin(), more.end());
+            modelFileSets.clear();
+        } else {
+            for (auto& o : modelFileSets)
+                o.first.erase(0, kModel.size());
+        }
         if (!diags.empty())
             throw InputError(diags);
     }
@@ -188,7 +209,7 @@ Scenario loadScenarioText(const std::string& text, const std::string& file, cons
     if (!modelOk)
         r.error(root, "missing required key 'model'");
     else
-        readModelPart(croot["model"], r, baseDir, s, modelOk);
+        readModelPart(croot["model"], r, baseDir, s, modelOk, modelFileSets);
 
     bool topoOk = YamlReader::has(croot, "topology");
     if (!topoOk)

@@ -199,6 +199,20 @@ void TestScenario::overrides()
     QVERIFY(scenarioToYaml(base).find("gemm") == std::string::npos);
     QCOMPARE(base.workload.tokens_per_gpu, 128);
     QVERIFY(base.a2a_kernel == A2AKernel::deepep);
+
+    // model.KEY where the scenario names a model file: set in that file's YAML as it is read (the
+    // file on disk untouched), the scenario still pointing at the file.
+    const Scenario top6 = loadScenarioFile(path, {{"model.experts_per_token", "6"}, {"model.weight_dtype", "bf16"}});
+    QCOMPARE(top6.model.experts_per_token, 6);
+    QCOMPARE(base.model.experts_per_token, 8);
+    QVERIFY(top6.model.weight_dtype != base.model.weight_dtype);
+    QCOMPARE(top6.model.routed_experts, base.model.routed_experts);
+    QVERIFY(top6.model_source.kind == SourceRef::Kind::path);
+    QCOMPARE(top6.model_source.path, base.model_source.path);
+    // After --set model=FILE, model.KEY goes to the new file, whatever the order of the flags.
+    const Scenario mixtral = loadScenarioFile(path, {{"model.experts_per_token", "1"}, {"model", "../models/mixtral-8x7b.yaml"}});
+    QCOMPARE(mixtral.model.routed_experts, 8);
+    QCOMPARE(mixtral.model.experts_per_token, 1);
 }
 
 void TestScenario::overrideErrors()
@@ -248,11 +262,23 @@ void TestScenario::overrideErrors()
     }
     // Descending into a scalar is refused with a message that says why.
     try {
-        (void)loadScenarioFile(path, {{"model.hidden_size", "3"}});
+        (void)loadScenarioFile(path, {{"workload.phase.kind", "3"}});
         QFAIL("expected an InputError");
     } catch (const InputError& e) {
-        QVERIFY(QString::fromStdString(e.diagnostics().format()).contains(QStringLiteral("'model' is not a mapping")));
+        QVERIFY2(QString::fromStdString(e.diagnostics().format()).contains(QStringLiteral("'workload.phase' is not a mapping")),
+                 e.diagnostics().format().c_str());
     }
+    // A model given as a file takes model.KEY into that file's YAML, checked as the file is and
+    // blamed on the flag: a bad value, an unknown key, a scalar descended into.
+    const std::string topK = errorsOf({{"model.experts_per_token", "300"}});
+    QVERIFY2(topK.find("--set model.experts_per_token=300: error:") != std::string::npos, topK.c_str());
+    QVERIFY2(topK.find("deepseek-r1.yaml:") == std::string::npos || topK.find("model could not be loaded") != std::string::npos,
+             topK.c_str());
+    const std::string unknown = errorsOf({{"model.expert_count", "3"}});
+    QVERIFY2(unknown.find("--set model.expert_count=3: error: unknown key 'expert_count'") != std::string::npos, unknown.c_str());
+    const std::string scalar = errorsOf({{"model.hidden_size.x", "3"}});
+    QVERIFY2(scalar.find("--set model.hidden_size.x=3: error: 'model.hidden_size' is not a mapping") != std::string::npos,
+             scalar.c_str());
     // The context spread: a number from 0 to 10, written back only when set.
     for (const char* bad : {"-0.1", "10.5", "wide"}) {
         try {
