@@ -3,8 +3,9 @@
 //   Mixtral          block_sparse_moe.gate.weight; block_sparse_moe.experts.E.{w1 gate, w3 up, w2 down}.weight
 //   DeepSeek-V3/R1,  mlp.gate.weight (+ mlp.gate.e_score_correction_bias, sigmoid routers);
 //   Kimi K2, GLM,    mlp.experts.E.{gate,up,down}_proj.weight; shared: mlp.shared_experts.{gate,up,down}_proj.weight
-//   Qwen2/3-MoE      (Qwen2-MoE: mlp.shared_expert.*); fp8-e4m3 weights with <name>_scale_inv (F32, one
-//                    per 128 x 128 block, multiplied to dequantise)
+//   Qwen2/3-MoE      (Qwen2-MoE, Qwen3-Next, Qwen3.5: mlp.shared_expert.* and its gate
+//                    mlp.shared_expert_gate.weight [1, H]); fp8-e4m3 weights with <name>_scale_inv (F32,
+//                    one per 128 x 128 block, multiplied to dequantise)
 //   gpt-oss          mlp.router.weight + .bias; fused experts mlp.experts.gate_up_proj_blocks
 //                    [E, 2I, H/32, 16] + _scales [E, 2I, H/32] (e8m0) + _bias [E, 2I], gate the even rows
 //                    and up the odd ones, down_proj_blocks [E, H, I/32, 16] + _scales + _bias [E, H];
@@ -54,6 +55,7 @@ struct FfnSource {
     std::optional<MatrixSource> gate;  // none for non-gated activations
     MatrixSource up, down;
     std::optional<VectorSource> gateBias, upBias, downBias;
+    std::optional<VectorSource> outputGate;  // Qwen's shared_expert_gate [1, hidden]
 };
 
 struct RouterSource {
@@ -290,8 +292,11 @@ FfnSource sharedSource(const Checkpoint& c, const LayerShape& s, int layer)
         return plainFfn(l, "mixer.shared_experts.", {}, s.shared_inter, "gate_proj.weight", "up_proj.weight", "down_proj.weight");
     // Qwen2-MoE names its one shared expert in the singular.
     const bool singular = !l.has("mlp.shared_experts.gate_proj.weight") && l.has("mlp.shared_expert.gate_proj.weight");
-    return plainFfn(l, singular ? "mlp.shared_expert." : "mlp.shared_experts.", singular ? "" : "mlp.shared_expert.",
-                    s.shared_inter, "gate_proj.weight", "up_proj.weight", "down_proj.weight");
+    FfnSource f = plainFfn(l, singular ? "mlp.shared_expert." : "mlp.shared_experts.", singular ? "" : "mlp.shared_expert.",
+                           s.shared_inter, "gate_proj.weight", "up_proj.weight", "down_proj.weight");
+    if (s.shared_gate)  // Qwen2-MoE, Qwen3-Next, Qwen3.5: nn.Linear(hidden_size, 1) beside the shared expert
+        f.outputGate = l.vector("mlp.shared_expert_gate.weight", "shared expert gate", {1, s.hidden}, "1 x hidden_size");
+    return f;
 }
 
 FfnWeights loadFfn(const FfnSource& f, WeightFormat fmt)
@@ -306,6 +311,8 @@ FfnWeights loadFfn(const FfnSource& f, WeightFormat fmt)
         w.up_bias = loadVector(*f.upBias);
         w.down_bias = loadVector(*f.downBias);
     }
+    if (f.outputGate)
+        w.output_gate = loadVector(*f.outputGate);
     return w;
 }
 
@@ -314,6 +321,8 @@ std::size_t ffnBytes(const FfnSource& f, WeightFormat fmt)
     std::size_t b = (f.gate ? loadedBytes(*f.gate, fmt) : 0) + loadedBytes(f.up, fmt) + loadedBytes(f.down, fmt);
     if (f.gateBias)
         b += (f.gateBias->n + f.upBias->n + f.downBias->n) * sizeof(float);
+    if (f.outputGate)
+        b += f.outputGate->n * sizeof(float);
     return b;
 }
 

@@ -475,7 +475,8 @@ std::size_t EpEngine::weightBytesNeeded(const ModelSpec& model, DType weights, c
         // Every rank holds the router and the shared experts; each slot one expert.
         std::size_t perRank = ckpt ? ckpt->routerBytes(s, decoder) : seededRouterBytes(s);
         if (s.shared_inter > 0)
-            perRank += ckpt ? ckpt->sharedBytes(s, decoder) : seededFfnBytes(s, s.shared_inter);
+            perRank += ckpt ? ckpt->sharedBytes(s, decoder)
+                            : seededFfnBytes(s, s.shared_inter) + (s.shared_gate ? s.hidden * sizeof(float) : 0);
         total += perRank * static_cast<std::size_t>(layer.numGpus());
         for (const auto& slots : layer.gpu_slots)
             for (ExpertId e : slots)

@@ -92,6 +92,20 @@ void routerLogits(const LayerShape& s, const RouterWeights& w, const float* x, i
     }
 }
 
+// y[t] *= sigmoid(w.output_gate . x[t]) where the FFN has an output gate (the same fixed-order dot
+// as every other product, so a token's result does not depend on its batch).
+void applyOutputGate(const FfnWeights& w, const float* x, int n, int H, float* y)
+{
+    if (w.output_gate.empty())
+        return;
+    const auto Hs = static_cast<std::size_t>(H);
+    for (std::size_t t = 0; t < static_cast<std::size_t>(n); ++t) {
+        const float g = sigmoid(dot(w.output_gate.data(), x + t * Hs, H));
+        for (std::size_t c = 0; c < Hs; ++c)
+            y[t * Hs + c] *= g;
+    }
+}
+
 }  // namespace
 
 LayerShape layerShape(const ModelSpec& m, DType weights)
@@ -104,6 +118,7 @@ LayerShape layerShape(const ModelSpec& m, DType weights)
     s.groups = std::max(1, m.expert_groups);
     s.topk_groups = std::max(1, m.groups_per_token);
     s.shared_inter = m.shared_experts * (m.shared_intermediate_size > 0 ? m.shared_intermediate_size : m.moe_intermediate_size);
+    s.shared_gate = m.shared_expert_gate && s.shared_inter > 0;
     s.norm_topk_prob = m.norm_topk_prob;
     s.scaling = static_cast<float>(m.routed_scaling_factor);
     s.swiglu_limit = static_cast<float>(m.swiglu_limit);
@@ -115,14 +130,15 @@ LayerShape layerShape(const ModelSpec& m, DType weights)
     else
         s.router = RouterKind::softmax;
     s.format = weightFormatFor(weights);
-    if (s.format == WeightFormat::mxfp4 && (s.hidden % 32 != 0 || s.inter % 32 != 0))
-        s.format = WeightFormat::bf16;  // MX blocks run along rows of 32
+    if (s.format == WeightFormat::mxfp4 && (s.hidden % 32 != 0 || s.inter % 32 != 0 || s.shared_inter % 32 != 0))
+        s.format = WeightFormat::bf16;  // MX blocks run along rows of 32 (the shared expert's down rows too)
     return s;
 }
 
 std::size_t FfnWeights::bytes() const
 {
-    return gate.bytes() + up.bytes() + down.bytes() + (gate_bias.size() + up_bias.size() + down_bias.size()) * sizeof(float);
+    return gate.bytes() + up.bytes() + down.bytes()
+           + (gate_bias.size() + up_bias.size() + down_bias.size() + output_gate.size()) * sizeof(float);
 }
 
 FfnWeights makeExpertWeights(const LayerShape& s, std::uint64_t seed, int layer, int expert)
@@ -132,7 +148,11 @@ FfnWeights makeExpertWeights(const LayerShape& s, std::uint64_t seed, int layer,
 
 FfnWeights makeSharedWeights(const LayerShape& s, std::uint64_t seed, int layer)
 {
-    return makeFfn(s, s.shared_inter, seed, layer, 8, 0);
+    FfnWeights w = makeFfn(s, s.shared_inter, seed, layer, 8, 0);
+    if (s.shared_gate)  // a [1, hidden] projection, at 1/sqrt(fan-in) as the others
+        w.output_gate = seededVector(tensorSeed(seed, layer, 14, 0), static_cast<std::size_t>(s.hidden),
+                                     1.0f / std::sqrt(static_cast<float>(s.hidden)));
+    return w;
 }
 
 RouterWeights makeRouterWeights(const LayerShape& s, std::uint64_t seed, int layer)
@@ -378,6 +398,7 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
             for (std::size_t t = 0; t < N; ++t)
                 for (std::size_t c = 0; c < Hs; ++c)
                     y[t * Hs + c] += w.down_bias[c];
+        applyOutputGate(w, x, n, H, y);
         return;
     }
     TokenPanel activated(g, n, I, inter, packedG);
@@ -390,6 +411,7 @@ void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float
                 yt[i] = dg[static_cast<std::size_t>(i) * N + t] + (w.down_bias.empty() ? 0.0f : w.down_bias[static_cast<std::size_t>(r0 + i)]);
         }
     }
+    applyOutputGate(w, x, n, H, y);
 }
 
 }  // namespace moex::engine

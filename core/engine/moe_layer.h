@@ -10,7 +10,8 @@
 // (gate <= limit, |up| <= limit, glu = gate * sigmoid(alpha gate), (up + 1) * glu); GEGLU
 // (Gemma) down(gelu_tanh(gate x) * up x); non-gated ReLU^2 (Nemotron-H, transformers' NemotronHMLP)
 // down(relu(up x)^2) and GELU down(gelu_tanh(up x)), with no gate matrix. Shared experts are one
-// FFN of intermediate shared_experts x shared_intermediate_size on every token.
+// FFN of intermediate shared_experts x shared_intermediate_size on every token, its output times
+// sigmoid(shared_expert_gate . x) where the family gates it (Qwen2-MoE, Qwen3-Next, Qwen3.5).
 // Combine: out[t] = sum over the token's k experts, in top-k order, of weight x expert output, plus
 // the shared experts' output.
 //
@@ -39,6 +40,7 @@ struct LayerShape {
     int groups = 1;
     int topk_groups = 1;
     int shared_inter = 0;  // all shared experts together (0 = none)
+    bool shared_gate = false;  // the shared experts' output times sigmoid(x . gate) (Qwen's shared_expert_gate)
     RouterKind router = RouterKind::softmax;
     bool norm_topk_prob = true;
     float scaling = 1.0f;
@@ -66,6 +68,9 @@ struct FfnWeights {
     QuantMatrix up;    // [inter][hidden]
     QuantMatrix down;  // [hidden][inter]
     std::vector<float> gate_bias, up_bias, down_bias;  // gpt-oss only
+    // [hidden]: each token's output times sigmoid(output_gate . x); empty: none (the shared expert
+    // of a model with shared_expert_gate only).
+    std::vector<float> output_gate;
     [[nodiscard]] std::size_t bytes() const;
 };
 
@@ -90,7 +95,8 @@ void route(const LayerShape& s, const RouterWeights& w, const float* x, int n, i
 // forced, the router still weighs them).
 void routeForced(const LayerShape& s, const RouterWeights& w, const float* x, int n, const int* ids, float* weights);
 
-// y[t] = FFN(x[t]) for n tokens; rows of x and y are H floats at x + t * H. `scratch` grows as needed.
+// y[t] = FFN(x[t]) for n tokens (times sigmoid(output_gate . x[t]) where w has one); rows of x and
+// y are H floats at x + t * H. `scratch` grows as needed.
 void ffnForward(const LayerShape& s, int inter, const FfnWeights& w, const float* x, int n, float* y,
                 std::vector<float>& scratch);
 

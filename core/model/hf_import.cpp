@@ -402,8 +402,9 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
             m.shared_experts = 1;
             m.shared_intermediate_size = static_cast<int>(*sharedSize);
         } else if (auto size = c.integer("shared_expert_intermediate_size", 0, kMaxDim); size && *size > 0) {
-            m.shared_experts = 1;  // qwen2_moe, qwen3_next, qwen3_5_moe: one shared expert of its own size
+            m.shared_experts = 1;  // qwen2_moe, qwen3_next, qwen3_5_moe: one shared expert of its own size,
             m.shared_intermediate_size = static_cast<int>(*size);
+            m.shared_expert_gate = true;  // its output gated per token (shared_expert_gate)
         } else if (family.llama4) {
             m.shared_experts = 1;
             m.shared_intermediate_size = m.moe_intermediate_size;

@@ -205,7 +205,7 @@ std::int64_t ModelSpec::estimateNonExpertParams() const
     for (MixerKind k : {MixerKind::attention, MixerKind::sliding, MixerKind::linear, MixerKind::mamba})
         attn += mixerParams(k) * countMixer(k);
     const std::int64_t denseFfn = ffnMatrices(activation) * h * dense_intermediate_size * dense;
-    const std::int64_t router = h * routed_experts * moe;
+    const std::int64_t router = h * routed_experts * moe + (shared_expert_gate && shared_experts > 0 ? h * moe : 0);
     const std::int64_t embeddings = (tie_embeddings ? 1 : 2) * std::int64_t{vocab_size} * h;  // input table + output head
     const std::int64_t norms = 2 * h * layers;
     return attn + denseFfn + router + embeddings + norms;

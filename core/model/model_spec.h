@@ -199,6 +199,10 @@ struct ModelSpec {
     // SwiGLU with expert and router biases (swiglu_limit, 0 = plain SwiGLU).
     bool norm_topk_prob = true;
     double swiglu_limit = 0;
+    // The shared experts' output times sigmoid(x . g) per token, g one [hidden_size] vector per MoE
+    // layer (transformers' Qwen2MoeSparseMoeBlock / Qwen3NextSparseMoeBlock shared_expert_gate:
+    // Qwen2-MoE, Qwen3-Next, Qwen3.5). Counted in non_expert_params.
+    bool shared_expert_gate = false;
     // Synthetic routing defaults for this model (none: the generator's own, workload.h).
     std::optional<RoutingPrior> routing;
 

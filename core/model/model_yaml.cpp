@@ -29,7 +29,7 @@ const std::vector<std::string> kModelKeys = {
     "name", "hidden_size", "num_layers", "moe_layers", "routed_experts", "experts_per_token", "shared_experts",
     "moe_intermediate_size", "shared_intermediate_size", "expert_groups", "groups_per_token", "scoring",
     "weight_dtype", "routed_scaling_factor", "non_expert_dtype", "dense_intermediate_size", "vocab_size",
-    "non_expert_params", "mtp_layers", "norm_topk_prob", "swiglu_limit", "attention", "layers", "activation",
+    "non_expert_params", "mtp_layers", "norm_topk_prob", "shared_expert_gate", "swiglu_limit", "attention", "layers", "activation",
     "state_dtype", "sliding_attention", "linear_attention", "mamba", "tie_embeddings", "routing"};
 const std::vector<std::string> kAttentionKeys = {"kind", "heads", "kv_heads", "head_dim", "q_lora_rank",
                                                  "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
@@ -343,6 +343,8 @@ std::optional<ModelSpec> readModel(const YAML::Node& node, YamlReader& r)
     readInt(r, node, "mtp_layers", false, 0, 64, m.mtp_layers);
     if (auto b = r.getBool(node, "norm_topk_prob", false))
         m.norm_topk_prob = *b;
+    if (auto b = r.getBool(node, "shared_expert_gate", false))
+        m.shared_expert_gate = *b;
     if (auto f = r.getDouble(node, "swiglu_limit", false, 0, 1e6))
         m.swiglu_limit = *f;
     if (auto a = r.getChoice(node, "activation", false, kActivationNames))
@@ -430,6 +432,8 @@ void checkModel(const ModelSpec& m, const YAML::Node& where, YamlReader& r)
         r.error(nodeFor(where, "shared_experts"),
                 "shared_experts = " + str(m.shared_experts)
                     + " needs shared_intermediate_size (the FFN size of each shared expert), which is 0");
+    if (m.shared_expert_gate && m.shared_experts == 0)
+        r.error(nodeFor(where, "shared_expert_gate"), "shared_expert_gate: true, but the model has no shared expert to gate");
 
     const YAML::Node list = child(where, "moe_layers");
     const bool located = list && list.IsSequence() && list.size() == m.moe_layers.size();
@@ -554,6 +558,8 @@ std::string modelToYaml(const ModelSpec& m)
         out << "mtp_layers: " << m.mtp_layers << '\n';
     if (!m.norm_topk_prob)
         out << "norm_topk_prob: false\n";
+    if (m.shared_expert_gate)
+        out << "shared_expert_gate: true\n";
     if (m.swiglu_limit > 0)
         out << "swiglu_limit: " << formatDouble(m.swiglu_limit) << '\n';
     if (m.activation != Activation::swiglu)

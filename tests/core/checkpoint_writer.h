@@ -199,6 +199,8 @@ inline StCheckpoint seededCheckpoint(const LayerShape& s, std::uint64_t seed, co
                 putMatrix(f, x + "gate_proj.weight", sh.gate);
                 putMatrix(f, x + "up_proj.weight", sh.up);
                 putMatrix(f, x + "down_proj.weight", sh.down);
+                if (!sh.output_gate.empty())  // Qwen's shared_expert_gate, nn.Linear(hidden, 1)
+                    f[p + "mlp.shared_expert_gate.weight"] = f32Tensor(sh.output_gate, {1, s.hidden});
             }
             break;
         }

@@ -29,6 +29,10 @@ inline ModelSpec smallModel(const std::string& family)
         m.shared_intermediate_size = 32;
     } else if (family == "qwen-no-renorm") {
         m.norm_topk_prob = false;
+    } else if (family == "qwen-next") {  // Qwen3-Next / Qwen3.5: a shared expert gated per token
+        m.shared_experts = 1;
+        m.shared_intermediate_size = 48;
+        m.shared_expert_gate = true;
     } else if (family == "gpt-oss") {
         m.swiglu_limit = 7.0;
     } else if (family == "nemotron") {  // Nemotron-H: ReLU^2 experts (no gate matrix), sigmoid router

@@ -43,10 +43,11 @@ ModelSpec smallModel(const std::string& family, int hidden = 64, int inter = 32,
         m.routed_scaling_factor = 2.5;
         m.shared_experts = 1;
         m.shared_intermediate_size = inter;
-    } else if (family == "qwen2") {
+    } else if (family == "qwen2") {  // Qwen2-MoE / Qwen3-Next: one shared expert, gated per token
         m.norm_topk_prob = false;
         m.shared_experts = 1;
         m.shared_intermediate_size = 2 * inter;
+        m.shared_expert_gate = true;
     } else if (family == "gpt-oss") {
         m.swiglu_limit = 7.0;
     } else if (family == "nemotron") {  // Nemotron-H: ReLU^2 experts, sigmoid router, one shared expert
@@ -94,7 +95,7 @@ bool sameMatrix(const QuantMatrix& a, const QuantMatrix& b)
 bool sameFfn(const FfnWeights& a, const FfnWeights& b)
 {
     return sameMatrix(a.gate, b.gate) && sameMatrix(a.up, b.up) && sameMatrix(a.down, b.down) && a.gate_bias == b.gate_bias
-        && a.up_bias == b.up_bias && a.down_bias == b.down_bias;
+        && a.up_bias == b.up_bias && a.down_bias == b.down_bias && a.output_gate == b.output_gate;
 }
 
 std::string errorOf(const std::function<void()>& f)
@@ -136,6 +137,7 @@ private slots:
     void scenarioKeyIsParsed();
     void badCheckpointsAreNamed_data();
     void badCheckpointsAreNamed();
+    void sharedExpertGateIsRequired();
 };
 
 void TestCheckpoint::seededWeightsRoundTrip_data()
@@ -567,6 +569,33 @@ void TestCheckpoint::badCheckpointsAreNamed()
     QCOMPARE(source->detail(), detail);
     source->repeat(after);
     QCOMPARE(source->checksum(), checksum);
+}
+
+// A model whose shared expert is gated (Qwen2-MoE, Qwen3-Next, Qwen3.5) needs its gate from the
+// checkpoint: missing or of another shape, the error names the tensor, its role and the file.
+void TestCheckpoint::sharedExpertGateIsRequired()
+{
+    const ModelSpec m = smallModel("qwen2");
+    const LayerShape s = layerShape(m, DType::bf16);
+    QVERIFY(s.shared_gate);
+    for (const char* fault : {"missing", "shape"}) {
+        StCheckpoint c = seededCheckpoint(s, kSeed, m.moe_layers, Layout::qwen2_shared);
+        StFile& one = c["model-0001.safetensors"];
+        const std::string gate = "model.layers.1.mlp.shared_expert_gate.weight";
+        QVERIFY(one.count(gate) == 1);
+        if (std::string(fault) == "missing")
+            one.erase(gate);
+        else
+            one[gate].shape = {64, 1};
+        QTemporaryDir dir;
+        writeCheckpoint(dir.path().toStdString(), c, true);
+        const auto ckpt = Checkpoint::open(dir.path().toStdString());
+        const std::string e = errorOf([&] { (void)ckpt->shared(s, 1); });
+        QVERIFY2(e.find("'" + gate + "'") != std::string::npos && e.find("shared expert gate") != std::string::npos, e.c_str());
+        QVERIFY2(std::string(fault) == "missing" ? e.find("model.safetensors.index.json") != std::string::npos
+                                                : e.find("has shape [64, 1]") != std::string::npos,
+                 e.c_str());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestCheckpoint)

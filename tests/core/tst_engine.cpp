@@ -141,7 +141,7 @@ void TestEngine::ranksGiveTheOneRankOutput_data()
     QTest::addColumn<QString>("strategy");
     QTest::addColumn<int>("redundant");
     QTest::addColumn<bool>("viaOpenBlas");
-    for (const char* fam : {"mixtral", "qwen-no-renorm", "deepseek", "gpt-oss", "nemotron", "gemma"})
+    for (const char* fam : {"mixtral", "qwen-no-renorm", "qwen-next", "deepseek", "gpt-oss", "nemotron", "gemma"})
         for (DType t : {DType::fp32, DType::bf16, DType::fp8, DType::mxfp4})
             QTest::addRow("%s %s", fam, std::string(toString(t)).c_str())
                 << QString::fromLatin1(fam) << static_cast<int>(t) << QStringLiteral("contiguous") << 0 << false;
@@ -264,14 +264,14 @@ void TestEngine::matchesNumpyReference_data()
     // few 1e-7 after the sums of 64 and 32 products. 1e-5 normwise leaves margin and still catches
     // any semantic error (a wrong weight, a missing bias or renormalisation moves the output by
     // 1e-2 or more). Quantised weights change nothing here: both sides see the same dequantised values.
-    for (const char* fam : {"mixtral", "qwen-no-renorm", "deepseek", "gpt-oss", "nemotron", "gemma"}) {
+    for (const char* fam : {"mixtral", "qwen-no-renorm", "qwen-next", "deepseek", "gpt-oss", "nemotron", "gemma"}) {
         QTest::addRow("%s fp32", fam) << QString::fromLatin1(fam) << static_cast<int>(DType::fp32) << false << 1e-5 << false;
         QTest::addRow("%s fp8", fam) << QString::fromLatin1(fam) << static_cast<int>(DType::fp8) << false << 1e-5 << false;
     }
     QTest::newRow("gpt-oss mxfp4") << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << false << 1e-5 << false;
     // The same through OpenBLAS's sgemm on the dequantised weights (engine.gemm: openblas): float32
     // products, so the same 1e-5.
-    for (const char* fam : {"mixtral", "deepseek", "gpt-oss", "nemotron", "gemma"})
+    for (const char* fam : {"mixtral", "qwen-next", "deepseek", "gpt-oss", "nemotron", "gemma"})
         for (DType t : {DType::fp32, DType::bf16, DType::fp8})
             QTest::addRow("%s %s openblas", fam, std::string(toString(t)).c_str())
                 << QString::fromLatin1(fam) << static_cast<int>(t) << false << 1e-5 << true;
@@ -281,7 +281,7 @@ void TestEngine::matchesNumpyReference_data()
     // per rounding, a few 1e-3 normwise through the two matrices of an expert (measured 2.3e-3 to
     // 2.8e-3 on these rows, the same on every run: the data are seeded). 5e-3 leaves margin and stays
     // below what a semantic error moves.
-    for (const char* fam : {"mixtral", "deepseek", "gpt-oss", "nemotron"})
+    for (const char* fam : {"mixtral", "qwen-next", "deepseek", "gpt-oss", "nemotron"})
         for (DType t : {DType::bf16, DType::fp8})
             QTest::addRow("%s %s bf16 products", fam, std::string(toString(t)).c_str()) << QString::fromLatin1(fam) << static_cast<int>(t) << true << 5e-3 << false;
     QTest::newRow("gpt-oss mxfp4 bf16 products") << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << true << 5e-3 << false;
@@ -352,6 +352,9 @@ void TestEngine::matchesNumpyReference()
             writeF32(d, "shared_gate", w.gate.dequantAll());
         writeF32(d, "shared_up", w.up.dequantAll());
         writeF32(d, "shared_down", w.down.dequantAll());
+        QCOMPARE(w.output_gate.empty(), !m.shared_expert_gate);
+        if (!w.output_gate.empty())
+            writeF32(d, "shared_expert_gate", w.output_gate);
     }
     const char* router = s.router == RouterKind::softmax ? "softmax" : s.router == RouterKind::gpt_oss ? "gpt_oss" : "sigmoid";
     const nlohmann::json meta = {{"name", m.name + " " + toString(s.format)}, {"hidden", s.hidden}, {"inter", s.inter},
@@ -359,7 +362,8 @@ void TestEngine::matchesNumpyReference()
                                  {"norm_topk_prob", s.norm_topk_prob}, {"scaling", s.scaling}, {"groups", s.groups},
                                  {"topk_groups", s.topk_groups}, {"shared_inter", s.shared_inter},
                                  {"swiglu_limit", s.swiglu_limit}, {"swiglu_alpha", s.swiglu_alpha}, {"tolerance", tolerance},
-                                 {"activation", std::string(toString(s.activation))}};
+                                 {"activation", std::string(toString(s.activation))},
+                                 {"shared_expert_gate", m.shared_expert_gate}};
     std::ofstream(d.toStdString() + "/meta.json") << meta.dump();
 
     QProcess py;

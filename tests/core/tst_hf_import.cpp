@@ -73,6 +73,7 @@ private slots:
     void families_data();
     void families();
     void routingPriorOfFamily();
+    void sharedExpertGate();
     void attentionFromConfig();
     void sparseAttentionIndexer();
     void names_data();
@@ -303,6 +304,7 @@ void TestHfImport::realConfigsMatchSamples()
     QVERIFY(s.layer_kinds == imported.layer_kinds);
     QVERIFY(s.linear_attention == imported.linear_attention);
     QVERIFY(s.activation == imported.activation);
+    QCOMPARE(s.shared_expert_gate, imported.shared_expert_gate);
     // Shapes agree, so the estimate does too; samples that set non_expert_params say why in their comment.
     QCOMPARE(s.estimateNonExpertParams(), imported.estimateNonExpertParams());
     // The routing prior: the family's fit (model/routing_prior.h) in both, or in neither.
@@ -461,6 +463,27 @@ void TestHfImport::routingPriorOfFamily()
     const std::string yaml = modelToYaml(m);
     QVERIFY2(yaml.find("routing: {skew: 0.35, hot_experts: 0.03, coactivation_groups: 4, drift: 0.01}") != std::string::npos,
              yaml.c_str());
+}
+
+// The Qwen families with one shared expert of shared_expert_intermediate_size gate it per token
+// (transformers' shared_expert_gate); DeepSeek's, Kimi's and Llama 4's shared experts are not gated.
+void TestHfImport::sharedExpertGate()
+{
+    const auto gated = [](const char* config) { return importHfConfigFile(configPath(QString::fromUtf8(config))).shared_expert_gate; };
+    QVERIFY(gated("Qwen--Qwen3.5-397B-A17B.json"));
+    QVERIFY(gated("Qwen--Qwen3-Next-80B-A3B-Thinking.json"));
+    QVERIFY(!gated("Qwen--Qwen3-235B-A22B.json"));  // no shared expert
+    QVERIFY(!gated("deepseek-ai--DeepSeek-R1.json"));
+    QVERIFY(!gated("meta-llama--Llama-4-Scout-17B-16E-Instruct.json"));
+    // Counted: one hidden_size vector per MoE layer beside the router.
+    ModelSpec m = importHfConfigFile(configPath(QStringLiteral("Qwen--Qwen3.5-397B-A17B.json")));
+    const std::int64_t with = m.estimateNonExpertParams();
+    m.shared_expert_gate = false;
+    QCOMPARE(with - m.estimateNonExpertParams(), std::int64_t{m.hidden_size} * m.numMoeLayers());
+    // Written and read back.
+    m.shared_expert_gate = true;
+    QVERIFY(modelToYaml(m).find("shared_expert_gate: true") != std::string::npos);
+    QVERIFY(loadModelText(modelToYaml(m), "m.yaml").shared_expert_gate);
 }
 
 void TestHfImport::attentionFromConfig()

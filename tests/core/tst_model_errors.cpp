@@ -50,6 +50,8 @@ void TestModelErrors::malformed_data()
                                          << QStringLiteral("unknown key 'frist' in moe_layers; did you mean 'first'?");
     QTest::addRow("shared without size") << plus("shared_experts: 1\n") << 7
                                          << QStringLiteral("shared_experts = 1 needs shared_intermediate_size");
+    QTest::addRow("gate without a shared expert") << plus("shared_expert_gate: true\n") << 7
+                                                  << QStringLiteral("shared_expert_gate: true, but the model has no shared expert");
     QTest::addRow("unknown key") << plus("hiden_size: 64\n") << 7
                                  << QStringLiteral("unknown key 'hiden_size' in model; did you mean 'hidden_size'?");
     QTest::addRow("missing required key") << withLine(2, "vocab_size: 10") << 1

@@ -9,6 +9,8 @@ Hugging Face modeling code (not from moex's C++):
             topk_group groups kept (others masked to 0.0); top-k of the choice; weights = the
             unbiased scores gathered, divided by (sum + 1e-20) when norm_topk_prob, times
             routed_scaling_factor; plus the shared experts' MLP.
+  Qwen2MoeSparseMoeBlock / Qwen3NextSparseMoeBlock (meta["shared_expert_gate"]): the shared expert's
+            output times sigmoid(shared_expert_gate(x)), a Linear(hidden, 1) without bias.
   gpt_oss   GptOssTopKRouter + GptOssExperts: logits = x W^T + b, top-k on logits, softmax over the
             k; expert: gate = min(xWg + bg, limit), up = clip(xWu + bu, -limit, limit),
             glu = gate * sigmoid(alpha * gate), out = ((up + 1) * glu) Wd + bd.
@@ -124,13 +126,17 @@ def main(d):
         gated = meta.get("activation", "swiglu") in ("swiglu", "geglu")
         shared = [load(d, "shared_gate", (S, H)) if gated else None, load(d, "shared_up", (S, H)),
                   load(d, "shared_down", (H, S))]
+    shared_gate = load(d, "shared_expert_gate", (1, H)) if meta.get("shared_expert_gate") else None
     out = np.zeros((T, H))
     for t in range(T):
         ids, w = route(meta, router @ x[t] + rbias)
         for j, e in enumerate(ids):
             out[t] += w[j] * ffn(meta, x[t], *experts[e])
         if shared is not None:
-            out[t] += ffn(meta, x[t], *shared)
+            y = ffn(meta, x[t], *shared)
+            if shared_gate is not None:
+                y = sigmoid(shared_gate @ x[t]) * y
+            out[t] += y
     engine = load(d, "output", (T, H))
     err = np.linalg.norm(engine - out) / np.linalg.norm(out)
     print(f"{meta['name']}: normwise relative error {err:.3e} (tolerance {meta['tolerance']:.0e})")
