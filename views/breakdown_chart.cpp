@@ -183,19 +183,27 @@ void GpuBreakdownChart::setMetrics(const StepMetrics& m)
     QList<qreal> values[5];
     double hi = 0;
     for (const GpuMetrics& g : m.gpus) {
-        // The communication not hidden behind the GPU's compute: its busy time (the step less its
-        // idle time) beyond compute and attention, shared out over dispatch and combine. Without
-        // overlap that is all of it.
+        // The communication not hidden behind the GPU's compute, shared out over dispatch and
+        // combine in the proportion of its own: its busy time (the step less its idle time) beyond
+        // compute and attention, or, where larger, the layers' exposed communication
+        // (StepTotals::comm_exposed_us, the simulator's), which every GPU waits out whatever its
+        // own traffic (under two-batch overlap a GPU's own traffic hides behind its compute, but
+        // the layer's first dispatch and last combine do not). What is left is idle: waiting
+        // for slower GPUs and, under overlap, the two micro-batches' compute beyond one batch's
+        // (docs/MODEL.md section 5).
         const double work = g.compute_us + g.attention_us;
         const double comm = g.dispatch_us + g.combine_us;
-        const double exposed = std::clamp(m.summary.step_time_us - g.idle_us - work, 0.0, comm);
-        const double shown = comm > 0 ? exposed / comm : 0.0;
+        const double busyBeyond = std::clamp(m.summary.step_time_us - g.idle_us - work, 0.0, comm);
+        const double waited = std::clamp(m.summary.comm_exposed_us, 0.0, std::max(0.0, m.summary.step_time_us - work));
+        const double exposed = std::max(busyBeyond, waited);
+        const double idle = std::max(0.0, g.idle_us - (exposed - busyBeyond));
+        const double dShare = comm > 0 ? g.dispatch_us / comm : 0.5;
         values[0] << g.compute_us;
         values[1] << g.attention_us;
-        values[2] << g.dispatch_us * shown;
-        values[3] << g.combine_us * shown;
-        values[4] << g.idle_us;
-        hi = std::max(hi, work + exposed + g.idle_us);
+        values[2] << exposed * dShare;
+        values[3] << exposed * (1.0 - dShare);
+        values[4] << idle;
+        hi = std::max(hi, work + exposed + idle);
     }
     if (n != d->bars) {
         QStringList cats;

@@ -19,6 +19,7 @@ nlohmann::json summaryToJson(const StepTotals& s)
             {"dp_sync_us", s.dp_sync_us},
             {"moe_time_us", s.moe_time_us},
             {"moe_time_balanced_us", s.moe_time_balanced_us},
+            {"comm_exposed_us", s.comm_exposed_us},
             {"hbm_used_gb_max", s.hbm_used_gb_max},
             {"max_concurrent_users", s.max_concurrent_users},
             {"batch_per_gpu", s.batch_per_gpu},
@@ -110,6 +111,7 @@ StepTotals meanTotals(const std::vector<StepTotals>& steps)
         out.dp_sync_us += s.dp_sync_us / n;
         out.moe_time_us += s.moe_time_us / n;
         out.moe_time_balanced_us += s.moe_time_balanced_us / n;
+        out.comm_exposed_us += s.comm_exposed_us / n;
         out.hbm_used_gb_max = std::max(out.hbm_used_gb_max, s.hbm_used_gb_max);
         out.memory_limited = out.memory_limited || s.memory_limited;
     }

@@ -62,6 +62,12 @@ struct StepTotals {
     // together (in proportion to speed), communication as simulated: the floor that balancing this
     // placement's work can reach; moe_time_us - this is what imbalance costs the step.
     double moe_time_balanced_us = 0;
+    // The part of the MoE time the layers spend in communication not hidden behind compute: each
+    // layer's time less its time had dispatch and combine taken none (under two-batch overlap the
+    // stages the other micro-batch cannot cover, and the compute slowed by the SM share the
+    // communication kernels take). Every GPU waits for it, whatever its own traffic.
+    // The simulator's; engines leave it 0 (their ranks measure their own waits as idle).
+    double comm_exposed_us = 0;
     double hbm_used_gb_max = 0;
     std::int64_t max_concurrent_users = 0;  // whole system, at the context length
     std::int64_t batch_per_gpu = 0;         // tokens per GPU actually run (memory may limit it)

@@ -196,6 +196,7 @@ private:
         double moe_attention = 0;  // the MoE layers' mixers, at full speed
         double overhead_us = 0, sync_us = 0;  // at full speed
         double moe_time = 0, balanced_time = 0, imbalance = 0;
+        double comm_exposed = 0;  // layer time beyond what it would be without communication
     };
     void beginStep(StepMetrics& out);
     void stepLayer(const RoutingSample& r, int layer, const StepInputs& in, StepMetrics& out, StepSums& sums);

@@ -182,6 +182,11 @@ void Simulator::stepLayer(const RoutingSample& r, int l, const StepInputs& in, S
     const double attentionHalf = (attnLayerHalf + syncLayerHalf + ovHalf.per_layer + ovHalf.per_moe_layer) / minSpeed
                                  / overlapComputeShare();
     const LayerTimes t = layerTimes(c, comm, tbo, attentionHalf, ov.per_moe_layer / minSpeed);
+    // What the exchange costs the layer: its time less the layer without one (no dispatch or
+    // combine; under TBO the two micro-batches' compute also at the full SM share, which the
+    // overlapped communication kernels take part of).
+    const double alone = tbo ? 2.0 * (attentionHalf * overlapComputeShare() + c.slowest_half) : c.slowest + ov.per_moe_layer / minSpeed;
+    sums.comm_exposed += std::max(0.0, t.time - alone);
     if (tbo) {
         sums.overhead_us += 2.0 * (ovHalf.per_layer + ovHalf.per_moe_layer);
         sums.sync_us += 2.0 * syncLayerHalf;
@@ -242,6 +247,7 @@ void Simulator::finishStep(const StepInputs& in, const StepSums& sums, StepMetri
     StepTotals& sum = out.summary;
     sum.moe_time_us = sums.moe_time;
     sum.moe_time_balanced_us = sums.balanced_time;
+    sum.comm_exposed_us = sums.comm_exposed;
     sum.attention_us = (sums.moe_attention + aroundFullSpeedUs - aroundOverhead) / minSpeed;
     sum.overhead_us = overheadUs / minSpeed;
     sum.dp_sync_us = syncUs / minSpeed;

@@ -45,6 +45,8 @@ std::string summaryText(const Scenario& s, const StepTotals& t)
     o << "dispatch         " << ms(t.dispatch_us) << " per step over " << s.model.numMoeLayers() << " MoE layers ("
       << fixed(t.dispatch_us / layers, 1) << " us per layer)\n";
     o << "combine          " << ms(t.combine_us) << " (" << fixed(t.combine_us / layers, 1) << " us per layer)\n";
+    if (t.comm_exposed_us > 0)
+        o << "not hidden       " << ms(t.comm_exposed_us) << " of the MoE layers' time is communication no compute covers\n";
     o << "expert compute   " << ms(t.expert_compute_us) << " (slowest GPU of each layer)\n";
     o << "attention+dense  " << ms(t.attention_us) << '\n';
     o << "small kernels    " << ms(t.overhead_us) << " (norms, top-k, quantisation, sampling)\n";

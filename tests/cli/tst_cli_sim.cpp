@@ -116,6 +116,12 @@ void TestCliSim::simulateJsonContract()
     QVERIFY(summary.value(QStringLiteral("moe_time_balanced_us")).toDouble()
             <= summary.value(QStringLiteral("moe_time_us")).toDouble() * (1 + 1e-12));
     QVERIFY(summary.value(QStringLiteral("imbalance")).toDouble() >= 1.0);
+    // The communication no compute covers: part of the MoE time, at most its whole exchange.
+    const double exposed = summary.value(QStringLiteral("comm_exposed_us")).toDouble(-1);
+    QVERIFY(exposed > 0);
+    QVERIFY(exposed <= summary.value(QStringLiteral("moe_time_us")).toDouble());
+    QVERIFY(exposed <= (summary.value(QStringLiteral("dispatch_us")).toDouble() + summary.value(QStringLiteral("combine_us")).toDouble())
+                           * (1 + 1e-12));
     QVERIFY(std::abs(summary.value(QStringLiteral("tokens_per_s_per_gpu")).toDouble() * gpus
                      - summary.value(QStringLiteral("tokens_per_s")).toDouble())
             <= 1e-6 * summary.value(QStringLiteral("tokens_per_s")).toDouble());
