@@ -164,11 +164,19 @@ Scenario loadScenarioText(const std::string& text, const std::string& file, cons
     if (!overrides.empty()) {
         static const std::string kModel = "model.";
         Overrides sets;
-        for (const auto& o : overrides)
-            (o.first.compare(0, kModel.size(), kModel) == 0 ? modelFileSets : sets).push_back(o);
+        for (const auto& o : overrides)  // (model.hf_config names the config.json: the scenario's own key)
+            (o.first.compare(0, kModel.size(), kModel) == 0 && o.first != "model.hf_config" ? modelFileSets : sets).push_back(o);
         origins = applyOverrides(root, sets, diags);  // first: a --set model=FILE decides which file
         const YAML::Node& croot = root;
-        if (!modelFileSets.empty() && !(croot.IsMap() && croot["model"] && croot["model"].IsScalar())) {
+        if (!modelFileSets.empty() && croot.IsMap() && croot["model"] && croot["model"].IsMap() && croot["model"]["hf_config"]) {
+            // A config.json is imported, not edited: say how to get a model whose keys can be set.
+            for (const auto& [key, value] : modelFileSets)
+                diags.error(Location{"--set " + key + "=" + value, 0, 0},
+                            "the scenario's model is imported from a config.json (model.hf_config), whose keys --set "
+                            "cannot change; write it as model YAML (moex-cli import-hf CONFIG.json -o model.yaml), "
+                            "name that file as the model, and set its keys");
+            modelFileSets.clear();
+        } else if (!modelFileSets.empty() && !(croot.IsMap() && croot["model"] && croot["model"].IsScalar())) {
             // An inline model (or none): its keys are the scenario's own.
             std::vector<NodeOrigin> more = applyOverrides(root, modelFileSets, diags);
             origins.insert(origins.end(), more.begin(), more.end());

@@ -276,6 +276,21 @@ void TestScenario::overrideErrors()
              topK.c_str());
     const std::string unknown = errorsOf({{"model.expert_count", "3"}});
     QVERIFY2(unknown.find("--set model.expert_count=3: error: unknown key 'expert_count'") != std::string::npos, unknown.c_str());
+    {
+        QTemporaryDir hfDir;
+        const std::string hf = hfDir.filePath(QStringLiteral("hf.yaml")).toStdString();
+        std::ofstream(hf) << "model: {hf_config: " MOEX_SOURCE_DIR "/tests/data/hf-configs/mistralai--Mixtral-8x7B-v0.1.json}\n"
+                             "topology: {builtin: hgx-h100}\n";
+        try {
+            (void)loadScenarioFile(hf, {{"model.experts_per_token", "1"}});
+            QFAIL("expected an InputError");
+        } catch (const InputError& e) {
+            const std::string text = e.diagnostics().format();
+            QVERIFY2(text.rfind("--set model.experts_per_token=1: error: the scenario's model is imported from a config.json", 0) == 0
+                         && text.find("import-hf") != std::string::npos,
+                     text.c_str());
+        }
+    }
     const std::string scalar = errorsOf({{"model.hidden_size.x", "3"}});
     QVERIFY2(scalar.find("--set model.hidden_size.x=3: error: 'model.hidden_size' is not a mapping") != std::string::npos,
              scalar.c_str());
