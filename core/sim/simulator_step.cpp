@@ -185,7 +185,8 @@ void Simulator::stepLayer(const RoutingSample& r, int l, const StepInputs& in, S
     // What the exchange costs the layer: its time less the layer without one (no dispatch or
     // combine; under TBO the two micro-batches' compute also at the full SM share, which the
     // overlapped communication kernels take part of).
-    const double alone = tbo ? 2.0 * (attentionHalf * overlapComputeShare() + c.slowest_half) : c.slowest + ov.per_moe_layer / minSpeed;
+    const double alone = tbo ? twoBatchLayerUs(attentionHalf * overlapComputeShare(), c.slowest_half, 0.0, 0.0, overlapHidden())
+                             : c.slowest + ov.per_moe_layer / minSpeed;
     sums.comm_exposed += std::max(0.0, t.time - alone);
     if (tbo) {
         sums.overhead_us += 2.0 * (ovHalf.per_layer + ovHalf.per_moe_layer);
