@@ -189,7 +189,7 @@ void GpuBreakdownChart::setMetrics(const StepMetrics& m)
         // (StepTotals::comm_exposed_us, the simulator's), which every GPU waits out whatever its
         // own traffic (under two-batch overlap a GPU's own traffic hides behind its compute, but
         // the layer's first dispatch and last combine do not). What is left is idle: waiting
-        // for slower GPUs and, under overlap, the two micro-batches' compute beyond one batch's
+        // for slower GPUs (under overlap the per-GPU compute and attention count both micro-batches)
         // (docs/MODEL.md section 5).
         const double work = g.compute_us + g.attention_us;
         const double comm = g.dispatch_us + g.combine_us;

@@ -210,15 +210,21 @@ void Simulator::stepLayer(const RoutingSample& r, int l, const StepInputs& in, S
     sum.combine_us += comm.combine.time_us;
     sum.expert_compute_us += c.slowest;
 
+    // Per GPU, what it runs: under two-batch overlap the two micro-batches' attention and expert
+    // passes (each reads its weights again, and the floors count twice), at the full SM share (what
+    // the communication kernels take of it is in comm_exposed_us); idle is then what it waits.
+    const double attnOwn = tbo ? 2.0 * (attnLayerHalf + ovHalf.per_layer + ovHalf.per_moe_layer)
+                               : attnLayer + ov.per_layer + ov.per_moe_layer;
     for (std::size_t g = 0; g < static_cast<std::size_t>(G); ++g) {
         GpuMetrics& gm = out.gpus[g];
-        const double attn = (attnLayer + ov.per_layer + ov.per_moe_layer) * m_invSpeed[g];
-        gm.compute_us += m_gpuCompute[g];
+        const double attn = attnOwn * m_invSpeed[g];
+        const double compute = tbo ? 2.0 * m_gpuComputeHalf[g] : m_gpuCompute[g];
+        gm.compute_us += compute;
         gm.attention_us += attn;
         gm.dispatch_us += m_gpuDispatch[g];
         gm.combine_us += m_gpuCombine[g];
         const double own = m_gpuDispatch[g] + m_gpuCombine[g];
-        m_gpuBusy[g] += tbo ? std::max(own, m_gpuCompute[g] + attn) : own + m_gpuCompute[g] + attn;
+        m_gpuBusy[g] += tbo ? std::max(own, compute + attn) : own + compute + attn;
     }
 }
 

@@ -302,15 +302,20 @@ private slots:
             g.attention_us = 500;
             g.dispatch_us = 100;
             g.combine_us = 100;
+            g.idle_us = 0;
             g.speed = 1.0;
         }
+        m.summary.step_time_us = 1700;
         for (auto& l : m.layers)
             l.imbalance = 1.0;
         m_canvas->setMetrics(m);
         QVERIFY(!m_canvas->outlinedStraggler().valid());
         m_canvas->setLayer(MoeLayers::all());
         QVERIFY(!m_canvas->outlinedStraggler().valid());
-        m.gpus[17].compute_us = 1100;  // one GPU 5% slower: it is the straggler
+        m.gpus[17].compute_us = 1100;  // one GPU 5% slower: it is the straggler, the others wait
+        m.summary.step_time_us = 1800;
+        for (std::size_t g = 0; g < m.gpus.size(); ++g)
+            m.gpus[g].idle_us = g == 17 ? 0 : 100;
         m.summary.straggler_gpu = 17;
         m_canvas->setMetrics(m);
         QCOMPARE(m_canvas->outlinedStraggler().value, 17);
