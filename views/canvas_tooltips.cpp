@@ -1,6 +1,8 @@
 // Tooltip texts of the canvas items, built on demand from the last scenario and metrics.
 #include "views/canvas_impl.h"
 
+#include "metrics/gpu_busy.h"
+
 #include <algorithm>
 
 namespace moex::views {
@@ -35,7 +37,7 @@ QString TopologyCanvas::Impl::gpuTooltip(int g) const
         html += row(TopologyCanvas::tr("dispatch"), us(m.dispatch_us));
         html += row(TopologyCanvas::tr("combine"), us(m.combine_us));
         html += row(TopologyCanvas::tr("idle"), us(m.idle_us));
-        html += row(TopologyCanvas::tr("busy"), us(m.compute_us + m.attention_us + m.dispatch_us + m.combine_us));
+        html += row(TopologyCanvas::tr("busy"), us(gpuBusyUs(metrics, static_cast<std::size_t>(g))));
         html += row(TopologyCanvas::tr("token-expert pairs"), QString::number(m.expert_pairs));
     }
     html += QStringLiteral("</table>");

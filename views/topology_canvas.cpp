@@ -1,6 +1,8 @@
 // TopologyCanvas: building the scene once per scenario and recolouring it per step.
 #include "views/canvas_impl.h"
 
+#include "metrics/gpu_busy.h"
+
 #include <QResizeEvent>
 #include <QScrollBar>
 
@@ -425,10 +427,8 @@ void TopologyCanvas::Impl::recolour()
     busyLo = busyHi = 0;
     std::vector<double> busy(gpus.size(), 0.0);
     if (hasMetrics && metrics.gpus.size() >= gpus.size() && !gpus.empty()) {
-        // Busy = the step less the time it waited: under two-batch overlap a GPU's traffic runs
-        // beside its compute, so the sum of its phases would exceed the step.
         for (std::size_t g = 0; g < gpus.size(); ++g)
-            busy[g] = std::max(0.0, metrics.summary.step_time_us - metrics.gpus[g].idle_us);
+            busy[g] = gpuBusyUs(metrics, g);
         const auto [mn, mx] = std::minmax_element(busy.begin(), busy.end());
         busyLo = *mn;
         busyHi = *mx;

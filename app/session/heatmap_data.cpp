@@ -1,5 +1,7 @@
 #include "heatmap_data.h"
 
+#include "metrics/gpu_busy.h"
+
 namespace moex::session {
 
 Matrix expertLoadMatrix(const StepMetrics& m)
@@ -29,11 +31,6 @@ Matrix trafficMatrix(const StepMetrics& m)
     return out;
 }
 
-double gpuBusyUs(const GpuMetrics& g)
-{
-    return g.compute_us + g.attention_us + g.dispatch_us + g.combine_us;
-}
-
 void LatencyHistory::add(const StepMetrics& m)
 {
     const int g = static_cast<int>(m.gpus.size());
@@ -50,8 +47,8 @@ void LatencyHistory::add(const StepMetrics& m)
     m_gpus = g;
     std::vector<double> row;
     row.reserve(static_cast<std::size_t>(g));
-    for (const auto& gm : m.gpus)
-        row.push_back(gpuBusyUs(gm) / 1000.0);
+    for (std::size_t i = 0; i < m.gpus.size(); ++i)
+        row.push_back(gpuBusyUs(m, i) / 1000.0);
     m_rows.push_back(std::move(row));
     m_steps.push_back(m.step);
     while (static_cast<int>(m_rows.size()) > m_capacity) {

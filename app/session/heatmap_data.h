@@ -19,9 +19,6 @@ struct Matrix {
 Matrix expertLoadMatrix(const StepMetrics& m);  // token-expert pairs, [MoE layer][expert]
 Matrix trafficMatrix(const StepMetrics& m);     // MB, [source GPU][destination GPU]
 
-// A GPU's busy time in a step (compute + attention + dispatch + combine), in microseconds.
-double gpuBusyUs(const GpuMetrics& g);
-
 class LatencyHistory {
 public:
     explicit LatencyHistory(int capacity = 60) : m_capacity(capacity) {}

@@ -12,6 +12,7 @@
 #include "common/diagnostics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include <QAbstractItemModelTester>
@@ -168,6 +169,22 @@ private slots:
         QCOMPARE(h.size(), 1);
         QCOMPARE(h.matrix().cols, 8);
         QVERIFY(h.matrix().at(0, 0) > 0);
+        // Under two-batch overlap a GPU's traffic runs beside its compute: its latency is the step
+        // less its wait, never more than the step (the sum of its phases is, in prefill).
+        QVERIFY(doc.load(sample("deepseek-r1-prefill-hgx-h200x8.yaml")));
+        const RunSummary tbo = summarize(doc.scenario(), doc.placement(), 1);
+        LatencyHistory ht(3);
+        ht.add(tbo.last);
+        double phasesBeyond = 0;
+        for (std::size_t g = 0; g < tbo.last.gpus.size(); ++g) {
+            const moex::GpuMetrics& x = tbo.last.gpus[g];
+            const double ms = ht.matrix().at(0, static_cast<int>(g));
+            QVERIFY2(ms > 0 && ms <= tbo.last.summary.step_time_us / 1000.0 * (1 + 1e-12), qPrintable(QString::number(g)));
+            QVERIFY(std::abs(ms * 1000.0 + x.idle_us - tbo.last.summary.step_time_us) <= 1e-9 * tbo.last.summary.step_time_us);
+            phasesBeyond = std::max(phasesBeyond, x.compute_us + x.attention_us + x.dispatch_us + x.combine_us
+                                                      - tbo.last.summary.step_time_us);
+        }
+        QVERIFY(phasesBeyond > 0);  // what the old sum of phases showed
 
         const std::string csv = metricsToCsv(r.last);
         QVERIFY(csv.rfind("gpu,compute_us", 0) == 0);
