@@ -3,6 +3,8 @@
 #include "views/chart_axes.h"
 #include "views/charts.h"
 
+#include "metrics/gpu_busy.h"
+
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QChart>
@@ -182,18 +184,19 @@ void GpuBreakdownChart::setMetrics(const StepMetrics& m)
     const int n = static_cast<int>(m.gpus.size());
     QList<qreal> values[5];
     double hi = 0;
-    for (const GpuMetrics& g : m.gpus) {
+    for (std::size_t i = 0; i < m.gpus.size(); ++i) {
+        const GpuMetrics& g = m.gpus[i];
         // The communication not hidden behind the GPU's compute, shared out over dispatch and
         // combine in the proportion of its own: its busy time (the step less its idle time) beyond
         // compute and attention, or, where larger, the layers' exposed communication
         // (StepTotals::comm_exposed_us, the simulator's), which every GPU waits out whatever its
         // own traffic (under two-batch overlap a GPU's own traffic hides behind its compute, but
         // the layer's first dispatch and last combine do not). What is left is idle: waiting
-        // for slower GPUs (under overlap the per-GPU compute and attention count both micro-batches)
-        // (docs/MODEL.md section 5).
+        // for slower GPUs (under overlap the per-GPU compute and attention count both
+        // micro-batches; docs/MODEL.md section 5).
         const double work = g.compute_us + g.attention_us;
         const double comm = g.dispatch_us + g.combine_us;
-        const double busyBeyond = std::clamp(m.summary.step_time_us - g.idle_us - work, 0.0, comm);
+        const double busyBeyond = std::clamp(gpuBusyUs(m, i) - work, 0.0, comm);
         const double waited = std::clamp(m.summary.comm_exposed_us, 0.0, std::max(0.0, m.summary.step_time_us - work));
         const double exposed = std::max(busyBeyond, waited);
         const double idle = std::max(0.0, g.idle_us - (exposed - busyBeyond));

@@ -12,8 +12,11 @@
 # calibrations are kept in OUTDIR (default: a new temporary directory).
 set -euo pipefail
 cli=${1:?usage: predicted_vs_measured.sh MOEX_CLI [OUTDIR] [STEPS_SCALE]}
+[[ -x $cli ]] || { echo "predicted_vs_measured.sh: $cli is not an executable moex-cli" >&2; exit 2; }
 out=${2:-$(mktemp -d)}
 scale=${3:-1}
+[[ $scale =~ ^[0-9]*\.?[0-9]+$ ]] && python3 -c "import sys; sys.exit(not float('$scale') > 0)" ||
+  { echo "predicted_vs_measured.sh: STEPS_SCALE '$scale' is not a number above 0" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
 
