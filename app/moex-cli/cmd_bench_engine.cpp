@@ -12,10 +12,12 @@
 //   r1       a decode layer of DeepSeek-R1 shape (hidden 7168, expert 2048, top-8, fp8, 32 routed
 //            experts and the shared expert, 64 tokens) on 4 ranks of the threads transport: ms per
 //            layer, median of N steps
-//   a2a      the same layer's exchange: bytes between ranks (both ways) over the time of the
-//            dispatch (packing and pulling, after the router) and combine phases of the slowest
-//            rank, against a memcpy ceiling (the same bytes copied by the same 4 threads from one
-//            buffer to another, before and after)
+//   a2a      the same layer's exchange on as many ranks as hardware threads (2 to 4, so that no
+//            rank waits for a core): the rows the transport copies (both ways, a rank's rows to
+//            itself included) over the slowest rank's copying time (the pull after the counts
+//            barrier and the combine; no barrier wait), against a memcpy ceiling (the same bytes
+//            copied by as many threads from one buffer to another, before and after); also, on the
+//            4 ranks above, the bytes between ranks over the dispatch + combine phases, waits included
 //   prefill  the same slice's expert FFN at 32 and 256 tokens against one OpenBLAS sgemm of the same
 //            FLOPs (bench_prefill.cpp; OpenBLAS is loaded at run time: without it the JSON says
 //            prefill_ratio null rather than inventing a ceiling)
@@ -349,53 +351,89 @@ int benchEngine(const Args& args)
     r1.expert_groups = 8;
     r1.groups_per_token = 4;
     r1.routed_scaling_factor = 2.5;
-    Placement p;
-    p.num_experts = 32;
-    LayerPlacement layer;
-    layer.gpu_slots.resize(4);
-    for (int e = 0; e < 32; ++e)
-        layer.gpu_slots[static_cast<std::size_t>(e / 8)].push_back(ExpertId{e});
-    p.layers.push_back(layer);
+    // The experts split evenly over the ranks (rank r holds experts 32r/R .. 32(r+1)/R - 1).
+    auto r1Placement = [](int ranks) {
+        Placement p;
+        p.num_experts = 32;
+        LayerPlacement layer;
+        layer.gpu_slots.resize(static_cast<std::size_t>(ranks));
+        for (int e = 0; e < 32; ++e)
+            layer.gpu_slots[static_cast<std::size_t>(e * ranks / 32)].push_back(ExpertId{e});
+        p.layers.push_back(layer);
+        return p;
+    };
     EngineConfig cfg;
     cfg.tokens = 64;
     cfg.layers = {0};
-    EpEngine engine(r1, DType::fp8, p, cfg);
-    std::vector<double> r1ms, a2aGbs;
+    std::vector<double> r1ms, a2aPhaseGbs;
     StepMetrics m;
-    engine.step(0, m);
+    // Bytes of the rows in m.traffic (each row both ways: dispatch out, combine back) between
+    // different ranks, and in all (a rank's rows to itself are copied too: into its receive buffer,
+    // then read by its combine).
+    auto trafficBytes = [](const StepMetrics& s, bool betweenOnly) {
+        const auto R = static_cast<std::size_t>(s.num_gpus);
+        double bytes = 0;
+        for (std::size_t r = 0; r < R; ++r)
+            for (std::size_t d = 0; d < R; ++d)
+                if (!betweenOnly || r != d)
+                    bytes += s.traffic[r * R + d];
+        return bytes;
+    };
     double a2aBytes = 0;
-    for (int k = 0; k < runs; ++k) {
-        engine.step(k + 1, m);
-        r1ms.push_back(m.summary.moe_time_us / 1000.0);
-        double bytes = 0, us = 0;
-        for (int r = 0; r < 4; ++r)
-            for (int d = 0; d < 4; ++d)
-                if (r != d)
-                    bytes += m.traffic[static_cast<std::size_t>(r * 4 + d)];
-        for (const auto& g : m.gpus)
-            us = std::max(us, g.dispatch_us + g.combine_us);
-        a2aBytes = bytes;
-        a2aGbs.push_back(us > 0 ? bytes / (us * 1e-6) / 1e9 : 0);
+    {
+        EpEngine engine(r1, DType::fp8, r1Placement(4), cfg);
+        engine.step(0, m);
+        for (int k = 0; k < runs; ++k) {
+            engine.step(k + 1, m);
+            r1ms.push_back(m.summary.moe_time_us / 1000.0);
+            double phaseUs = 0;
+            for (const auto& g : m.gpus)
+                phaseUs = std::max(phaseUs, g.dispatch_us + g.combine_us);
+            a2aBytes = trafficBytes(m, true);
+            a2aPhaseGbs.push_back(phaseUs > 0 ? a2aBytes / (phaseUs * 1e-6) / 1e9 : 0);
+        }
     }
     const double r1Median = median(r1ms);
+    const double a2aPhaseMedian = median(a2aPhaseGbs);
+    // The transport itself: the same layer on as many ranks as hardware threads (2 to 4), so that
+    // no rank waits for a core while it copies; the rows it copies over the slowest rank's copying
+    // time (the pull after the counts barrier and the combine, barrier waits excluded).
+    const int a2aRanks = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 4);
+    std::vector<double> a2aGbs;
+    double movedBytes = 0;
+    {
+        EpEngine engine(r1, DType::fp8, r1Placement(a2aRanks), cfg);
+        engine.step(0, m);
+        for (int k = 0; k < runs; ++k) {
+            engine.step(k + 1, m);
+            double exchangeUs = 0;
+            for (double us : engine.lastExchangeUs())
+                exchangeUs = std::max(exchangeUs, us);
+            movedBytes = trafficBytes(m, false);
+            a2aGbs.push_back(exchangeUs > 0 ? movedBytes / (exchangeUs * 1e-6) / 1e9 : 0);
+        }
+    }
     const double a2aMedian = median(a2aGbs);
-    // memcpy ceiling: the exchanged bytes (at least 64 MiB, so caches do not flatter it) copied by
-    // four threads, each its quarter.
+    // memcpy ceiling: the bytes the exchange copies, copied by as many threads as it has ranks, each
+    // its share, between buffers of that size. The same size on both sides: the exchange's buffers
+    // (the sources' token rows, each sent up to top-k times, the receive and result buffers) partly
+    // sit in the last-level cache, and so do these; a larger copy from memory would read as a
+    // ceiling the exchange beats.
     auto memcpyGbs = [&] {
-        const std::size_t total = std::max<std::size_t>(static_cast<std::size_t>(a2aBytes), std::size_t{64} << 20);
+        const std::size_t total = std::max<std::size_t>(static_cast<std::size_t>(movedBytes), std::size_t{1} << 20);
+        const auto part = total / static_cast<std::size_t>(a2aRanks);
         std::vector<char> from(total, 1), to(total, 0);
         std::vector<double> gbs;
         for (int k = 0; k < runs; ++k) {
             std::vector<std::thread> pool;
             const auto t0 = Clock::now();
-            for (int q = 0; q < 4; ++q)
+            for (int q = 0; q < a2aRanks; ++q)
                 pool.emplace_back([&, q] {
-                    const std::size_t part = total / 4;
                     std::memcpy(to.data() + static_cast<std::size_t>(q) * part, from.data() + static_cast<std::size_t>(q) * part, part);
                 });
             for (auto& th : pool)
                 th.join();
-            gbs.push_back(static_cast<double>(total) / seconds(t0, Clock::now()) / 1e9);
+            gbs.push_back(static_cast<double>(part * static_cast<std::size_t>(a2aRanks)) / seconds(t0, Clock::now()) / 1e9);
         }
         ceiling.sink += static_cast<std::uint64_t>(to[total / 2]);
         return median(gbs);
@@ -447,10 +485,15 @@ int benchEngine(const Args& args)
                       << " threads); 0.85 of its read ceiling needs " << fixed(needed, 1) << " GFLOP/s\n";
         }
     std::cout << "R1-shaped layer  " << fixed(r1Median, 2) << " ms (4 ranks, 64 tokens, fp8, 32 experts + shared)\n";
-    std::cout << "a2a (threads)    " << fixed(a2aMedian, 2) << " GB/s over dispatch + combine ("
-              << fixed(a2aBytes / 1e6, 1) << " MB between ranks per step); memcpy ceiling " << fixed(copyBefore, 1)
-              << " / " << fixed(copyAfter, 1) << " GB/s, ratio " << fixed(a2aMedian / (0.5 * (copyBefore + copyAfter)), 3)
-              << '\n';
+    const double copyMean = 0.5 * (copyBefore + copyAfter);
+    std::cout << "a2a (threads)    " << fixed(a2aMedian, 2) << " GB/s: the same layer on " << a2aRanks << " ranks, "
+              << fixed(movedBytes / 1e6, 1) << " MB of rows copied per step (both ways) over the slowest rank's copying time "
+              << "(barrier waits excluded); memcpy by " << a2aRanks << " threads " << fixed(copyBefore, 1) << " / "
+              << fixed(copyAfter, 1) << " GB/s, ratio " << fixed(a2aMedian / copyMean, 3) << '\n';
+    std::cout << "                 " << fixed(a2aPhaseMedian, 2) << " GB/s on 4 ranks: " << fixed(a2aBytes / 1e6, 1)
+              << " MB between ranks over the slowest rank's dispatch + combine phases (waits for the slowest router included"
+              << (std::thread::hardware_concurrency() < 4 ? "; 4 ranks share " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads" : std::string())
+              << ")\n";
     if (!prefill.measured) {
         std::cout << "prefill_ratio    not measured: " << prefill.why << '\n';
     } else {
@@ -495,6 +538,10 @@ int benchEngine(const Args& args)
         j["a2a_memcpy_gbs_before"] = copyBefore;
         j["a2a_memcpy_gbs_after"] = copyAfter;
         j["a2a_ratio"] = a2aMedian / (0.5 * (copyBefore + copyAfter));
+        j["a2a_ranks"] = a2aRanks;
+        j["a2a_bytes_per_step"] = movedBytes;
+        j["a2a_bytes_between_ranks_per_step"] = a2aBytes;
+        j["a2a_phases_gbs"] = a2aPhaseMedian;
         nlohmann::json rows = nlohmann::json::array();
         for (const auto& f : decode)
             rows.push_back({{"weights", f.format}, {"tokens", f.tokens}, {"ms", f.ms}, {"gbs", f.gbs}, {"ratio", f.ratio},

@@ -36,10 +36,10 @@ struct RankLayer {
     RouterWeights router;
 };
 
-// What a rank sends to one destination in one layer: rows of H floats and, per row, which of its
-// tokens and which of the token's k choices it is, and which local slot of the destination runs it.
+// What a rank sends to one destination in one layer: per row, which of its tokens (the row is that
+// token's hidden state, read from the sender's buffer by index as DeepEP's dispatch kernel reads it),
+// which of the token's k choices it is, and which local slot of the destination runs it.
 struct SendList {
-    std::vector<float> rows;
     std::vector<int> token;   // local token index on the source
     std::vector<int> choice;  // 0..k-1
     std::vector<int> slot;    // local slot on the destination
@@ -102,20 +102,22 @@ struct EpEngine::Impl {
     std::vector<std::vector<int>> ids;            // n_r x k
     std::vector<std::vector<float>> gate;         // n_r x k
     std::vector<std::vector<SendList>> send;      // [src][dst]
-    std::vector<std::vector<float>> recv;         // [dst] rows from all sources, source order
-    std::vector<std::vector<int>> recvSlot;       // [dst] local slot of each received row
-    std::vector<std::vector<std::size_t>> recvOffset;  // [dst][src] first row from src
-    std::vector<std::vector<float>> result;       // [dst] expert output per received row
+    // [dst] rows from all sources grouped by local slot (slot 0's rows first), within a slot in
+    // source order, then in the source's order: each slot's rows are one contiguous block, the
+    // layout DeepEP's low-latency dispatch hands a grouped GEMM.
+    std::vector<std::vector<float>> recv;
+    std::vector<std::vector<std::size_t>> slotBegin;   // [dst] first row of each local slot, and the end
+    std::vector<std::vector<std::vector<int>>> recvRow;  // [dst][src] the receive row of each row src sent
+    std::vector<std::vector<float>> result;       // [dst] expert output per received row, same rows
     std::vector<std::vector<float>> output;       // [rank] n_r x H
-    // [rank][worker]: a worker's gathered rows, their results and the FFN's buffers, kept between
-    // steps as a serving engine keeps its workspace (fresh pages cost 5-10% of a prefill FFN).
+    // [rank][worker]: a worker's FFN buffers (activations, packed tokens), kept between steps as a
+    // serving engine keeps its workspace (fresh pages cost 5-10% of a prefill FFN).
     struct WorkerBuffers {
-        std::vector<float> in, got, ffn;
-        std::vector<std::size_t> which;
+        std::vector<float> ffn;
     };
     std::vector<std::vector<WorkerBuffers>> workerBuffers;
+    std::vector<std::vector<std::size_t>> slotCursor;  // [dst] scratch: next row of each local slot
     std::vector<std::vector<float>> sharedScratch;  // [rank] the shared experts' FFN buffers
-    std::vector<std::int64_t> counts;             // [src * ranks + dst] rows
     std::vector<std::vector<PhaseTimes>> times;   // [configured layer][rank]
     std::vector<std::vector<std::vector<std::int64_t>>> rankExpertLoad;  // [rank][configured layer][expert]
     std::vector<double> trafficRows;              // [src * ranks + dst] rows over the step's layers
@@ -225,11 +227,12 @@ struct EpEngine::Impl {
             }
             pt.router = usSince(phase);
 
-            // Dispatch: pack, exchange counts, pull.
+            // Dispatch: each destination's list of rows (token, choice, slot), counts exchanged,
+            // then every rank pulls the rows sent to it straight from the sources' hidden states
+            // into its receive buffer, each row to its slot's block (one copy per row).
             phase = Clock::now();
             auto& out = send[static_cast<std::size_t>(r)];
             for (auto& s : out) {
-                s.rows.clear();
                 s.token.clear();
                 s.choice.clear();
                 s.slot.clear();
@@ -239,65 +242,65 @@ struct EpEngine::Impl {
                     const int e = id[static_cast<std::size_t>(t * K + k)];
                     const auto [dst, slot] = target(li, e, r, t0 + t, k);
                     SendList& s = out[static_cast<std::size_t>(dst)];
-                    s.rows.insert(s.rows.end(), xr.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t) * Hs),
-                                  xr.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t + 1) * Hs));
                     s.token.push_back(t);
                     s.choice.push_back(k);
                     s.slot.push_back(slot);
                 }
-            for (int d = 0; d < ranks; ++d) {
-                const auto c = static_cast<std::int64_t>(out[static_cast<std::size_t>(d)].token.size());
-                counts[static_cast<std::size_t>(r * ranks + d)] = c;
-                trafficRows[static_cast<std::size_t>(r * ranks + d)] += static_cast<double>(c);
-            }
+            for (int d = 0; d < ranks; ++d)
+                trafficRows[static_cast<std::size_t>(r * ranks + d)] += static_cast<double>(out[static_cast<std::size_t>(d)].token.size());
             auto& load = rankExpertLoad[static_cast<std::size_t>(r)][li];
             for (int v : id)
                 ++load[static_cast<std::size_t>(v)];
-            sync.arrive_and_wait();  // counts known everywhere
+            sync.arrive_and_wait();  // every source's lists (their sizes are the counts) known everywhere
+            const auto pullStart = Clock::now();
+            const std::size_t numSlots = w.slots.size();
+            auto& begin = slotBegin[static_cast<std::size_t>(r)];
+            auto& cursor = slotCursor[static_cast<std::size_t>(r)];
+            begin.assign(numSlots + 1, 0);
+            for (int s = 0; s < ranks; ++s)
+                for (int j : send[static_cast<std::size_t>(s)][static_cast<std::size_t>(r)].slot)
+                    ++begin[static_cast<std::size_t>(j) + 1];
+            for (std::size_t j = 0; j < numSlots; ++j)
+                begin[j + 1] += begin[j];
+            const std::size_t rows = begin[numSlots];
+            cursor.assign(begin.begin(), begin.end() - 1);
             auto& rv = recv[static_cast<std::size_t>(r)];
-            auto& rs = recvSlot[static_cast<std::size_t>(r)];
-            auto& ro = recvOffset[static_cast<std::size_t>(r)];
-            std::size_t rows = 0;
-            for (int s = 0; s < ranks; ++s) {
-                ro[static_cast<std::size_t>(s)] = rows;
-                rows += static_cast<std::size_t>(counts[static_cast<std::size_t>(s * ranks + r)]);
-            }
             rv.resize(rows * Hs);
-            rs.resize(rows);
+            auto& where = recvRow[static_cast<std::size_t>(r)];
             for (int s = 0; s < ranks; ++s) {
                 const SendList& from = send[static_cast<std::size_t>(s)][static_cast<std::size_t>(r)];
-                std::copy(from.rows.begin(), from.rows.end(), rv.begin() + static_cast<std::ptrdiff_t>(ro[static_cast<std::size_t>(s)] * Hs));
-                std::copy(from.slot.begin(), from.slot.end(), rs.begin() + static_cast<std::ptrdiff_t>(ro[static_cast<std::size_t>(s)]));
+                const float* xs = x[static_cast<std::size_t>(s)].data();
+                auto& at = where[static_cast<std::size_t>(s)];
+                at.resize(from.token.size());
+                for (std::size_t q = 0; q < from.token.size(); ++q) {
+                    const std::size_t row = cursor[static_cast<std::size_t>(from.slot[q])]++;
+                    at[q] = static_cast<int>(row);
+                    std::copy_n(xs + static_cast<std::size_t>(from.token[q]) * Hs, Hs, rv.begin() + static_cast<std::ptrdiff_t>(row * Hs));
+                }
             }
+            pt.pull = usSince(pullStart);
             pt.dispatch = usSince(phase);
             pt.pairs = static_cast<std::int64_t>(rows);
 
-            // Experts: the rows of each local slot gathered, run, scattered back in receive order.
+            // Experts: each local slot runs over its block of received rows, its results to the
+            // same rows of the result buffer.
             phase = Clock::now();
             auto& res = result[static_cast<std::size_t>(r)];
             res.resize(rows * Hs);
             // The rank's share of the cores takes its slots in turn (each slot's rows to one worker).
-            const int workers = std::max(1, std::min(static_cast<int>(w.slots.size()),
+            const int workers = std::max(1, std::min(static_cast<int>(numSlots),
                                                      static_cast<int>(std::thread::hardware_concurrency()) / ranks));
             auto& buffers = workerBuffers[static_cast<std::size_t>(r)];
             if (buffers.size() < static_cast<std::size_t>(workers))
                 buffers.resize(static_cast<std::size_t>(workers));
             auto runSlots = [&](int worker) {
-                auto& [in, got, local, which] = buffers[static_cast<std::size_t>(worker)];
-                for (std::size_t j = static_cast<std::size_t>(worker); j < w.slots.size(); j += static_cast<std::size_t>(workers)) {
-                    which.clear();
-                    for (std::size_t i = 0; i < rows; ++i)
-                        if (rs[i] == static_cast<int>(j))
-                            which.push_back(i);
-                    if (which.empty())
+                auto& local = buffers[static_cast<std::size_t>(worker)].ffn;
+                for (std::size_t j = static_cast<std::size_t>(worker); j < numSlots; j += static_cast<std::size_t>(workers)) {
+                    const std::size_t first = begin[j], count = begin[j + 1] - begin[j];
+                    if (count == 0)
                         continue;
-                    in.resize(which.size() * Hs);
-                    got.resize(which.size() * Hs);
-                    for (std::size_t q = 0; q < which.size(); ++q)
-                        std::copy_n(rv.begin() + static_cast<std::ptrdiff_t>(which[q] * Hs), Hs, in.begin() + static_cast<std::ptrdiff_t>(q * Hs));
-                    ffnForward(shape, shape.inter, w.slots[j].weights, in.data(), static_cast<int>(which.size()), got.data(), local);
-                    for (std::size_t q = 0; q < which.size(); ++q)
-                        std::copy_n(got.begin() + static_cast<std::ptrdiff_t>(q * Hs), Hs, res.begin() + static_cast<std::ptrdiff_t>(which[q] * Hs));
+                    ffnForward(shape, shape.inter, w.slots[j].weights, rv.data() + first * Hs, static_cast<int>(count),
+                               res.data() + first * Hs, local);
                 }
             };
             if (workers == 1) {
@@ -332,10 +335,11 @@ struct EpEngine::Impl {
             picked.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(K));
             for (int d = 0; d < ranks; ++d) {
                 const SendList& sent = send[static_cast<std::size_t>(r)][static_cast<std::size_t>(d)];
-                const std::size_t first = recvOffset[static_cast<std::size_t>(d)][static_cast<std::size_t>(r)];
+                const auto& at = recvRow[static_cast<std::size_t>(d)][static_cast<std::size_t>(r)];
                 const float* from = result[static_cast<std::size_t>(d)].data();
                 for (std::size_t q = 0; q < sent.token.size(); ++q)
-                    picked[static_cast<std::size_t>(sent.token[q] * K + sent.choice[q])] = from + (first + q) * Hs;
+                    picked[static_cast<std::size_t>(sent.token[q] * K + sent.choice[q])] =
+                        from + static_cast<std::size_t>(at[q]) * Hs;
             }
             for (int t = 0; t < n; ++t) {
                 float* ot = o.data() + static_cast<std::size_t>(t) * Hs;
@@ -425,17 +429,26 @@ EpEngine::EpEngine(const ModelSpec& model, DType weights, const Placement& place
     m->gate.resize(Rs);
     m->send.assign(Rs, std::vector<SendList>(Rs));
     m->recv.resize(Rs);
-    m->recvSlot.resize(Rs);
-    m->recvOffset.assign(Rs, std::vector<std::size_t>(Rs, 0));
+    m->slotBegin.resize(Rs);
+    m->slotCursor.resize(Rs);
+    m->recvRow.assign(Rs, std::vector<std::vector<int>>(Rs));
     m->result.resize(Rs);
     m->output.resize(Rs);
     m->workerBuffers.resize(Rs);
     m->sharedScratch.resize(Rs);
     m->pickedRows.resize(Rs);
-    m->counts.assign(Rs * Rs, 0);
 }
 
 EpEngine::~EpEngine() = default;
+
+std::vector<double> EpEngine::lastExchangeUs() const
+{
+    std::vector<double> us(static_cast<std::size_t>(m->ranks), 0.0);
+    for (const auto& layer : m->times)
+        for (std::size_t r = 0; r < layer.size() && r < us.size(); ++r)
+            us[r] += layer[r].pull + layer[r].combine;
+    return us;
+}
 
 int EpEngine::ranks() const
 {

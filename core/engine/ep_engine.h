@@ -2,12 +2,15 @@
 // thread that holds its own experts (the placement's slots of its GPU) and its own tokens, and the
 // step runs as it would between GPUs:
 //   router     the gate GEMM and top-k on the rank's tokens (moe_layer.h)
-//   dispatch   counts per destination exchanged first (a ranks x ranks matrix behind a barrier),
-//              then every rank pulls the rows sent to it from each source's explicit send buffer
-//              into one receive buffer, ordered by source (the layout the NCCL transport will use)
-//   expert     the rank's experts over the rows they received, plus the shared experts on its own
-//              tokens
-//   combine    every source pulls its rows' results back and sums them per token in top-k order
+//   dispatch   each source lists per destination the rows it sends (token, choice, local slot);
+//              counts per destination exchanged (a ranks x ranks matrix behind a barrier), then
+//              every rank pulls the rows sent to it from the sources' hidden states into one
+//              receive buffer, one contiguous block per local slot (source order within a block:
+//              DeepEP's low-latency layout, what a grouped GEMM takes)
+//   expert     each local slot's FFN over its block in place (no gather, no scatter), plus the
+//              shared experts on the rank's own tokens
+//   combine    every source reads its rows' results where the experts' ranks left them and sums
+//              them per token in top-k order
 // A token's expert runs on the replica on its own rank when there is one, else on replica
 // (token + k) mod copies. Every phase is timed per rank with the steady clock; the step yields
 // StepMetrics from those measurements, the per-expert token counts and the bytes between rank
@@ -70,6 +73,11 @@ public:
     // global order, distinct per token): workload routing.
     double step(int step, StepMetrics& out, const std::vector<std::vector<int>>& forcedIds,
                 std::vector<float>* lastOutput = nullptr);
+
+    // The last step's exchange per rank, microseconds summed over its layers: the dispatch's copies
+    // after the counts barrier plus the combine (barrier waits excluded); what bench engine's a2a
+    // line divides the exchanged bytes by.
+    [[nodiscard]] std::vector<double> lastExchangeUs() const;
 
 private:
     struct Impl;

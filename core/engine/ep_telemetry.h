@@ -11,8 +11,10 @@
 namespace moex::engine {
 
 // One rank's steady-clock times in one layer, microseconds, and the token-expert rows it ran.
+// `pull` is the part of `dispatch` after the counts barrier: the rows copied into the rank's
+// receive buffer (the transport's own work, no waiting for other ranks).
 struct PhaseTimes {
-    double router = 0, dispatch = 0, expert = 0, wait = 0, combine = 0, layer = 0;
+    double router = 0, dispatch = 0, pull = 0, expert = 0, wait = 0, combine = 0, layer = 0;
     std::int64_t pairs = 0;
 };
 

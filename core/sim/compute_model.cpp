@@ -135,10 +135,8 @@ double ComputeModel::cpuSlotUs(double tokens) const
     if (tokens <= 0)
         return 0.0;
     const double h = m_model.hidden_size, inter = m_model.moe_intermediate_size;
-    const double ffn = 3.0 * h * inter / 1e6 * cpuCurveUs(m_cpuCurve, tokens);
-    // The engine gathers a slot's rows into one block and scatters the results back (fp32 rows).
-    const double rows = 2.0 * tokens * h * sizeof(float);
-    return ffn + rows / (m_cal.cpu.copy_gbs * 1e3);
+    // The engine runs a slot's FFN over its block of the receive buffer in place: no copies.
+    return 3.0 * h * inter / 1e6 * cpuCurveUs(m_cpuCurve, tokens);
 }
 
 double ComputeModel::cpuRouterUs(double tokens) const

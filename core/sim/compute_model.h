@@ -92,7 +92,7 @@ public:
     [[nodiscard]] double expertBytes() const { return m_expertBytes; }
 
     // The CPU engine's ranks (GpuArch::cpu, calibration.cpu): an expert pass from the measured
-    // curve, plus gathering its rows in and scattering them out (on a core of its own: where ranks
+    // curve, over its rows where the exchange left them (on a core of its own: where ranks
     // outnumber the cores the simulator shares them out, work-conserving); the router's gate GEMV
     // and the copies of the exchange, scaled by cpuShare(); a barrier.
     [[nodiscard]] bool cpu() const { return m_cpu; }

@@ -424,17 +424,17 @@ void Simulator::addPowerAndLinks(StepMetrics& out, double aroundFullSpeedUs)
 
 Simulator::LayerComm Simulator::hostExchange(double tokensPerGpu)
 {
-    // The CPU engine's threads transport (engine/ep_engine.h): dispatch runs the router, packs every
-    // token-expert pair's row (local ones too) and pulls the rows sent to the rank; combine reads the
-    // results where the experts' ranks left them and sums them per token (one pass over the rows).
-    // Bytes at the calibrated copy rate, one barrier each.
+    // The CPU engine's threads transport (engine/ep_engine.h): dispatch runs the router, lists every
+    // token-expert pair by destination and pulls the rows sent to the rank (local ones too) into its
+    // slots' blocks, one copy each; combine reads the results where the experts' ranks left them and
+    // sums them per token (one pass over the rows). Bytes at the calibrated copy rate, one barrier each.
     const int G = m_fabric.numGpus();
     const double row = static_cast<double>(m_scenario.model.hidden_size) * sizeof(float);
     const double pairsOut = tokensPerGpu * m_scenario.model.experts_per_token;
     double dispatchMax = 0, combineMax = 0;
     for (int g = 0; g < G; ++g) {
         const double inv = m_invSpeed[static_cast<std::size_t>(g)];
-        const double d = (m_compute.cpuRouterUs(tokensPerGpu) + m_compute.cpuCopyUs((pairsOut + m_gpuPairs[static_cast<std::size_t>(g)]) * row)) * inv;
+        const double d = (m_compute.cpuRouterUs(tokensPerGpu) + m_compute.cpuCopyUs(m_gpuPairs[static_cast<std::size_t>(g)] * row)) * inv;
         const double c = m_compute.cpuCopyUs(pairsOut * row) * inv;
         m_gpuDispatch[static_cast<std::size_t>(g)] = d;
         m_gpuCombine[static_cast<std::size_t>(g)] = c;

@@ -249,6 +249,15 @@ void TestEngine::metricsAreMeasuredAndConsistent()
     QCOMPARE(bytes, 2.0 * 2 * 40 * 4 * 64 * 4);
     QVERIFY(s.summary.step_time_us > 0);
     QCOMPARE(s.summary.step_time_us, s.layers[0].time_us + s.layers[1].time_us);
+    // The exchange (bench engine's a2a): every rank copied rows, within its dispatch and combine.
+    const std::vector<double> exchange = ep.lastExchangeUs();
+    QCOMPARE(static_cast<int>(exchange.size()), ranks);
+    for (int r = 0; r < ranks; ++r) {
+        const GpuMetrics& g = s.gpus[static_cast<std::size_t>(r)];
+        QVERIFY2(exchange[static_cast<std::size_t>(r)] > 0, qPrintable(QString::number(r)));
+        QVERIFY2(exchange[static_cast<std::size_t>(r)] <= g.dispatch_us + g.combine_us,
+                 qPrintable(QStringLiteral("rank %1: %2 > %3 + %4").arg(r).arg(exchange[static_cast<std::size_t>(r)]).arg(g.dispatch_us).arg(g.combine_us)));
+    }
     QVERIFY(s.sim_wall_us >= s.summary.step_time_us * 0.5);
 }
 

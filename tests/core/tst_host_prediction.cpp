@@ -171,10 +171,8 @@ private slots:
         // By hand: each rank's slots from the engine's placement, slot j to worker j mod w.
         const Placement placement = engineRankPlacement(s, 2);
         const double share = std::max(1.0, 2.0 / cores);
-        const auto slotUs = [&](double t) {
-            const double us = cpuCurveUs(cal.cpu.expert[0].second, t);
-            return 3.0 * 64 * 32 / 1e6 * us + 2.0 * t * 64 * 4 / (cal.cpu.copy_gbs * 1e3);
-        };
+        // A slot's FFN runs over its rows in the receive buffer: the curve alone, no copies.
+        const auto slotUs = [&](double t) { return 3.0 * 64 * 32 / 1e6 * cpuCurveUs(cal.cpu.expert[0].second, t); };
         double compute = 0, dispatch = 0, allWork = 0;
         for (int g = 0; g < 2; ++g) {
             const auto& held = placement.layers[1].gpu_slots[static_cast<std::size_t>(g)];
@@ -192,7 +190,8 @@ private slots:
             allWork += busiest;
             // The router reads its matrix once per block of 8 tokens: a rank's 4 tokens cost a block.
             const double router = 2.0 * 8 * 64 * 4 / (cal.cpu.router_gflops * 1e3) * share;
-            const double copies = (4.0 * 2 + pairs) * 64 * 4 / (cal.cpu.copy_gbs * 1e3) * share;
+            // Each row the rank receives is copied once (into its slot's block).
+            const double copies = pairs * 64 * 4 / (cal.cpu.copy_gbs * 1e3) * share;
             dispatch = std::max(dispatch, router + copies);
         }
         // Two ranks on one core share it: the experts end when the core has done both ranks' work.
