@@ -1,5 +1,7 @@
 #include "engine/openblas.h"
 
+#include "engine/vector_ceiling.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -60,14 +62,17 @@ void sgemmNT(int m, int n, int k, const float* a, int lda, const float* b, int l
     library().sgemm(kRowMajor, kNoTrans, kTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
-int fromTokens(Kernel k, WeightFormat f, bool avx512Sgemm)
+int fromTokens(Kernel k, WeightFormat f, bool avx512Sgemm, bool fastBf16Dot)
 {
     // GFLOP/s of two experts on two threads at 64 / 128 / 256 tokens, each kernel's against
     // OpenBLAS's, in docs/PERFORMANCE.md.
     if (f == WeightFormat::mxfp4)
         return k == Kernel::portable ? 64 : 0;
     switch (k) {
-    case Kernel::avx512bf16: return avx512Sgemm && f == WeightFormat::f32 ? 128 : 0;
+    case Kernel::avx512bf16:
+        // bf16 and fp8 products through VDPBF16PS outrun any float32 sgemm only where it gives about
+        // twice the FMA's FLOPs; where it does not, they stand where the avx512 kernel's do.
+        return avx512Sgemm && (f == WeightFormat::f32 || !fastBf16Dot) ? 128 : 0;
     case Kernel::avx512: return avx512Sgemm ? 128 : 0;
     case Kernel::avx2: return f == WeightFormat::f32 ? 128 : f == WeightFormat::fp8_block ? 64 : 0;
     case Kernel::portable: return 32;
@@ -79,7 +84,8 @@ int fromTokens(GemmChoice c, Kernel k, WeightFormat f)
 {
     switch (c) {
     case GemmChoice::engine: return 0;
-    case GemmChoice::automatic: return library().loaded() ? fromTokens(k, f, library().avx512) : 0;
+    case GemmChoice::automatic:
+        return library().loaded() ? fromTokens(k, f, library().avx512, k != Kernel::avx512bf16 || bf16DotSpeedup() >= kFastBf16Dot) : 0;
     case GemmChoice::openblas:
         if (!library().loaded())
             throw std::runtime_error(library().error);

@@ -49,11 +49,16 @@ enum class GemmChoice { automatic, engine, openblas };
 // engine's kernels or OpenBLAS": the fewest tokens per expert from which OpenBLAS's sgemm on
 // float32 panels beats kernel `k` for weights in format `f`; 0 = it never does (the avx512-bf16
 // kernel's bf16 and fp8 dot products run at 1.4-1.6x the sgemm, and mxfp4's panels cost more to
-// dequantise than the sgemm saves). `avx512Sgemm`: OpenBLAS runs an AVX-512 kernel.
-int fromTokens(Kernel k, WeightFormat f, bool avx512Sgemm);
+// dequantise than the sgemm saves). `avx512Sgemm`: OpenBLAS runs an AVX-512 kernel. `fastBf16Dot`:
+// VDPBF16PS gives at least kFastBf16Dot times the FLOPs of 512-bit FMAs on this CPU
+// (bf16DotSpeedup(), vector_ceiling.h): 2 on the AMD EPYC above; on an Intel Xeon with half (0.5,
+// 2026-12-05) the avx512-bf16 kernel's bf16 and fp8 rows ran at 0.54-0.63 of OpenBLAS's AVX-512
+// sgemm at 256 tokens, so there they take OpenBLAS from 128 tokens, as the avx512 kernel does.
+inline constexpr double kFastBf16Dot = 1.5;
+int fromTokens(Kernel k, WeightFormat f, bool avx512Sgemm, bool fastBf16Dot = true);
 
 // LayerShape::openblas_from_tokens for choice `c`: automatic, fromTokens(k, f, the loaded library's
-// avx512) where OpenBLAS loads
+// avx512, bf16DotSpeedup() >= kFastBf16Dot where k is avx512bf16) where OpenBLAS loads
 // and 0 where it does not; engine, 0; openblas, 1, and std::runtime_error saying why where OpenBLAS
 // does not load.
 int fromTokens(GemmChoice c, Kernel k, WeightFormat f);

@@ -5,8 +5,10 @@
 #include "common/diagnostics.h"
 #include "engine/ep_engine.h"
 #include "engine/moe_layer.h"
+#include "engine/openblas.h"
 #include "engine/quant_matrix.h"
 #include "engine/row_kernels.h"
+#include "engine/vector_ceiling.h"
 
 #include <cmath>
 #include <set>
@@ -32,6 +34,7 @@ private slots:
     void kernelNamesAreRead();
     void blockedTilesEqualTheOneRowKernel();
     void bf16KernelIsExactOnBf16Values();
+    void gemmChoiceFollowsTheBf16DotRate();
 };
 
 void TestEngineKernels::bf16RoundsToNearestEven()
@@ -338,6 +341,37 @@ void TestEngineKernels::bf16KernelIsExactOnBf16Values()
             }
         }
     }
+}
+
+void TestEngineKernels::gemmChoiceFollowsTheBf16DotRate()
+{
+    using openblas::fromTokens;
+    // Where VDPBF16PS gives twice the FMA's FLOPs the avx512-bf16 kernel keeps bf16 and fp8 at any
+    // token count; where it does not, they go to an AVX-512 sgemm from 128 tokens, as on avx512.
+    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::fp8_block}) {
+        QCOMPARE(fromTokens(Kernel::avx512bf16, f, true, true), 0);
+        QCOMPARE(fromTokens(Kernel::avx512bf16, f, true, false), fromTokens(Kernel::avx512, f, true));
+        QCOMPARE(fromTokens(Kernel::avx512bf16, f, true, false), 128);
+        QCOMPARE(fromTokens(Kernel::avx512bf16, f, false, false), 0);  // an AVX2 sgemm: not measured faster
+    }
+    // float32 weights keep float32 products: the rate of VDPBF16PS does not enter.
+    QCOMPARE(fromTokens(Kernel::avx512bf16, WeightFormat::f32, true, true), 128);
+    QCOMPARE(fromTokens(Kernel::avx512bf16, WeightFormat::f32, true, false), 128);
+    QCOMPARE(fromTokens(Kernel::avx512bf16, WeightFormat::mxfp4, true, false), 0);
+
+    const double speedup = bf16DotSpeedup();
+    if (!kernelSupported(Kernel::avx512bf16)) {
+        QCOMPARE(speedup, 0.0);
+        return;
+    }
+    // Measured: positive and within what any CPU gives (VDPBF16PS does twice an FMA's work an
+    // instruction, so at most about 2x; slower than a quarter would mean the probe is broken).
+    QVERIFY2(speedup > 0.25 && speedup < 2.5, qPrintable(QString::number(speedup)));
+    QCOMPARE(bf16DotSpeedup(), speedup);  // once per process: every engine makes the same choice
+    qInfo("VDPBF16PS over 512-bit FMA FLOPs on this CPU: %.2f", speedup);
+    if (openblas::library().loaded())
+        QCOMPARE(fromTokens(openblas::GemmChoice::automatic, Kernel::avx512bf16, WeightFormat::bf16),
+                 fromTokens(Kernel::avx512bf16, WeightFormat::bf16, openblas::library().avx512, speedup >= openblas::kFastBf16Dot));
 }
 
 QTEST_GUILESS_MAIN(TestEngineKernels)
