@@ -63,13 +63,28 @@ struct StepTimeChart::Impl {
     QValueAxis* x = new QValueAxis;
     QValueAxis* yTime = new QValueAxis;
     QValueAxis* yTps = new QValueAxis;
-    std::deque<QPointF> timePts, tpsPts;
+    std::deque<QPointF> timePts, tpsPts;  // tpsPts in tokens/s; plotted in thousands where they reach 1,000
     int history = 200;
 
     void refresh()
     {
         time->replace(QList<QPointF>(timePts.begin(), timePts.end()));
-        tps->replace(QList<QPointF>(tpsPts.begin(), tpsPts.end()));
+        // Thousands where the history reaches 1,000 tokens/s (a simulated rack: "511.4"), tokens/s
+        // below (the CPU engine's tens a second read "0.013 k tokens/s" otherwise).
+        double most = 0;
+        for (const QPointF& p : tpsPts)
+            most = std::max(most, p.y());
+        const double unit = most >= 1000 ? 1000 : 1;
+        const QString name = unit > 1 ? StepTimeChart::tr("k tokens/s") : StepTimeChart::tr("tokens/s");
+        QList<QPointF> shown;
+        shown.reserve(static_cast<qsizetype>(tpsPts.size()));
+        for (const QPointF& p : tpsPts)
+            shown.append(QPointF(p.x(), p.y() / unit));
+        tps->replace(shown);
+        if (tps->name() != name) {
+            tps->setName(name);
+            yTps->setTitleText(name);
+        }
         if (timePts.empty()) {
             x->setRange(0, 1);
             x->setTickType(QValueAxis::TicksDynamic);
@@ -96,7 +111,10 @@ struct StepTimeChart::Impl {
             axis->applyNiceNumbers();
         };
         range(timePts, yTime);
-        range(tpsPts, yTps);
+        std::deque<QPointF> scaled;
+        for (const QPointF& p : shown)
+            scaled.push_back(p);
+        range(scaled, yTps);
         fitValueAxes();
     }
 
@@ -171,7 +189,7 @@ bool StepTimeChart::throughputAxisShown() const { return d->yTps->isVisible(); }
 void StepTimeChart::addStep(const StepMetrics& m)
 {
     d->timePts.emplace_back(m.step, m.summary.step_time_us / 1000.0);
-    d->tpsPts.emplace_back(m.step, m.summary.tokens_per_s / 1e3);  // plotted in thousands
+    d->tpsPts.emplace_back(m.step, m.summary.tokens_per_s);
     while (static_cast<int>(d->timePts.size()) > d->history) {
         d->timePts.pop_front();
         d->tpsPts.pop_front();

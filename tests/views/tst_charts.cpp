@@ -8,6 +8,7 @@
 #include <QGraphicsScene>
 #include <QGraphicsTextItem>
 #include <QLegend>
+#include <QLineSeries>
 #include <QSignalSpy>
 #include <QValueAxis>
 
@@ -40,6 +41,34 @@ private slots:
         QCOMPARE(chart.pointCount(), 4);
         chart.clear();
         QCOMPARE(chart.pointCount(), 0);
+    }
+
+    // Throughput in thousands where it reaches 1,000 tokens/s (a rack), in tokens/s below (the CPU
+    // engine's 13 tokens/s read "0.013 k tokens/s"); the whole history takes the one unit.
+    void throughputUnitFollowsItsScale()
+    {
+        StepTimeChart chart;
+        auto* tps = qobject_cast<QLineSeries*>(chart.chart()->series().at(1));
+        QVERIFY(tps);
+        moex::StepMetrics m = m_nvl.metrics;
+        m.step = 0;
+        m.summary.tokens_per_s = 13.0;
+        chart.addStep(m);
+        QCOMPARE(tps->name(), QStringLiteral("tokens/s"));
+        QCOMPARE(tps->at(0).y(), 13.0);
+        m.step = 1;
+        m.summary.tokens_per_s = 511377.0;
+        chart.addStep(m);
+        QCOMPARE(tps->name(), QStringLiteral("k tokens/s"));
+        QCOMPARE(tps->at(0).y(), 0.013);
+        QCOMPARE(tps->at(1).y(), 511.377);
+        chart.setHistoryLength(1);  // the rack's step alone: still thousands
+        QCOMPARE(tps->name(), QStringLiteral("k tokens/s"));
+        chart.clear();
+        m.summary.tokens_per_s = 999.0;
+        chart.addStep(m);
+        QCOMPARE(tps->name(), QStringLiteral("tokens/s"));
+        QCOMPARE(tps->at(0).y(), 999.0);
     }
 
     // The breakdown's legend in one row: Qt Charts cut every name to "dispatch (not..." in a
