@@ -99,7 +99,7 @@ struct StepTimeChart::Impl {
         x->setTickType(QValueAxis::TicksDynamic);
         x->setTickAnchor(lo);
         x->setTickInterval(std::max(1.0, std::ceil((hi - lo) / 5.0)));
-        auto range = [](const std::deque<QPointF>& pts, QValueAxis* axis) {
+        auto range = [](const auto& pts, QValueAxis* axis) {
             double low = pts.front().y();
             double high = low;
             for (const QPointF& p : pts) {
@@ -111,10 +111,7 @@ struct StepTimeChart::Impl {
             axis->applyNiceNumbers();
         };
         range(timePts, yTime);
-        std::deque<QPointF> scaled;
-        for (const QPointF& p : shown)
-            scaled.push_back(p);
-        range(scaled, yTps);
+        range(shown, yTps);
         fitValueAxes();
     }
 
