@@ -35,6 +35,13 @@ struct GpuBreakdownChart::Impl {
     int legendTier = 0;
     double legendScale = 1.0;  // the legend's font against the one the window gave the chart (fitLegend)
     bool ranks = false;  // bars are the local engine's ranks (setBarsAreRanks)
+    // The values' unit in µs: 1 (µs) or 1000 (ms). A rack's decode step is tens of ms and the CPU
+    // engine's hundreds ("400000 µs per step" had six-digit labels): ms from kToMs of the tallest
+    // bar, back to µs below kToUs of it (a gap, so that a step that hovers at the edge does not
+    // switch the axis every step).
+    double unit = 1.0;
+    static constexpr double kToMs = 10000.0;
+    static constexpr double kToUs = 8000.0;
 
     // Qt Charts lays a top legend out in one row and cuts every name where they do not all fit
     // ("dispatch (not..."): the names are the longest of three tiers whose row fits the chart;
@@ -71,7 +78,9 @@ struct GpuBreakdownChart::Impl {
     // short chart, presentation fonts, the legend's row above).
     void fitAxisTitle()
     {
-        const QString title = longestThatFits({GpuBreakdownChart::tr("µs per step"), GpuBreakdownChart::tr("µs")},
+        const bool ms = unit > 1;
+        const QString title = longestThatFits({ms ? GpuBreakdownChart::tr("ms per step") : GpuBreakdownChart::tr("µs per step"),
+                                               ms ? GpuBreakdownChart::tr("ms") : GpuBreakdownChart::tr("µs")},
                                               y->titleFont(), chart->plotArea().height());
         if (y->titleText() != title)
             y->setTitleText(title);
@@ -149,9 +158,10 @@ QString GpuBreakdownChart::barToolTip(int index) const
 {
     QString html = QStringLiteral("<b>%1 %2</b><table>").arg(d->ranks ? tr("Rank") : tr("GPU")).arg(index);
     const auto& names = Impl::legendTiers()[0];
+    const bool ms = d->unit > 1;
     for (std::size_t i = 0; i < d->sets.size() && index >= 0 && index < d->sets[i]->count(); ++i)
-        html += QStringLiteral("<tr><td>%1</td><td align=right>&nbsp;%2 µs</td></tr>")
-                    .arg(tr(names[i]), QLocale().toString(d->sets[i]->at(index), 'f', 0));
+        html += QStringLiteral("<tr><td>%1</td><td align=right>&nbsp;%2 %3</td></tr>")
+                    .arg(tr(names[i]), QLocale().toString(d->sets[i]->at(index), 'f', ms ? 2 : 0), ms ? tr("ms") : tr("µs"));
     return html + QStringLiteral("</table>");
 }
 
@@ -217,6 +227,12 @@ void GpuBreakdownChart::setMetrics(const StepMetrics& m)
         d->labels = -1;
     }
     relabel();
+    const double unit = hi >= Impl::kToMs ? 1000.0 : hi < Impl::kToUs ? 1.0 : d->unit;
+    const bool unitChanged = unit != d->unit;
+    d->unit = unit;
+    for (auto& list : values)
+        for (qreal& v : list)
+            v /= unit;
     // Values replaced in place; only a change of the GPU count adds or removes bars (Qt Charts
     // rebuilds the items of every bar it is given anew: tens of ms for 72 GPUs on the UI thread).
     for (std::size_t i = 0; i < d->sets.size(); ++i) {
@@ -229,8 +245,9 @@ void GpuBreakdownChart::setMetrics(const StepMetrics& m)
         if (keep < n)
             set->append(values[i].mid(keep));
     }
-    d->y->setRange(0, hi > 0 ? hi * 1.05 : 1);
-    d->y->applyNiceNumbers();
+    setNiceRange(d->y, 0, hi > 0 ? hi * 1.05 / unit : 1);
+    if (unitChanged)
+        d->fitAxisTitle();
     if (d->selected >= n)
         d->selected = -1;
     setSelectedGpu(GpuId(d->selected));
@@ -241,7 +258,7 @@ std::vector<double> GpuBreakdownChart::barValues(int gpu) const
     std::vector<double> out;
     for (const QBarSet* set : d->sets)
         if (gpu >= 0 && gpu < set->count())
-            out.push_back(set->at(gpu));
+            out.push_back(set->at(gpu) * d->unit);
     return out;
 }
 
@@ -257,6 +274,8 @@ void GpuBreakdownChart::setSelectedGpu(GpuId gpuId)
 }
 
 bool GpuBreakdownChart::legendShown() const { return d->chart->legend()->isVisible(); }
+
+QString GpuBreakdownChart::valueUnit() const { return d->unit > 1 ? tr("ms") : tr("µs"); }
 
 int GpuBreakdownChart::barCount() const { return d->sets.empty() ? 0 : static_cast<int>(d->sets.front()->count()); }
 QChart* GpuBreakdownChart::chart() const { return d->chart; }

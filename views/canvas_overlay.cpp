@@ -35,6 +35,24 @@ CanvasLegend::CanvasLegend(QWidget* parent) : QWidget(parent)
     setAttribute(Qt::WA_NoSystemBackground);
 }
 
+QString CanvasLegend::titleText(const LegendScale& s)
+{
+    return s.title + (s.unit.isEmpty() ? QString() : QStringLiteral(" (") + s.unit + QLatin1Char(')'));
+}
+
+QString CanvasLegend::rangeText(const LegendScale& s)
+{
+    return s.valid ? formatQuantity(s.lo) + QStringLiteral(" – ") + formatQuantity(s.hi) : tr("no data");
+}
+
+QString CanvasLegend::plainText() const
+{
+    QString text = m_heading;
+    for (const LegendScale& s : m_scales)
+        text += QLatin1Char('\n') + titleText(s) + QStringLiteral(": ") + rangeText(s);
+    return text;
+}
+
 void CanvasLegend::setHeading(const QString& heading)
 {
     m_heading = heading;
@@ -98,8 +116,7 @@ void CanvasLegend::paintEvent(QPaintEvent*)
     for (const LegendScale& s : m_scales) {
         p.setFont(f);
         p.setPen(QColor(0x33, 0x3a, 0x44));
-        p.drawText(QRect(kPad, y, logical.width() - 2 * kPad, 13), Qt::AlignLeft | Qt::AlignVCenter,
-                   s.title + (s.unit.isEmpty() ? QString() : QStringLiteral(" (") + s.unit + QLatin1Char(')')));
+        p.drawText(QRect(kPad, y, logical.width() - 2 * kPad, 13), Qt::AlignLeft | Qt::AlignVCenter, titleText(s));
         const QRectF bar(kPad, y + 15, kBarW, kBarH);
         QLinearGradient g(bar.topLeft(), bar.topRight());
         const auto& stops = s.map.stops();
@@ -109,8 +126,7 @@ void CanvasLegend::paintEvent(QPaintEvent*)
         p.setBrush(s.valid ? QBrush(g) : QBrush(QColor(0xdd, 0xdd, 0xdd)));
         p.drawRect(bar);
         p.setPen(QColor(0x33, 0x3a, 0x44));
-        const QString range = s.valid ? formatQuantity(s.lo) + QStringLiteral(" – ") + formatQuantity(s.hi)
-                                      : tr("no data");
+        const QString range = rangeText(s);
         p.drawText(QRectF(bar.right() + 6, bar.top() - 3, logical.width() - bar.right() - 6 - kPad, kBarH + 6),
                    Qt::AlignLeft | Qt::AlignVCenter, range);
         y += kRowH;

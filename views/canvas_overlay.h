@@ -30,11 +30,15 @@ public:
     [[nodiscard]] double scale() const { return m_scale; }
     [[nodiscard]] QSize sizeHint() const override;
     [[nodiscard]] QSize naturalSize() const;  // at scale 1
+    // What it shows as text: the heading, then per scale "title (unit): lo – hi".
+    [[nodiscard]] QString plainText() const;
 
 protected:
     void paintEvent(QPaintEvent* event) override;
 
 private:
+    static QString titleText(const LegendScale& s);
+    static QString rangeText(const LegendScale& s);
     QString m_heading;
     std::vector<LegendScale> m_scales;
     double m_scale = 1.0;

@@ -58,6 +58,13 @@ int labelsThatFit(const QValueAxis* axis, const QString& widest, int chartWidth,
     return std::clamp(room / std::max(1, each), 2, cap);
 }
 
+void setNiceRange(QValueAxis* axis, double lo, double hi)
+{
+    axis->setTickCount(5);
+    axis->setRange(lo, hi);
+    axis->applyNiceNumbers();
+}
+
 void addBarAxes(QChart* chart, QAbstractBarSeries* series, QBarCategoryAxis* x, QValueAxis* xLabels,
                        QValueAxis* y, const QString& xTitle, const QString& yTitle, const QString& yFormat)
 {

@@ -29,6 +29,11 @@ void labelAxis(QValueAxis* axis, double lo, double hi, int bars, int maxLabels);
 // labels cut to "...".
 int labelsThatFit(const QValueAxis* axis, const QString& widest, int chartWidth, int cap);
 
+// The axis over [lo, hi] rounded out to nice numbers, from five ticks each time: Qt's
+// applyNiceNumbers keeps the tick count it settles on, so that calling it step after step on the
+// same values creeps (0-563 went to 0-600 with 4 ticks, then 0-1000 with 3).
+void setNiceRange(QValueAxis* axis, double lo, double hi);
+
 // The series on a hidden category axis, labelled by a value axis over the same span (labelAxis),
 // with a value axis for the heights.
 void addBarAxes(QChart* chart, QAbstractBarSeries* series, QBarCategoryAxis* x, QValueAxis* xLabels, QValueAxis* y,

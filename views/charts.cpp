@@ -107,8 +107,7 @@ struct StepTimeChart::Impl {
                 high = std::max(high, p.y());
             }
             const double pad = std::max((high - low) * 0.1, std::abs(high) * 0.02 + 1e-9);
-            axis->setRange(std::max(0.0, low - pad), high + pad);
-            axis->applyNiceNumbers();
+            setNiceRange(axis, std::max(0.0, low - pad), high + pad);
         };
         range(timePts, yTime);
         range(shown, yTps);
@@ -326,8 +325,7 @@ void LoadHistogramChart::setMetrics(const StepMetrics& m, MoeLayers layers)
         d->set->append(c);
         hi = std::max(hi, c);
     }
-    d->y->setRange(0, std::max(1, hi + hi / 10 + 1));
-    d->y->applyNiceNumbers();
+    setNiceRange(d->y, 0, std::max(1, hi + hi / 10 + 1));
 }
 
 int LoadHistogramChart::binCount() const { return static_cast<int>(d->set->count()); }

@@ -55,9 +55,12 @@ public:
     // What a bar is: a GPU (the model) or a rank of the local engine (measured).
     void setBarsAreRanks(bool ranks);
     [[nodiscard]] int barCount() const;  // bars (GPUs) shown
-    [[nodiscard]] std::vector<double> barValues(int gpu) const;  // the stacked values of GPU `gpu`, bottom first
-    // What hovering bar `index` shows: each part's full name and its µs (the legend may have
-    // short names, or none, in a narrow chart).
+    [[nodiscard]] std::vector<double> barValues(int gpu) const;  // the stacked values of GPU `gpu` in µs, bottom first
+    // The unit the value axis and tooltips show: "µs", or "ms" where the tallest bar reaches 10 ms
+    // (back to µs below 8 ms).
+    [[nodiscard]] QString valueUnit() const;
+    // What hovering bar `index` shows: each part's full name and its time in valueUnit() (the
+    // legend may have short names, or none, in a narrow chart).
     [[nodiscard]] QString barToolTip(int index) const;
     [[nodiscard]] bool legendShown() const;
     [[nodiscard]] QChart* chart() const;

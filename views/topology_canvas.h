@@ -64,6 +64,7 @@ public:
     // Presentation mode: the legend and messages drawn `scale` times larger (1 = normal).
     void setUiScale(double scale);
     [[nodiscard]] QSize legendSize() const;
+    [[nodiscard]] QString legendText() const;  // the legend's heading and scales as text
 
 signals:
     // The user's intents, in the layer shown (an edit is only asked for in one MoE layer: the

@@ -71,6 +71,58 @@ private slots:
         QCOMPARE(tps->at(0).y(), 999.0);
     }
 
+    // The breakdown's value axis in ms where the tallest bar reaches 10 ms (the rack's 18 ms step
+    // read "18000 µs per step", the CPU engine's "400000"), in µs below 8 ms, and as it was in
+    // between; barValues stay in µs, the tooltip follows the axis.
+    void breakdownUnitFollowsTheStep()
+    {
+        const auto scaled = [](moex::StepMetrics m, double f) {
+            for (moex::GpuMetrics& g : m.gpus) {
+                g.compute_us *= f;
+                g.attention_us *= f;
+                g.dispatch_us *= f;
+                g.combine_us *= f;
+                g.idle_us *= f;
+            }
+            for (double* t : {&m.summary.step_time_us, &m.summary.comm_exposed_us, &m.summary.dispatch_us, &m.summary.combine_us})
+                *t *= f;
+            return m;
+        };
+        const moex::StepMetrics& rack = m_nvl.metrics;
+        const double step = rack.summary.step_time_us;
+        QVERIFY(step > 10000);  // the sample's decode step on NVL72: 18 ms
+        GpuBreakdownChart chart;
+        auto* y = qobject_cast<QValueAxis*>(chart.chart()->axes(Qt::Vertical).at(0));
+        QVERIFY(y);
+        const auto barTotal = [&chart](int g) {
+            double total = 0;
+            for (double v : chart.barValues(g))
+                total += v;
+            return total;
+        };
+        chart.setMetrics(rack);
+        QCOMPARE(chart.valueUnit(), QStringLiteral("ms"));
+        QVERIFY(y->titleText().startsWith(QStringLiteral("ms")));
+        QVERIFY(y->max() >= step / 1000 && y->max() < step / 1000 * 1.5);
+        QVERIFY(std::abs(barTotal(0) - step) <= 1e-6 * step);
+        QVERIFY(chart.barToolTip(0).contains(QStringLiteral(" ms<")));
+        chart.setMetrics(scaled(rack, 9000.0 / step));  // between the edges: stays in ms
+        QCOMPARE(chart.valueUnit(), QStringLiteral("ms"));
+        chart.setMetrics(scaled(rack, 5000.0 / step));
+        QCOMPARE(chart.valueUnit(), QStringLiteral("µs"));
+        QVERIFY(y->titleText().startsWith(QStringLiteral("µs")));
+        QVERIFY(y->max() >= 5000 && y->max() < 7500);
+        QVERIFY(std::abs(barTotal(0) - 5000) <= 1e-6 * 5000);
+        QVERIFY(chart.barToolTip(0).contains(QStringLiteral(" µs<")));
+        chart.setMetrics(scaled(rack, 9000.0 / step));  // between the edges: stays in µs
+        QCOMPARE(chart.valueUnit(), QStringLiteral("µs"));
+        for (double ms : {400.0, 536.0, 536.0, 536.0}) {  // the CPU engine's steps, and the axis does not creep up
+            chart.setMetrics(scaled(rack, ms * 1000 / step));
+            QCOMPARE(chart.valueUnit(), QStringLiteral("ms"));
+            QVERIFY2(y->max() >= ms && y->max() <= 1.5 * ms, qPrintable(QStringLiteral("%1 ms: axis to %2").arg(ms).arg(y->max())));
+        }
+    }
+
     // The breakdown's legend in one row: Qt Charts cut every name to "dispatch (not..." in a
     // 540-pixel chart (the Charts dock of a 1280-pixel window). Its names shorten by tiers instead,
     // so that no legend text is cut, at any width or in presentation fonts; where even the
@@ -101,13 +153,14 @@ private slots:
                 QVERIFY2(tip.contains(QStringLiteral("GPU 3")) && tip.contains(QStringLiteral("expert compute"))
                              && tip.contains(QStringLiteral("combine (not hidden)")),
                          qPrintable(tip));
-                // The value axis's title whole along the plot ("µs per step", or "µs" where that is cut).
+                // The value axis's title whole along the plot ("ms per step" for the rack's 18 ms, or
+                // "ms" where that is cut).
                 const QAbstractAxis* yAxis = chart.chart()->axes(Qt::Vertical).constFirst();
                 QVERIFY2(QFontMetricsF(yAxis->titleFont()).horizontalAdvance(yAxis->titleText()) <= chart.chart()->plotArea().height()
-                             || yAxis->titleText() == QStringLiteral("µs"),
+                             || yAxis->titleText() == QStringLiteral("ms"),
                          qPrintable(QStringLiteral("%1 px x %2: '%3'").arg(width).arg(scale).arg(yAxis->titleText())));
                 if (width >= 540 && scale == 1.0)
-                    QCOMPARE(yAxis->titleText(), QStringLiteral("µs per step"));
+                    QCOMPARE(yAxis->titleText(), QStringLiteral("ms per step"));
                 if (!chart.legendShown()) {
                     QVERIFY2(width < 420 || (scale > 1.25 && width < 540),
                              qPrintable(QStringLiteral("no legend at %1 px x %2").arg(width).arg(scale)));

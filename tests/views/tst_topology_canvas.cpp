@@ -3,6 +3,7 @@
 #include "views/canvas_layout.h"
 #include "views/canvas_overlay.h"
 #include "topology/builtin_topologies.h"
+#include "metrics/gpu_busy.h"
 
 #include "views_fixture.h"
 
@@ -289,6 +290,34 @@ private slots:
         m_canvas->setMetrics(m);
         QCOMPARE(m_canvas->expertColor(gpu, expert), QColor(0xfd, 0xe7, 0x25));
         QVERIFY(m_canvas->expertColor(gpu, expert) != before || before == QColor(0xfd, 0xe7, 0x25));
+    }
+
+    // The busy-time scale in ms where the busiest GPU reaches 10 ms (the rack's 18 ms step read
+    // "15.4k – 15.6k µs"), in µs below; the range is the GPUs' busy times (step less idle).
+    void legendBusyTimeInItsUnit()
+    {
+        const auto busyRange = [](const moex::StepMetrics& m, double unit) -> QString {
+            double lo = 1e300;
+            double hi = 0;
+            for (std::size_t g = 0; g < m.gpus.size(); ++g) {
+                lo = std::min(lo, moex::gpuBusyUs(m, g));
+                hi = std::max(hi, moex::gpuBusyUs(m, g));
+            }
+            return moex::views::formatQuantity(lo / unit) + QStringLiteral(" – ") + moex::views::formatQuantity(hi / unit);
+        };
+        moex::StepMetrics m = m_nvl.metrics;
+        QVERIFY(m.summary.step_time_us > 10000);
+        const QString rack = m_canvas->legendText();
+        const QString rackRange = QStringLiteral("GPU busy time (ms): ") + busyRange(m, 1000);
+        QVERIFY2(rack.contains(rackRange), qPrintable(rack));
+        const double f = 0.25;  // a 4.5 ms step
+        m.summary.step_time_us *= f;
+        for (moex::GpuMetrics& g : m.gpus)
+            g.idle_us *= f;
+        m_canvas->setMetrics(m);
+        const QString small = m_canvas->legendText();
+        const QString smallRange = QStringLiteral("GPU busy time (µs): ") + busyRange(m, 1);
+        QVERIFY2(small.contains(smallRange), qPrintable(small));
     }
 
     // The straggler is outlined only where it is slower than the others: with every GPU taking
