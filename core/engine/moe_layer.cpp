@@ -304,8 +304,13 @@ void routeForced(const LayerShape& s, const RouterWeights& w, const float* x, in
 namespace {
 
 // out[t * ldo + r] = row r of w . x[t] (x: n rows, ldx apart) for every row of w, through OpenBLAS:
-// float32 weights as they are, the other formats dequantised into `panel` some rows at a time
-// (about 4 MiB of floats), never as a whole tensor.
+// float32 weights as they are, the other formats dequantised into `panel` a block at a time, never
+// as a whole tensor. A block is up to kPanelRows rows by as many columns as keep it at kPanelFloats
+// (1 MiB), so that it is still in L2 when OpenBLAS packs it; the column chunks add up in `out`
+// (beta 1). Many rows per block because every call packs the tokens' chunk again: that costs n /
+// kPanelRows of the weights' own packing (256 rows of all 4096 columns, the first version, read
+// the tokens again for every 256 rows: 0.77-0.83 of the sgemm at 256 tokens against 0.90-0.94;
+// docs/PERFORMANCE.md).
 void projectOpenBlas(const QuantMatrix& w, const float* x, int n, std::size_t ldx, float* out, std::size_t ldo,
                      std::vector<float>& panel)
 {
@@ -315,13 +320,19 @@ void projectOpenBlas(const QuantMatrix& w, const float* x, int n, std::size_t ld
                           out, static_cast<int>(ldo));
         return;
     }
-    const int panelRows = std::clamp((1 << 20) / std::max(cols, 1) / 16 * 16, 16, 256);
-    panel.resize(static_cast<std::size_t>(panelRows) * static_cast<std::size_t>(cols));
+    constexpr int kPanelRows = 1024;
+    constexpr int kPanelFloats = 1 << 18;
+    const int panelRows = std::min(w.rows(), kPanelRows);
+    const int chunk = std::min(cols, std::max(16, kPanelFloats / std::max(panelRows, 1) / 16 * 16));
+    panel.resize(static_cast<std::size_t>(panelRows) * static_cast<std::size_t>(chunk));
     for (int r0 = 0; r0 < w.rows(); r0 += panelRows) {
         const int nr = std::min(panelRows, w.rows() - r0);
-        for (int i = 0; i < nr; ++i)
-            w.dequantRow(r0 + i, panel.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(cols));
-        openblas::sgemmNT(n, nr, cols, x, static_cast<int>(ldx), panel.data(), cols, out + r0, static_cast<int>(ldo));
+        for (int c0 = 0; c0 < cols; c0 += chunk) {
+            const int k = std::min(chunk, cols - c0);
+            dequantRows(w, r0, nr, c0, c0 + k, panel.data(), static_cast<std::size_t>(k));
+            openblas::sgemmNT(n, nr, k, x + c0, static_cast<int>(ldx), panel.data(), k, out + r0, static_cast<int>(ldo),
+                              c0 == 0 ? 0.0f : 1.0f);
+        }
     }
 }
 

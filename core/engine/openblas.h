@@ -34,9 +34,9 @@ inline constexpr int kRowMajor = 101;
 inline constexpr int kNoTrans = 111;
 inline constexpr int kTrans = 112;
 
-// c[m][n] (ldc) = a[m][k] (lda) x b[n][k]^T (ldb): rows of b are output columns, as the engine
-// stores weights ([out][in]). The library must be loaded.
-void sgemmNT(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc);
+// c[m][n] (ldc) = a[m][k] (lda) x b[n][k]^T (ldb) + beta c: rows of b are output columns, as the
+// engine stores weights ([out][in]). The library must be loaded.
+void sgemmNT(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc, float beta = 0.0f);
 
 // Which multiplies an expert's tokens (the scenario's engine.gemm): automatic, the faster of the
 // two as measured for this CPU's kernel and the weight format (fromTokens); the engine's kernels

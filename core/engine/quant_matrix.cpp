@@ -270,38 +270,30 @@ const float* QuantMatrix::rowScales(int r) const
     return nullptr;
 }
 
-void QuantMatrix::dequantRow(int r, float* out) const
+void QuantMatrix::dequantCols(int r, int c0, int c1, float* out) const
 {
     const std::uint8_t* p = rowData(r);
-    const auto C = static_cast<std::size_t>(m_cols);
+    const auto b = static_cast<std::size_t>(c0);
+    const auto e = static_cast<std::size_t>(c1);
     switch (m_fmt) {
-    case WeightFormat::f32: std::copy_n(reinterpret_cast<const float*>(p), C, out); return;
+    case WeightFormat::f32: std::copy(reinterpret_cast<const float*>(p) + b, reinterpret_cast<const float*>(p) + e, out); return;
     case WeightFormat::bf16: {
         const auto* q = reinterpret_cast<const std::uint16_t*>(p);
-        for (std::size_t c = 0; c < C; ++c)
-            out[c] = bf16ToFloat(q[c]);
+        for (std::size_t c = b; c < e; ++c)
+            out[c - b] = bf16ToFloat(q[c]);
         return;
     }
     case WeightFormat::fp8_block: {
         const auto& t = e4m3Table();
-        const std::size_t bc = (C + kFp8Block - 1) / kFp8Block;
-        const float* scales = m_scales.data() + static_cast<std::size_t>(r / kFp8Block) * bc;
-        for (std::size_t b = 0; b < bc; ++b) {
-            const float s = scales[b];
-            const std::size_t end = std::min(C, (b + 1) * kFp8Block);
-            for (std::size_t c = b * kFp8Block; c < end; ++c)
-                out[c] = t[p[c]] * s;
-        }
+        const float* scales = rowScales(r);
+        for (std::size_t c = b; c < e; ++c)
+            out[c - b] = t[p[c]] * scales[c / kFp8Block];
         return;
     }
     case WeightFormat::mxfp4: {
-        const std::size_t blocks = C / kMxBlock;
-        const float* scales = m_scales.data() + static_cast<std::size_t>(r) * blocks;
-        for (std::size_t c = 0; c < C; c += 2) {
-            const float s = scales[c / kMxBlock];
-            out[c] = e2m1ToFloat(p[c / 2] & 15u) * s;
-            out[c + 1] = e2m1ToFloat(p[c / 2] >> 4) * s;
-        }
+        const float* scales = rowScales(r);
+        for (std::size_t c = b; c < e; ++c)
+            out[c - b] = e2m1ToFloat((c & 1) != 0 ? p[c / 2] >> 4 : p[c / 2] & 15u) * scales[c / kMxBlock];
         return;
     }
     }

@@ -49,7 +49,9 @@ public:
     [[nodiscard]] std::size_t bytes() const { return m_data.size() + m_scales.size() * sizeof(float); }
 
     // Row r as fp32 into out[0..cols).
-    void dequantRow(int r, float* out) const;
+    void dequantRow(int r, float* out) const { dequantCols(r, 0, m_cols, out); }
+    // Columns c0 .. c1 - 1 of row r as fp32 into out[0 .. c1 - c0).
+    void dequantCols(int r, int c0, int c1, float* out) const;
     // The whole matrix as fp32 (tests and the NumPy reference only).
     [[nodiscard]] std::vector<float> dequantAll() const;
     // Bytes of row r's elements in storage (what a kernel streams for it), without scales.

@@ -219,4 +219,20 @@ void rowsDots(const QuantMatrix& w, int r0, int nrows, TokenPanel& x, float* y, 
     rowsDotsWith(activeKernel(), w, r0, nrows, x, y, ldy, scratch);
 }
 
+void dequantRowsWith(Kernel k, const QuantMatrix& w, int r0, int nrows, int c0, int c1, float* out, std::size_t ldo)
+{
+    k = float32Kernel(k);
+    if (k == Kernel::avx512 && c0 % 16 == 0 && c1 % 16 == 0)
+        return detail::dequantRowsAvx512(w, r0, nrows, c0, c1, out, ldo);
+    if (k == Kernel::avx2 && c0 % 8 == 0 && c1 % 8 == 0 && kernelSupported(Kernel::avx2))
+        return detail::dequantRowsAvx2(w, r0, nrows, c0, c1, out, ldo);
+    for (int i = 0; i < nrows; ++i)
+        w.dequantCols(r0 + i, c0, c1, out + static_cast<std::size_t>(i) * ldo);
+}
+
+void dequantRows(const QuantMatrix& w, int r0, int nrows, int c0, int c1, float* out, std::size_t ldo)
+{
+    dequantRowsWith(activeKernel(), w, r0, nrows, c0, c1, out, ldo);
+}
+
 }  // namespace moex::engine

@@ -98,4 +98,10 @@ void rowsDots(const QuantMatrix& w, int r0, int nrows, TokenPanel& x, float* y, 
 void rowsDotsWith(Kernel k, const QuantMatrix& w, int r0, int nrows, TokenPanel& x, float* y, std::size_t ldy,
                   std::vector<float>& scratch);
 
+// Columns c0 .. c1 - 1 of rows r0 .. r0 + nrows - 1 as float32, out[i * ldo + c - c0] (the OpenBLAS
+// path's panels): QuantMatrix::dequantCols's values bit for bit (e4m3's NaN codes aside, which no
+// weight holds), 16 (AVX-512) or 8 (AVX2) weights a step where c0 and c1 are multiples of that.
+void dequantRows(const QuantMatrix& w, int r0, int nrows, int c0, int c1, float* out, std::size_t ldo);
+void dequantRowsWith(Kernel k, const QuantMatrix& w, int r0, int nrows, int c0, int c1, float* out, std::size_t ldo);
+
 }  // namespace moex::engine

@@ -294,6 +294,35 @@ void rowDotsAvx512(const QuantMatrix& w, int r, const float* x, int n, std::size
 
 namespace {
 
+template <WeightFormat F>
+__attribute__((target("avx512f,avx512bw"))) void dequantAvx512(const QuantMatrix& w, int r0, int nrows, int c0, int c1,
+                                                               float* out, std::size_t ldo)
+{
+    const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
+                                        -3.0f, -4.0f, -6.0f);
+    for (int i = 0; i < nrows; ++i) {
+        const std::uint8_t* row = w.rowData(r0 + i);
+        const float* scales = w.rowScales(r0 + i);
+        float* o = out + static_cast<std::size_t>(i) * ldo - c0;
+        for (int c = c0; c < c1; c += 16)
+            _mm512_storeu_ps(o + c, load16<F>(row, scales, c, table));
+    }
+}
+
+}  // namespace
+
+void dequantRowsAvx512(const QuantMatrix& w, int r0, int nrows, int c0, int c1, float* out, std::size_t ldo)
+{
+    switch (w.format()) {
+    case WeightFormat::f32: return dequantAvx512<WeightFormat::f32>(w, r0, nrows, c0, c1, out, ldo);
+    case WeightFormat::bf16: return dequantAvx512<WeightFormat::bf16>(w, r0, nrows, c0, c1, out, ldo);
+    case WeightFormat::fp8_block: return dequantAvx512<WeightFormat::fp8_block>(w, r0, nrows, c0, c1, out, ldo);
+    case WeightFormat::mxfp4: return dequantAvx512<WeightFormat::mxfp4>(w, r0, nrows, c0, c1, out, ldo);
+    }
+}
+
+namespace {
+
 // ---------------------------------------------------------------------------------------------
 // AVX2 + FMA
 
@@ -447,6 +476,33 @@ void rowDotsAvx2(const QuantMatrix& w, int r, const float* x, int n, std::size_t
     case WeightFormat::bf16: return rowsAvx2<WeightFormat::bf16>(w, r, x, n, ldx, y);
     case WeightFormat::fp8_block: return rowsAvx2<WeightFormat::fp8_block>(w, r, x, n, ldx, y);
     case WeightFormat::mxfp4: return rowsAvx2<WeightFormat::mxfp4>(w, r, x, n, ldx, y);
+    }
+}
+
+namespace {
+
+template <WeightFormat F>
+__attribute__((target("avx2,fma,f16c"))) void dequantAvx2(const QuantMatrix& w, int r0, int nrows, int c0, int c1, float* out,
+                                                          std::size_t ldo)
+{
+    for (int i = 0; i < nrows; ++i) {
+        const std::uint8_t* row = w.rowData(r0 + i);
+        const float* scales = w.rowScales(r0 + i);
+        float* o = out + static_cast<std::size_t>(i) * ldo - c0;
+        for (int c = c0; c < c1; c += 8)
+            _mm256_storeu_ps(o + c, load8<F>(row, scales, c));
+    }
+}
+
+}  // namespace
+
+void dequantRowsAvx2(const QuantMatrix& w, int r0, int nrows, int c0, int c1, float* out, std::size_t ldo)
+{
+    switch (w.format()) {
+    case WeightFormat::f32: return dequantAvx2<WeightFormat::f32>(w, r0, nrows, c0, c1, out, ldo);
+    case WeightFormat::bf16: return dequantAvx2<WeightFormat::bf16>(w, r0, nrows, c0, c1, out, ldo);
+    case WeightFormat::fp8_block: return dequantAvx2<WeightFormat::fp8_block>(w, r0, nrows, c0, c1, out, ldo);
+    case WeightFormat::mxfp4: return dequantAvx2<WeightFormat::mxfp4>(w, r0, nrows, c0, c1, out, ldo);
     }
 }
 

@@ -18,5 +18,9 @@ void rowsDotsAvx512(const QuantMatrix& w, int r0, int nrows, const float* x, int
 // The same over TokenPanel::packed() tokens xp, in blocks of columns and tokens (many tokens).
 void rowsBlockedDotsAvx512(const QuantMatrix& w, int r0, int nrows, const float* xp, int n, float* y, std::size_t ldy);
 void rowsBlockedDotsAvx2(const QuantMatrix& w, int r0, int nrows, const float* xp, int n, float* y, std::size_t ldy);
+// out[i * ldo + c - c0] = weight (r0 + i, c) as float32 for c0 <= c < c1 (multiples of 16 for
+// AVX-512, of 8 for AVX2): QuantMatrix::dequantCols's values bit for bit.
+void dequantRowsAvx512(const QuantMatrix& w, int r0, int nrows, int c0, int c1, float* out, std::size_t ldo);
+void dequantRowsAvx2(const QuantMatrix& w, int r0, int nrows, int c0, int c1, float* out, std::size_t ldo);
 
 }  // namespace moex::engine::detail

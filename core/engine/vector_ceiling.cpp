@@ -7,6 +7,11 @@
 #include <immintrin.h>
 #include <vector>
 
+// GCC 12's AVX-512 headers build their reductions from _mm512_undefined_*, which -Wuninitialized
+// reports at every inlined use (as in row_kernels_simd.cpp); nothing here reads an undefined lane.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 namespace moex::engine {
 
 // Independent FMA chains: the most the vector units do with no memory traffic at all. The inner

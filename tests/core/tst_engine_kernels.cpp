@@ -11,6 +11,7 @@
 #include "engine/vector_ceiling.h"
 
 #include <cmath>
+#include <cstring>
 #include <set>
 #endif
 
@@ -35,6 +36,8 @@ private slots:
     void blockedTilesEqualTheOneRowKernel();
     void bf16KernelIsExactOnBf16Values();
     void gemmChoiceFollowsTheBf16DotRate();
+    void panelDequantEqualsTheRowDequant();
+    void openBlasBlocksCoverEveryWeight();
 };
 
 void TestEngineKernels::bf16RoundsToNearestEven()
@@ -372,6 +375,82 @@ void TestEngineKernels::gemmChoiceFollowsTheBf16DotRate()
     if (openblas::library().loaded())
         QCOMPARE(fromTokens(openblas::GemmChoice::automatic, Kernel::avx512bf16, WeightFormat::bf16),
                  fromTokens(Kernel::avx512bf16, WeightFormat::bf16, openblas::library().avx512, speedup >= openblas::kFastBf16Dot));
+}
+
+
+// The OpenBLAS path's blocks (moe_layer.cpp projectOpenBlas): rows and a range of columns
+// dequantised by each kernel this CPU runs equal QuantMatrix::dequantRow's values bit for bit,
+// across fp8's 128 x 128 blocks and MX's 32-column blocks, on the vector steps (16, 8) and off them
+// (the scalar loop).
+void TestEngineKernels::panelDequantEqualsTheRowDequant()
+{
+    const int R = 300, C = 384;
+    int checked = 0;
+    for (WeightFormat f : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::fp8_block, WeightFormat::mxfp4}) {
+        const QuantMatrix w = QuantMatrix::seeded(f, R, C, 12, 0.3f);
+        std::vector<float> row(static_cast<std::size_t>(C));
+        for (Kernel k : {Kernel::portable, Kernel::avx2, Kernel::avx512, Kernel::avx512bf16}) {
+            if (!kernelSupported(k))
+                continue;
+            for (auto [c0, c1] : {std::pair{0, C}, {128, 256}, {16, 48}, {8, 24}, {5, 77}, {96, 384}}) {
+                const int r0 = 100, nrows = 170;  // three fp8 row blocks
+                const std::size_t ld = static_cast<std::size_t>(c1 - c0) + 3;
+                std::vector<float> block(static_cast<std::size_t>(nrows) * ld, -7.0f);
+                dequantRowsWith(k, w, r0, nrows, c0, c1, block.data(), ld);
+                for (int i = 0; i < nrows; ++i) {
+                    w.dequantRow(r0 + i, row.data());
+                    const float* got = block.data() + static_cast<std::size_t>(i) * ld;
+                    QVERIFY2(std::memcmp(got, row.data() + c0, sizeof(float) * static_cast<std::size_t>(c1 - c0)) == 0,
+                             qPrintable(QStringLiteral("%1 %2 row %3 columns %4-%5")
+                                            .arg(QLatin1String(toString(k)), QLatin1String(toString(f))).arg(r0 + i).arg(c0).arg(c1)));
+                    QCOMPARE(got[c1 - c0], -7.0f);  // nothing written past the range
+                    std::vector<float> cols(static_cast<std::size_t>(c1 - c0));
+                    w.dequantCols(r0 + i, c0, c1, cols.data());
+                    QVERIFY(std::memcmp(cols.data(), row.data() + c0, sizeof(float) * cols.size()) == 0);
+                }
+                ++checked;
+            }
+        }
+    }
+    qInfo("%d blocks checked", checked);
+}
+
+// ffnForward through OpenBLAS on shapes whose weights take several row blocks (over 1,024 rows)
+// and several column chunks (the chunk adds into the output with beta 1): the same result as the
+// engine's portable kernel within float32 rounding, so that no block is left out or added twice.
+void TestEngineKernels::openBlasBlocksCoverEveryWeight()
+{
+    if (!openblas::library().loaded())
+        QSKIP(qPrintable(QString::fromStdString(openblas::library().error)));
+    const Kernel active = activeKernel();
+    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::fp8_block}) {
+        LayerShape s;
+        s.hidden = 384;
+        s.inter = 1152;  // gate and up: 1,152 rows (two row blocks) x 384 columns (chunks of 256 and 128)
+        s.experts = 1;
+        s.topk = 1;
+        s.format = f;
+        const FfnWeights w = makeExpertWeights(s, 3, 0, 0);
+        const int n = 9;
+        std::vector<float> x(static_cast<std::size_t>(n * s.hidden));
+        for (std::size_t i = 0; i < x.size(); ++i)
+            x[i] = hashUniform(21, i);
+        std::vector<float> viaBlas(x.size()), viaKernel(x.size()), scratch;
+        s.openblas_from_tokens = 1;
+        ffnForward(s, s.inter, w, x.data(), n, viaBlas.data(), scratch);
+        s.openblas_from_tokens = 0;
+        useKernel(Kernel::portable);
+        ffnForward(s, s.inter, w, x.data(), n, viaKernel.data(), scratch);
+        useKernel(active);
+        double worst = 0, scale = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            worst = std::max(worst, std::fabs(static_cast<double>(viaBlas[i]) - viaKernel[i]));
+            scale = std::max(scale, std::fabs(static_cast<double>(viaKernel[i])));
+        }
+        QVERIFY(scale > 0);
+        QVERIFY2(worst <= 1e-4 * scale, qPrintable(QStringLiteral("%1: worst %2 of a largest output %3")
+                                                       .arg(QLatin1String(toString(f))).arg(worst).arg(scale)));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestEngineKernels)
