@@ -49,7 +49,7 @@ struct LayerShape {
     Activation activation = Activation::swiglu;
     WeightFormat format = WeightFormat::f32;
     // > 0: an expert given at least this many tokens multiplies them through OpenBLAS's sgemm
-    // (engine/openblas.h) on float32 panels of its weights, dequantised a panel at a time; the
+    // (engine/openblas.h) on float32 blocks of its weights, dequantised a block at a time; the
     // engine's own kernels otherwise (and always when 0). The caller checks that OpenBLAS loads.
     int openblas_from_tokens = 0;
 };
