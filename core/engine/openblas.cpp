@@ -65,19 +65,20 @@ void sgemmNT(int m, int n, int k, const float* a, int lda, const float* b, int l
 int fromTokens(Kernel k, WeightFormat f, bool avx512Sgemm, bool fastBf16Dot)
 {
     // GFLOP/s of two experts on two threads at 64 / 128 / 256 tokens, each kernel's against
-    // OpenBLAS's, in docs/PERFORMANCE.md.
-    if (f == WeightFormat::mxfp4)
-        return k == Kernel::portable ? 64 : 0;
+    // OpenBLAS's, in docs/PERFORMANCE.md. The quantised formats reach the sgemm as blocks
+    // dequantised with vector loads (moe_layer.cpp projectOpenBlas): mxfp4 among them, since its
+    // weights stopped going one scalar lookup at a time.
     switch (k) {
     case Kernel::avx512bf16:
-        // bf16 and fp8 products through VDPBF16PS outrun any float32 sgemm only where it gives about
-        // twice the FMA's FLOPs; where it does not, they stand where the avx512 kernel's do.
+        // bf16, fp8 and mxfp4 products through VDPBF16PS outrun any float32 sgemm only where it
+        // gives about twice the FMA's FLOPs; where it does not, they stand where the avx512
+        // kernel's do.
         return avx512Sgemm && (f == WeightFormat::f32 || !fastBf16Dot) ? 128 : 0;
     case Kernel::avx512: return avx512Sgemm ? 128 : 0;
-    // bf16 since its panels are dequantised 8 weights a step in blocks that stay in L2: through
-    // OpenBLAS's AVX2 sgemm 13% faster than the avx2 kernel at 128 tokens, 28% at 256.
-    case Kernel::avx2: return f == WeightFormat::fp8_block ? 64 : 128;
-    case Kernel::portable: return 32;
+    // bf16: through OpenBLAS's AVX2 sgemm 13% faster than the avx2 kernel at 128 tokens, 28% at
+    // 256; mxfp4 20% at 64, 38% at 128.
+    case Kernel::avx2: return f == WeightFormat::fp8_block || f == WeightFormat::mxfp4 ? 64 : 128;
+    case Kernel::portable: return f == WeightFormat::mxfp4 ? 64 : 32;
     }
     return 0;
 }

@@ -349,9 +349,10 @@ void TestEngineKernels::bf16KernelIsExactOnBf16Values()
 void TestEngineKernels::gemmChoiceFollowsTheBf16DotRate()
 {
     using openblas::fromTokens;
-    // Where VDPBF16PS gives twice the FMA's FLOPs the avx512-bf16 kernel keeps bf16 and fp8 at any
-    // token count; where it does not, they go to an AVX-512 sgemm from 128 tokens, as on avx512.
-    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::fp8_block}) {
+    // Where VDPBF16PS gives twice the FMA's FLOPs the avx512-bf16 kernel keeps bf16, fp8 and mxfp4
+    // at any token count; where it does not, they go to an AVX-512 sgemm from 128 tokens, as on
+    // avx512.
+    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::fp8_block, WeightFormat::mxfp4}) {
         QCOMPARE(fromTokens(Kernel::avx512bf16, f, true, true), 0);
         QCOMPARE(fromTokens(Kernel::avx512bf16, f, true, false), fromTokens(Kernel::avx512, f, true));
         QCOMPARE(fromTokens(Kernel::avx512bf16, f, true, false), 128);
@@ -360,7 +361,11 @@ void TestEngineKernels::gemmChoiceFollowsTheBf16DotRate()
     // float32 weights keep float32 products: the rate of VDPBF16PS does not enter.
     QCOMPARE(fromTokens(Kernel::avx512bf16, WeightFormat::f32, true, true), 128);
     QCOMPARE(fromTokens(Kernel::avx512bf16, WeightFormat::f32, true, false), 128);
-    QCOMPARE(fromTokens(Kernel::avx512bf16, WeightFormat::mxfp4, true, false), 0);
+    // AVX2: the quantised formats whose kernel does most per weight go first.
+    QCOMPARE(fromTokens(Kernel::avx2, WeightFormat::fp8_block, false), 64);
+    QCOMPARE(fromTokens(Kernel::avx2, WeightFormat::mxfp4, false), 64);
+    QCOMPARE(fromTokens(Kernel::avx2, WeightFormat::bf16, false), 128);
+    QCOMPARE(fromTokens(Kernel::avx2, WeightFormat::f32, false), 128);
 
     const double speedup = bf16DotSpeedup();
     if (!kernelSupported(Kernel::avx512bf16)) {
