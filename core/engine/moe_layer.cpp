@@ -309,8 +309,8 @@ namespace {
 // (1 MiB), so that it is still in L2 when OpenBLAS packs it; the column chunks add up in `out`
 // (beta 1). Many rows per block because every call packs the tokens' chunk again: that costs n /
 // kPanelRows of the weights' own packing (256 rows of all 4096 columns, the first version, read
-// the tokens again for every 256 rows: 0.77-0.83 of the sgemm at 256 tokens against 0.90-0.94;
-// docs/PERFORMANCE.md).
+// the tokens again for every 256 rows: bf16 and fp8 at 0.71-0.82 of the sgemm at 256 tokens
+// against 0.90-1.02 now; docs/PERFORMANCE.md, "OpenBLAS blocks that stay in L2").
 void projectOpenBlas(const QuantMatrix& w, const float* x, int n, std::size_t ldx, float* out, std::size_t ldo,
                      std::vector<float>& panel)
 {
