@@ -378,7 +378,7 @@ int cmdBench(const Argv& argv)
                             "moex-cli bench sim|fidelity|place|engine [--scenario S] [--steps N] [--json OUT|-] "
                             "(sim: [--routed-steps N] [--end-to-end-steps N] [--config-runs N]) "
                             "(place: [--budget-ms N] [--seed S] [--runs N] [--counts FILE]) "
-                            "(engine: [--runs N] [--kernel portable|avx2|avx512|avx512-bf16])");
+                            "(engine: [--runs N] [--kernel portable|avx2|avx512|avx512-bf16|amx-bf16])");
     const std::string what = args.positionals().front();
     // Each benchmark's own options: one given to another benchmark would be ignored in silence.
     static const std::map<std::string, std::vector<std::string>> kOptions = {

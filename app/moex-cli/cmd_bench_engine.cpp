@@ -160,20 +160,25 @@ struct Ceiling {
     }
 };
 
-// GFLOP/s of `threads` threads running FMA chains (dpbf16: VDPBF16PS chains instead); 0 where the
-// CPU has neither vector unit.
-double fmaCeiling(int threads, int runs, double& sink, bool dpbf16 = false)
+// GFLOP/s of `threads` threads running FMA chains (dpbf16: VDPBF16PS chains instead; tiles: AMX
+// TDPBF16PS); 0 where the CPU has neither vector unit.
+enum class Chains { fma, dpbf16, tiles };
+double fmaCeiling(int threads, int runs, double& sink, Chains chains = Chains::fma)
 {
+    const bool dpbf16 = chains == Chains::dpbf16;
     // The ceiling of the vectors the kernel uses: 512-bit FMAs for the AVX-512 kernels, 256-bit for
     // avx2 (also on a CPU with AVX-512, when --kernel avx2 chose it).
     const Kernel active = activeKernel();
-    const bool wide = (active == Kernel::avx512 || active == Kernel::avx512bf16) && kernelSupported(Kernel::avx512);
+    const bool wide = (active == Kernel::avx512 || active == Kernel::avx512bf16 || active == Kernel::amx) && kernelSupported(Kernel::avx512);
     if (!wide && !kernelSupported(Kernel::avx2))
         return 0;
     if (dpbf16 && !kernelSupported(Kernel::avx512bf16))
         return 0;
-    const long iters = 20'000'000;
-    const double flopsPerThread = static_cast<double>(iters) * (dpbf16 ? 16.0 * 32 * 2 : wide ? 16.0 * 16 * 2 : 12.0 * 8 * 2);
+    if (chains == Chains::tiles && !kernelSupported(Kernel::amx))
+        return 0;
+    const long iters = chains == Chains::tiles ? 1'000'000 : 20'000'000;
+    const double flopsPerThread = static_cast<double>(iters)
+        * (chains == Chains::tiles ? 4 * 16.0 * 16 * 32 * 2 : dpbf16 ? 16.0 * 32 * 2 : wide ? 16.0 * 16 * 2 : 12.0 * 8 * 2);
     std::vector<double> gflops;
     for (int k = 0; k < runs; ++k) {
         std::vector<std::thread> pool;
@@ -181,7 +186,10 @@ double fmaCeiling(int threads, int runs, double& sink, bool dpbf16 = false)
         const auto t0 = Clock::now();
         for (int t = 0; t < threads; ++t)
             pool.emplace_back([&, t] {
-                out[static_cast<std::size_t>(t)] = dpbf16 ? dpbf16Loop512(iters) : wide ? fmaLoop512(iters) : fmaLoop256(iters);
+                out[static_cast<std::size_t>(t)] = chains == Chains::tiles ? tileDotLoop(iters)
+                    : dpbf16                                             ? dpbf16Loop512(iters)
+                    : wide                                               ? fmaLoop512(iters)
+                                                                         : fmaLoop256(iters);
             });
         for (auto& th : pool)
             th.join();
@@ -215,7 +223,7 @@ int benchEngine(const Args& args)
     if (auto name = args.value("kernel")) {
         Kernel k;
         if (!kernelFromString(*name, k))
-            throw InputError(Location{"moex-cli bench", 0, 0}, "--kernel: '" + *name + "' is none of portable, avx2, avx512, avx512-bf16");
+            throw InputError(Location{"moex-cli bench", 0, 0}, "--kernel: '" + *name + "' is none of portable, avx2, avx512, avx512-bf16, amx-bf16");
         if (!kernelSupported(k))
             throw InputError(Location{"moex-cli bench", 0, 0}, "--kernel: " + *name + " does not run on this CPU (" + cpuModelName() + ")");
         useKernel(k);
@@ -387,7 +395,8 @@ int benchEngine(const Args& args)
     const double after = ceiling.measure(runs);
     double fmaSink = 0;
     const double fmaGflops = fmaCeiling(threads, runs, fmaSink);
-    const double dpbf16Gflops = fmaCeiling(threads, runs, fmaSink, true);
+    const double dpbf16Gflops = fmaCeiling(threads, runs, fmaSink, Chains::dpbf16);
+    const double tileGflops = fmaCeiling(threads, runs, fmaSink, Chains::tiles);
     // decode_ratio: the smallest ratio among the rows whose ceiling held still.
     double worst = 1e9, worstAny = 1e9;
     for (const auto& f : decode) {
@@ -418,10 +427,11 @@ int benchEngine(const Args& args)
             const double gflops = 2.0 * 2 * 3 * 4096.0 * 14336.0 * f.tokens / (f.ms * 1e-3) / 1e9;
             const double needed = 2.0 * f.tokens * 0.85 * 0.5 * (f.ceiling_before + f.ceiling_after)
                 / (f.format == "fp32" ? 4.0 : f.format == "bf16" ? 2.0 : 1.0);
-            const bool bf16Products = kernel == Kernel::avx512bf16 && f.format != "fp32";
-            const double ceilingGflops = bf16Products ? dpbf16Gflops : fmaGflops;
+            const bool bf16Products = (kernel == Kernel::avx512bf16 || kernel == Kernel::amx) && f.format != "fp32";
+            const bool tiles = kernel == Kernel::amx && f.format != "fp32";
+            const double ceilingGflops = tiles ? tileGflops : bf16Products ? dpbf16Gflops : fmaGflops;
             std::cout << "  " << f.format << " x8: " << fixed(gflops, 1) << " GFLOP/s = " << fixed(gflops / ceilingGflops, 2) << " of the "
-                      << (bf16Products ? "VDPBF16PS" : kernel == Kernel::avx2 ? "256-bit FMA" : "FMA") << " ceiling (" << fixed(ceilingGflops, 1) << " GFLOP/s, " << threads
+                      << (tiles ? "AMX TDPBF16PS" : bf16Products ? "VDPBF16PS" : kernel == Kernel::avx2 ? "256-bit FMA" : "FMA") << " ceiling (" << fixed(ceilingGflops, 1) << " GFLOP/s, " << threads
                       << " threads); 0.85 of its read ceiling needs " << fixed(needed, 1) << " GFLOP/s\n";
         }
     std::cout << "R1-shaped layer  " << fixed(r1Median, 2) << " ms (4 ranks, 64 tokens, fp8, 32 experts + shared)\n";
@@ -461,6 +471,7 @@ int benchEngine(const Args& args)
         j["decode_ratio"] = worst;
         j["fma_ceiling_gflops"] = fmaGflops;
         j["dpbf16_ceiling_gflops"] = dpbf16Gflops;
+        j["amx_ceiling_gflops"] = tileGflops;
         if (prefill.measured) {
             j["prefill_ratio"] = prefill.ratio;
             j["openblas_core"] = prefill.blas_core;

@@ -75,6 +75,9 @@ int fromTokens(Kernel k, WeightFormat f, bool avx512Sgemm, bool fastBf16Dot)
         // kernel's do.
         return avx512Sgemm && (f == WeightFormat::f32 || !fastBf16Dot) ? 128 : 0;
     case Kernel::avx512: return avx512Sgemm ? 128 : 0;
+    // The tiles do bf16, fp8 and mxfp4 at several times any float32 sgemm's rate; float32 weights
+    // keep float32 products, as on avx512.
+    case Kernel::amx: return avx512Sgemm && f == WeightFormat::f32 ? 128 : 0;
     // bf16: through OpenBLAS's AVX2 sgemm 13% faster than the avx2 kernel at 128 tokens, 28% at
     // 256; mxfp4 20% at 64, 38% at 128.
     case Kernel::avx2: return f == WeightFormat::fp8_block || f == WeightFormat::mxfp4 ? 64 : 128;

@@ -1,6 +1,7 @@
 #include "engine/row_kernels.h"
 
 #include "engine/moe_layer.h"
+#include "engine/row_kernels_amx.h"
 #include "engine/row_kernels_bf16.h"
 #include "engine/row_kernels_simd.h"
 
@@ -34,6 +35,7 @@ const char* toString(Kernel k)
     case Kernel::avx2: return "avx2+fma";
     case Kernel::avx512: return "avx512";
     case Kernel::avx512bf16: return "avx512-bf16";
+    case Kernel::amx: return "amx-bf16";
     }
     return "?";
 }
@@ -41,7 +43,7 @@ const char* toString(Kernel k)
 bool kernelFromString(const std::string& name, Kernel& out)
 {
     // "avx2" is the name MOEX_KERNEL and --kernel document; "avx2+fma" is how reports print it.
-    for (Kernel k : {Kernel::portable, Kernel::avx2, Kernel::avx512, Kernel::avx512bf16})
+    for (Kernel k : {Kernel::portable, Kernel::avx2, Kernel::avx512, Kernel::avx512bf16, Kernel::amx})
         if (name == toString(k) || (k == Kernel::avx2 && name == "avx2")) {
             out = k;
             return true;
@@ -58,12 +60,16 @@ bool kernelSupported(Kernel k)
     case Kernel::avx512bf16:
         return kernelSupported(Kernel::avx512) && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16")
             && __builtin_cpu_supports("avx512vbmi");  // fp8's byte lookups (Zen 4 on, Sapphire Rapids on)
+    // The tiles, with avx512-bf16's conversions of the weights and the tokens.
+    case Kernel::amx: return kernelSupported(Kernel::avx512bf16) && detail::amxUsable();
     }
     return false;
 }
 
 Kernel bestKernel()
 {
+    if (kernelSupported(Kernel::amx))
+        return Kernel::amx;
     if (kernelSupported(Kernel::avx512bf16))
         return Kernel::avx512bf16;
     if (kernelSupported(Kernel::avx512))
@@ -81,7 +87,7 @@ Kernel initialKernel()
     if (const char* name = std::getenv("MOEX_KERNEL"); name && *name) {
         Kernel asked;
         if (!kernelFromString(name, asked))
-            std::fprintf(stderr, "moex: MOEX_KERNEL=%s is none of portable, avx2, avx512, avx512-bf16; using %s\n", name, toString(k));
+            std::fprintf(stderr, "moex: MOEX_KERNEL=%s is none of portable, avx2, avx512, avx512-bf16, amx-bf16; using %s\n", name, toString(k));
         else if (!kernelSupported(asked))
             std::fprintf(stderr, "moex: MOEX_KERNEL=%s does not run on this CPU; using %s\n", name, toString(k));
         else
@@ -99,7 +105,7 @@ std::atomic<Kernel>& kernelChoice()
 // The float32 kernel that stands in for k on a matrix it does not round to bf16.
 Kernel float32Kernel(Kernel k)
 {
-    return k == Kernel::avx512bf16 ? Kernel::avx512 : k;
+    return k == Kernel::avx512bf16 || k == Kernel::amx ? Kernel::avx512 : k;
 }
 
 }  // namespace
@@ -118,7 +124,7 @@ void useKernel(Kernel k)
 
 bool roundsToBf16(Kernel k, const QuantMatrix& w)
 {
-    return k == Kernel::avx512bf16 && detail::bf16KernelFits(w.format(), w.cols()) && kernelSupported(Kernel::avx512bf16);
+    return (k == Kernel::avx512bf16 || k == Kernel::amx) && detail::bf16KernelFits(w.format(), w.cols()) && kernelSupported(k);
 }
 
 std::size_t TokenPanel::packedSize(int n, int cols)
@@ -162,11 +168,22 @@ const std::uint16_t* TokenPanel::bf16()
     return m_bf16.data();
 }
 
+const std::uint16_t* TokenPanel::vnni()
+{
+    if (m_vnni.empty() && m_n > 0) {
+        m_vnni.resize(detail::vnniSize(m_n, m_cols));
+        detail::tokensToVnni(bf16(), m_n, m_cols, m_vnni.data());
+    }
+    return m_vnni.data();
+}
+
 void rowDotsWith(Kernel k, const QuantMatrix& w, int r, const float* x, int n, std::size_t ldx, float* y,
                  std::vector<float>& scratch)
 {
     if (roundsToBf16(k, w)) {
         TokenPanel panel(x, n, ldx, w.cols());
+        if (k == Kernel::amx)
+            return detail::rowsDotsAmx(w, r, 1, panel.vnni(), n, y, 1);
         return detail::rowsDotsBf16(w, r, 1, panel.bf16(), n, y, 1);
     }
     k = float32Kernel(k);
@@ -188,6 +205,8 @@ void rowsDotsWith(Kernel k, const QuantMatrix& w, int r0, int nrows, const float
 void rowsDotsWith(Kernel k, const QuantMatrix& w, int r0, int nrows, TokenPanel& panel, float* y, std::size_t ldy,
                   std::vector<float>& scratch)
 {
+    if (roundsToBf16(k, w) && k == Kernel::amx)
+        return detail::rowsDotsAmx(w, r0, nrows, panel.vnni(), panel.n(), y, ldy);
     if (roundsToBf16(k, w))
         return detail::rowsDotsBf16(w, r0, nrows, panel.bf16(), panel.n(), y, ldy);
     k = float32Kernel(k);

@@ -1,6 +1,9 @@
 // The engine's inner kernel: dot products of one weight row with n token vectors, the row
 // dequantised in registers as it streams (never written out as a tensor). Four implementations,
-// chosen once at run time by what the CPU has (or by MOEX_KERNEL=portable|avx2|avx512|avx512-bf16):
+// chosen once at run time by what the CPU has (or by MOEX_KERNEL=portable|avx2|avx512|avx512-bf16|amx-bf16):
+//   amx-bf16     bf16, fp8 and MXFP4 weights against the tokens rounded to bf16, on the AMX tiles
+//                (Sapphire Rapids on; row_kernels_amx.cpp): the same bf16 values as avx512-bf16,
+//                16 rows x 32 columns x 16 tokens an instruction; float32 weights as avx512
 //   avx512-bf16  bf16, fp8 and MXFP4 weights against the tokens rounded to bf16, with VDPBF16PS
 //                (twice the multiply-adds of float32 FMAs; row_kernels_bf16.cpp); float32 weights
 //                as avx512
@@ -28,7 +31,7 @@
 
 namespace moex::engine {
 
-enum class Kernel { portable, avx2, avx512, avx512bf16 };
+enum class Kernel { portable, avx2, avx512, avx512bf16, amx };
 
 const char* toString(Kernel k);
 // The kernel named `name` (as toString writes it, or "avx2"); false when there is none.
@@ -42,7 +45,8 @@ bool kernelSupported(Kernel k);
 // Makes k the active kernel (benchmarks and tests compare kernels in one process). Not while
 // another thread runs rowsDots. Throws std::invalid_argument when this CPU lacks k.
 void useKernel(Kernel k);
-// Whether kernel k computes w's products in bf16 (avx512-bf16 on bf16, fp8 or MXFP4 weights).
+// Whether kernel k computes w's products in bf16 (avx512-bf16 and amx-bf16 on bf16, fp8 or MXFP4
+// weights).
 bool roundsToBf16(Kernel k, const QuantMatrix& w);
 
 // The tokens a set of matrices multiplies: n rows of `cols` floats, ldx apart. The bf16 copy the
@@ -64,6 +68,8 @@ public:
     [[nodiscard]] int cols() const { return m_cols; }
     // n rows of cols bf16 values; only for a kernel that rounds to bf16.
     const std::uint16_t* bf16();
+    // The bf16 values in the order the AMX tiles read them (row_kernels_amx.h); only for amx-bf16.
+    const std::uint16_t* vnni();
     // The float32 tokens in groups of kPackedTokens, interleaved 16 columns at a time: group g,
     // columns c .. c+15 of its tokens t0 .. t3 lie at packed()[g * 4 * cols + c * 4 + t * 16 ..];
     // tokens past n are zeros. Made on first use and kept, like the bf16 copy.
@@ -77,6 +83,7 @@ private:
     std::size_t m_ldx;
     int m_cols;
     std::vector<std::uint16_t> m_bf16;
+    std::vector<std::uint16_t> m_vnni;
     std::vector<float> m_packed;  // the packed copy where no store was given
     float* m_packedStore = nullptr;
     bool m_isPacked = false;

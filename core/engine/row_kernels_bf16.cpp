@@ -5,32 +5,37 @@
 // models' activations in bf16 (or coarser: DeepSeek's fp8 GEMMs quantise them to e4m3), so the
 // tokens' rounding to bf16 is the arithmetic a deployment does, not a shortcut of moex's.
 //
-// Weights are widened to bf16 in registers as they stream:
-//   bf16   loaded as they are
-//   fp8    through a 128-entry table per 128 x 128 block: each e4m3 magnitude times the block's
-//          scale, rounded once to bf16 (4 significant bits times a float32 scale do not always fit
-//          bf16's 8: 2^-9 relative at most), looked up 64 weights at a time with two VPERMI2B (high
-//          and low bytes) and the sign put back; the tables of a call's row block are made at its
-//          start (256 bytes per block of 16384 weights)
-//   mxfp4  nibbles through a 16-entry bf16 table already multiplied by the block's power-of-two
-//          scale (exact: one table per 32 weights, the MX block)
+// Weights are widened to bf16 in registers as they stream (bf16_weights.h); the fp8 tables of a
+// call's row block are made at its start (256 bytes per block of 16384 weights).
 // Each (row, token) pair keeps its own accumulator and adds in the same order whatever the tile, so
 // a token's result does not depend on the rows or tokens around it in a call.
 #include "engine/row_kernels_bf16.h"
 
+#include "engine/bf16_weights.h"
+
 #include <algorithm>
 #include <array>
-#include <immintrin.h>
 #include <vector>
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-#define MOEX_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vbmi")))
-
 namespace moex::engine::detail {
 
 namespace {
+
+// e4m3's 128 magnitudes (codes 0..127) as floats.
+const float* e4m3Magnitudes()
+{
+    static const auto table = [] {
+        std::array<float, 128> t{};
+        for (int m = 0; m < 128; ++m)
+            t[static_cast<std::size_t>(m)] = e4m3ToFloat(static_cast<std::uint8_t>(m));
+        return t;
+    }();
+    return table.data();
+}
+
 
 constexpr int kMaxTokens = 8;
 // Columns per pass. A row tile reads its tokens' columns once per 32 weights of each row: over a
@@ -52,19 +57,6 @@ struct Rows {
     const std::uint8_t* data;
     const float* scales;
 };
-
-MOEX_BF16_TARGET inline __m512bh mxfp4x32(const std::uint8_t* p, float scale)
-{
-    // The block's table: e2m1's 16 values times its power-of-two scale, as bf16 (exact).
-    const __m512 values = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
-                                         -3.0f, -4.0f, -6.0f);
-    const __m512i table = _mm512_castsi256_si512(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_mul_ps(values, _mm512_set1_ps(scale)))));
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));  // 32 nibbles, low first
-    const __m128i lo = _mm_and_si128(bytes, _mm_set1_epi8(0x0f));
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0f));
-    const __m256i nibbles = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
-    return reinterpret_cast<__m512bh>(_mm512_permutexvar_epi16(_mm512_cvtepu8_epi16(nibbles), table));
-}
 
 // Bytes of storage per column, times 2 (MXFP4 has two columns a byte).
 template <WeightFormat F>
@@ -157,69 +149,6 @@ MOEX_BF16_TARGET void tile(const Pass& p, int r0, float* y, Ahead ahead)
 
 // ---------------------------------------------------------------------------------------------
 // fp8-e4m3 through lookup tables
-
-constexpr int kFp8Block = 128;
-constexpr std::size_t kTableBytes = 256;  // 128 high bytes, then 128 low bytes, of bf16(magnitude * scale)
-
-// e4m3's 128 magnitudes (codes 0..127) as floats.
-const float* e4m3Magnitudes()
-{
-    static const auto table = [] {
-        std::array<float, 128> t{};
-        for (int m = 0; m < 128; ++m)
-            t[static_cast<std::size_t>(m)] = e4m3ToFloat(static_cast<std::uint8_t>(m));
-        return t;
-    }();
-    return table.data();
-}
-
-// The tables of one row block: one per column block, from that block's scale.
-MOEX_BF16_TARGET void fp8Tables(const float* scales, int blocks, std::uint8_t* out)
-{
-    const float* mag = e4m3Magnitudes();
-    for (int b = 0; b < blocks; ++b) {
-        const __m512 s = _mm512_set1_ps(scales[b]);
-        std::uint8_t* hi = out + static_cast<std::size_t>(b) * kTableBytes;
-        std::uint8_t* lo = hi + 128;
-        for (int m = 0; m < 128; m += 32) {
-            const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(mag + m + 16), s), _mm512_mul_ps(_mm512_loadu_ps(mag + m), s));
-            const __m512i words = reinterpret_cast<__m512i>(h);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + m), _mm512_cvtepi16_epi8(words));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + m), _mm512_cvtepi16_epi8(_mm512_srli_epi16(words, 8)));
-        }
-    }
-}
-
-// Byte order that makes the in-lane unpacks come out in column order: after it, unpacklo(lo, hi)
-// is columns 0..31 of the 64 and unpackhi(lo, hi) columns 32..63.
-MOEX_BF16_TARGET inline __m512i fp8Order()
-{
-    alignas(64) std::uint8_t idx[64];
-    for (int p = 0; p < 64; ++p) {
-        const int lane = p / 16, k = p % 16;
-        idx[p] = static_cast<std::uint8_t>(k < 8 ? 8 * lane + k : 32 + 8 * lane + (k - 8));
-    }
-    return _mm512_load_si512(idx);
-}
-
-struct Fp8Table {
-    __m512i hi0, hi1, lo0, lo1;
-};
-
-MOEX_BF16_TARGET inline Fp8Table loadTable(const std::uint8_t* t)
-{
-    return {_mm512_loadu_si512(t), _mm512_loadu_si512(t + 64), _mm512_loadu_si512(t + 128), _mm512_loadu_si512(t + 192)};
-}
-
-// 64 e4m3 bytes as two vectors of 32 bf16, columns 0..31 and 32..63.
-MOEX_BF16_TARGET inline void fp8x64(const std::uint8_t* p, const Fp8Table& t, __m512i order, __m512bh& w0, __m512bh& w1)
-{
-    const __m512i b = _mm512_permutexvar_epi8(order, _mm512_loadu_si512(p));
-    const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(t.hi0, b, t.hi1), b, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);
-    const __m512i lo = _mm512_permutex2var_epi8(t.lo0, b, t.lo1);
-    w0 = reinterpret_cast<__m512bh>(_mm512_unpacklo_epi8(lo, hi));
-    w1 = reinterpret_cast<__m512bh>(_mm512_unpackhi_epi8(lo, hi));
-}
 
 // Rows per tile for NT tokens: two weight vectors a row, four table vectors.
 constexpr int fp8RowsFor(int nt)
@@ -360,6 +289,23 @@ void rowsDotsFp8(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* x
 }
 
 }  // namespace
+
+// The tables of one row block: one per column block, from that block's scale.
+MOEX_BF16_TARGET void fp8Tables(const float* scales, int blocks, std::uint8_t* out)
+{
+    const float* mag = e4m3Magnitudes();
+    for (int b = 0; b < blocks; ++b) {
+        const __m512 s = _mm512_set1_ps(scales[b]);
+        std::uint8_t* hi = out + static_cast<std::size_t>(b) * kTableBytes;
+        std::uint8_t* lo = hi + 128;
+        for (int m = 0; m < 128; m += 32) {
+            const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(mag + m + 16), s), _mm512_mul_ps(_mm512_loadu_ps(mag + m), s));
+            const __m512i words = reinterpret_cast<__m512i>(h);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + m), _mm512_cvtepi16_epi8(words));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + m), _mm512_cvtepi16_epi8(_mm512_srli_epi16(words, 8)));
+        }
+    }
+}
 
 bool bf16KernelFits(WeightFormat f, int cols)
 {

@@ -12,6 +12,10 @@ namespace moex::engine {
 double fmaLoop512(long iters);
 double fmaLoop256(long iters);
 double dpbf16Loop512(long iters);
+// The same for the AMX tiles: `iters` rounds of four independent TDPBF16PS (16 x 16 x 32 x 2 FLOPs
+// each) on tiles loaded once. Only where kernelSupported(Kernel::amx) (row_kernels_amx.cpp, with
+// the kernel's tile instructions).
+double tileDotLoop(long iters);
 
 // FLOPs per second of VDPBF16PS chains over 512-bit FMA chains on one thread, measured once per
 // process (three alternating pairs of a few milliseconds, the median; about 20 ms in all): about 2

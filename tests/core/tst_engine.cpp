@@ -265,7 +265,7 @@ void TestEngine::matchesNumpyReference_data()
 {
     QTest::addColumn<QString>("family");
     QTest::addColumn<int>("dtype");
-    QTest::addColumn<bool>("bf16Products");
+    QTest::addColumn<QString>("bf16Kernel");  // empty: float32 products
     QTest::addColumn<double>("tolerance");
     QTest::addColumn<bool>("viaOpenBlas");
     // The reference runs in float64 on the weights the engine used (dequantised), so with float32
@@ -274,42 +274,48 @@ void TestEngine::matchesNumpyReference_data()
     // any semantic error (a wrong weight, a missing bias or renormalisation moves the output by
     // 1e-2 or more). Quantised weights change nothing here: both sides see the same dequantised values.
     for (const char* fam : {"mixtral", "qwen-no-renorm", "qwen-next", "deepseek", "gpt-oss", "nemotron", "gemma"}) {
-        QTest::addRow("%s fp32", fam) << QString::fromLatin1(fam) << static_cast<int>(DType::fp32) << false << 1e-5 << false;
-        QTest::addRow("%s fp8", fam) << QString::fromLatin1(fam) << static_cast<int>(DType::fp8) << false << 1e-5 << false;
+        QTest::addRow("%s fp32", fam) << QString::fromLatin1(fam) << static_cast<int>(DType::fp32) << QString() << 1e-5 << false;
+        QTest::addRow("%s fp8", fam) << QString::fromLatin1(fam) << static_cast<int>(DType::fp8) << QString() << 1e-5 << false;
     }
-    QTest::newRow("gpt-oss mxfp4") << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << false << 1e-5 << false;
+    QTest::newRow("gpt-oss mxfp4") << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << QString() << 1e-5 << false;
     // The same through OpenBLAS's sgemm on the dequantised weights (engine.gemm: openblas): float32
     // products, so the same 1e-5.
     for (const char* fam : {"mixtral", "qwen-next", "deepseek", "gpt-oss", "nemotron", "gemma"})
         for (DType t : {DType::fp32, DType::bf16, DType::fp8})
             QTest::addRow("%s %s openblas", fam, std::string(toString(t)).c_str())
-                << QString::fromLatin1(fam) << static_cast<int>(t) << false << 1e-5 << true;
-    QTest::newRow("gpt-oss mxfp4 openblas") << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << false << 1e-5 << true;
-    // With bf16 products (the avx512-bf16 kernel) the engine rounds the tokens, the activations
+                << QString::fromLatin1(fam) << static_cast<int>(t) << QString() << 1e-5 << true;
+    QTest::newRow("gpt-oss mxfp4 openblas") << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << QString() << 1e-5 << true;
+    // With bf16 products (the avx512-bf16 and amx-bf16 kernels) the engine rounds the tokens, the activations
     // between up and down, and fp8 weights times their block scale to bf16: 2^-9 relative at most
     // per rounding, a few 1e-3 normwise through the two matrices of an expert (measured 2.3e-3 to
     // 2.8e-3 on these rows, the same on every run: the data are seeded). 5e-3 leaves margin and stays
     // below what a semantic error moves.
-    for (const char* fam : {"mixtral", "qwen-next", "deepseek", "gpt-oss", "nemotron"})
-        for (DType t : {DType::bf16, DType::fp8})
-            QTest::addRow("%s %s bf16 products", fam, std::string(toString(t)).c_str()) << QString::fromLatin1(fam) << static_cast<int>(t) << true << 5e-3 << false;
-    QTest::newRow("gpt-oss mxfp4 bf16 products") << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << true << 5e-3 << false;
+    // The tiles add the same products in another order: the same bound.
+    for (const char* kernel : {"avx512-bf16", "amx-bf16"}) {
+        for (const char* fam : {"mixtral", "qwen-next", "deepseek", "gpt-oss", "nemotron"})
+            for (DType t : {DType::bf16, DType::fp8})
+                QTest::addRow("%s %s %s", fam, std::string(toString(t)).c_str(), kernel)
+                    << QString::fromLatin1(fam) << static_cast<int>(t) << QString::fromLatin1(kernel) << 5e-3 << false;
+        QTest::addRow("gpt-oss mxfp4 %s", kernel) << QStringLiteral("gpt-oss") << static_cast<int>(DType::mxfp4) << QString::fromLatin1(kernel)
+                                                  << 5e-3 << false;
+    }
 }
 
 void TestEngine::matchesNumpyReference()
 {
     QFETCH(QString, family);
     QFETCH(int, dtype);
-    QFETCH(bool, bf16Products);
+    QFETCH(QString, bf16Kernel);
     QFETCH(double, tolerance);
     QFETCH(bool, viaOpenBlas);
     if (viaOpenBlas && !openblas::library().loaded())
         QSKIP(qPrintable(QString::fromStdString(openblas::library().error)));
-    if (bf16Products && !kernelSupported(Kernel::avx512bf16))
-        QSKIP("this CPU has no AVX-512-BF16: bf16 products cannot run here (the float32 rows run)");
+    Kernel bf16 = Kernel::portable;
+    if (!bf16Kernel.isEmpty() && (!kernelFromString(bf16Kernel.toStdString(), bf16) || !kernelSupported(bf16)))
+        QSKIP(qPrintable(bf16Kernel + QStringLiteral(" does not run on this CPU: its bf16 products cannot run here (the float32 rows run)")));
     const Kernel before = activeKernel();
     const Kernel float32 = kernelSupported(Kernel::avx512) ? Kernel::avx512 : kernelSupported(Kernel::avx2) ? Kernel::avx2 : Kernel::portable;
-    useKernel(bf16Products ? Kernel::avx512bf16 : float32);
+    useKernel(bf16Kernel.isEmpty() ? float32 : bf16);
     const auto restore = qScopeGuard([before] { useKernel(before); });
     const QString python = QStringLiteral(MOEX_DEBIAN_PYTHON);
     if (!QFileInfo::exists(python))

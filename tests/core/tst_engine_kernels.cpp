@@ -35,6 +35,7 @@ private slots:
     void kernelNamesAreRead();
     void blockedTilesEqualTheOneRowKernel();
     void bf16KernelIsExactOnBf16Values();
+    void amxTilesGiveEachTokenItsOwnSum();
     void gemmChoiceFollowsTheBf16DotRate();
     void panelDequantEqualsTheRowDequant();
     void openBlasBlocksCoverEveryWeight();
@@ -145,7 +146,7 @@ void TestEngineKernels::vectorKernelsAgreeWithPortable()
     for (std::size_t i = 0; i < x.size(); ++i)
         x[i] = hashUniform(5, i);
     int checked = 0;
-    for (Kernel k : {Kernel::avx2, Kernel::avx512, Kernel::avx512bf16}) {
+    for (Kernel k : {Kernel::avx2, Kernel::avx512, Kernel::avx512bf16, Kernel::amx}) {
         if (!kernelSupported(k)) {
             qInfo("%s: not on this CPU", toString(k));
             continue;
@@ -153,7 +154,7 @@ void TestEngineKernels::vectorKernelsAgreeWithPortable()
         for (WeightFormat f : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::fp8_block, WeightFormat::mxfp4}) {
             const QuantMatrix w = QuantMatrix::seeded(f, R, C, 9, 0.3f);
             const double bound = roundsToBf16(k, w) ? std::ldexp(1.0, -8) + 1e-6 : 1e-6;
-            QCOMPARE(roundsToBf16(k, w), k == Kernel::avx512bf16 && f != WeightFormat::f32);
+            QCOMPARE(roundsToBf16(k, w), (k == Kernel::avx512bf16 || k == Kernel::amx) && f != WeightFormat::f32);
             const auto dense = w.dequantAll();
             std::vector<float> scratch;
             for (int n : {1, 3, 8, 11}) {
@@ -182,7 +183,7 @@ void TestEngineKernels::vectorKernelsAgreeWithPortable()
     }
     // Several rows at once (the tiles): each row's results equal the one-row kernel's bit for bit,
     // whatever the numbers of rows and tokens per call.
-    for (Kernel k : {Kernel::portable, Kernel::avx2, Kernel::avx512, Kernel::avx512bf16}) {
+    for (Kernel k : {Kernel::portable, Kernel::avx2, Kernel::avx512, Kernel::avx512bf16, Kernel::amx}) {
         if (!kernelSupported(k))
             continue;
         for (WeightFormat f : {WeightFormat::f32, WeightFormat::bf16, WeightFormat::fp8_block, WeightFormat::mxfp4}) {
@@ -204,7 +205,7 @@ void TestEngineKernels::vectorKernelsAgreeWithPortable()
     // Calls whose rows cross a 128-row fp8 block (each block has its own scales, and the bf16
     // kernel its own lookup tables): every row equals the one-row kernel's, within the bound of the
     // portable one.
-    for (Kernel k : {Kernel::avx512, Kernel::avx512bf16}) {
+    for (Kernel k : {Kernel::avx512, Kernel::avx512bf16, Kernel::amx}) {
         if (!kernelSupported(k))
             continue;
         const QuantMatrix tall = QuantMatrix::seeded(WeightFormat::fp8_block, 300, C, 8, 0.3f);
@@ -236,7 +237,8 @@ void TestEngineKernels::kernelNamesAreRead()
                                                     {"avx2", Kernel::avx2},
                                                     {"avx2+fma", Kernel::avx2},
                                                     {"avx512", Kernel::avx512},
-                                                    {"avx512-bf16", Kernel::avx512bf16}};
+                                                    {"avx512-bf16", Kernel::avx512bf16},
+                                                    {"amx-bf16", Kernel::amx}};
     for (const auto& [name, kernel] : named) {
         Kernel k = name == std::string("portable") ? Kernel::avx512 : Kernel::portable;
         QVERIFY2(kernelFromString(name, k), name);
@@ -246,7 +248,7 @@ void TestEngineKernels::kernelNamesAreRead()
         QCOMPARE(back, kernel);
     }
     Kernel k = Kernel::portable;
-    for (const char* wrong : {"avx", "AVX2", "avx512bf16", ""})
+    for (const char* wrong : {"avx", "AVX2", "avx512bf16", "amx", ""})
         QVERIFY2(!kernelFromString(wrong, k), wrong);
 }
 
@@ -327,23 +329,79 @@ void TestEngineKernels::bf16KernelIsExactOnBf16Values()
     std::vector<float> x(static_cast<std::size_t>(9 * C));
     for (std::size_t i = 0; i < x.size(); ++i)
         x[i] = bf16ToFloat(floatToBf16(hashUniform(11, i)));
+    for (Kernel k : {Kernel::avx512bf16, Kernel::amx})
     for (WeightFormat f : {WeightFormat::bf16, WeightFormat::mxfp4}) {
+        if (!kernelSupported(k))
+            continue;
         const QuantMatrix w = QuantMatrix::seeded(f, R, C, 21, 0.5f);
         const auto dense = w.dequantAll();
         std::vector<float> scratch, a(9), b(9);
         for (int r = 0; r < R; ++r) {
             rowDotsWith(Kernel::portable, w, r, x.data(), 9, C, a.data(), scratch);
-            rowDotsWith(Kernel::avx512bf16, w, r, x.data(), 9, C, b.data(), scratch);
+            rowDotsWith(k, w, r, x.data(), 9, C, b.data(), scratch);
             for (int t = 0; t < 9; ++t) {
                 double mag = 0;
                 for (int c = 0; c < C; ++c)
                     mag += std::fabs(dense[static_cast<std::size_t>(r * C + c)] * x[static_cast<std::size_t>(t * C + c)]);
                 QVERIFY2(std::fabs(a[static_cast<std::size_t>(t)] - b[static_cast<std::size_t>(t)]) <= 1e-6 * mag,
-                         qPrintable(QStringLiteral("%1 row %2 token %3: %4 vs %5").arg(QLatin1String(toString(f))).arg(r).arg(t)
+                         qPrintable(QStringLiteral("%1 %2 row %3 token %4: %5 vs %6").arg(QLatin1String(toString(k)), QLatin1String(toString(f))).arg(r).arg(t)
                                         .arg(a[static_cast<std::size_t>(t)]).arg(b[static_cast<std::size_t>(t)])));
             }
         }
     }
+}
+
+void TestEngineKernels::amxTilesGiveEachTokenItsOwnSum()
+{
+    // The AMX kernel takes rows in groups of 64 (several token blocks) or tiles of 16 (one), a last
+    // tile of fewer rows, columns in chunks of 256 and tokens in blocks of 16, its sums kept in the
+    // tiles or loaded and stored around each chunk. None of that may reach a result: every (row,
+    // token) must equal the token multiplied alone, bit for bit, or a token's result would depend on
+    // how many others its expert received (and N ranks would not give one rank's output). Shapes:
+    // 150 rows (two fp8 row blocks), columns of two whole chunks and half of one, token counts of
+    // one block, a whole block, a block and one, and three blocks with a part one; y rows wider
+    // than the tokens, whose gap must stay untouched. Each result also within the bf16 bound of
+    // the portable kernel's.
+    if (!kernelSupported(Kernel::amx))
+        QSKIP("this CPU (or its kernel) gives no AMX tiles: the kernel cannot run here");
+    const int R = 150, C = 2 * 256 + 128;
+    std::vector<float> x(static_cast<std::size_t>(40 * C));
+    for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = hashUniform(17, i);
+    int checked = 0;
+    for (WeightFormat f : {WeightFormat::bf16, WeightFormat::fp8_block, WeightFormat::mxfp4}) {
+        const QuantMatrix w = QuantMatrix::seeded(f, R, C, 23, 0.3f);
+        const auto dense = w.dequantAll();
+        std::vector<float> scratch, alone(1), exact(1);
+        for (int n : {1, 8, 16, 17, 40})
+            for (auto [r0, nrows] : {std::pair{0, 150}, std::pair{5, 70}, std::pair{130, 20}, std::pair{64, 3}}) {
+                const std::size_t ldy = static_cast<std::size_t>(n) + 3;
+                std::vector<float> y(static_cast<std::size_t>(nrows) * ldy, -9.0f);
+                rowsDotsWith(Kernel::amx, w, r0, nrows, x.data(), n, C, y.data(), ldy, scratch);
+                for (int i = 0; i < nrows; ++i)
+                    for (int t = 0; t < static_cast<int>(ldy); ++t) {
+                        const float got = y[static_cast<std::size_t>(i) * ldy + static_cast<std::size_t>(t)];
+                        if (t >= n) {
+                            QCOMPARE(got, -9.0f);
+                            continue;
+                        }
+                        const float* xt = x.data() + static_cast<std::size_t>(t) * C;
+                        rowDotsWith(Kernel::amx, w, r0 + i, xt, 1, C, alone.data(), scratch);
+                        QVERIFY2(got == alone[0], qPrintable(QStringLiteral("%1 n=%2 rows %3+%4: row %5 token %6: %7 alone %8")
+                                                                 .arg(QLatin1String(toString(f))).arg(n).arg(r0).arg(nrows).arg(i).arg(t)
+                                                                 .arg(got).arg(alone[0])));
+                        if (n != 17)
+                            continue;
+                        rowDotsWith(Kernel::portable, w, r0 + i, xt, 1, C, exact.data(), scratch);
+                        double mag = 0;
+                        for (int c = 0; c < C; ++c)
+                            mag += std::fabs(dense[static_cast<std::size_t>((r0 + i) * C + c)] * xt[c]);
+                        QVERIFY(std::fabs(got - exact[0]) <= (std::ldexp(1.0, -8) + 1e-6) * mag);
+                    }
+                ++checked;
+            }
+    }
+    QCOMPARE(checked, 3 * 5 * 4);
 }
 
 void TestEngineKernels::gemmChoiceFollowsTheBf16DotRate()
