@@ -35,13 +35,8 @@ struct GpuBreakdownChart::Impl {
     int legendTier = 0;
     double legendScale = 1.0;  // the legend's font against the one the window gave the chart (fitLegend)
     bool ranks = false;  // bars are the local engine's ranks (setBarsAreRanks)
-    // The values' unit in µs: 1 (µs) or 1000 (ms). A rack's decode step is tens of ms and the CPU
-    // engine's hundreds ("400000 µs per step" had six-digit labels): ms from kToMs of the tallest
-    // bar, back to µs below kToUs of it (a gap, so that a step that hovers at the edge does not
-    // switch the axis every step).
+    // The values' unit in µs: 1 (µs) or 1000 (ms), from the tallest bar (timeUnitFor).
     double unit = 1.0;
-    static constexpr double kToMs = 10000.0;
-    static constexpr double kToUs = 8000.0;
 
     // Qt Charts lays a top legend out in one row and cuts every name where they do not all fit
     // ("dispatch (not..."): the names are the longest of three tiers whose row fits the chart;
@@ -227,7 +222,7 @@ void GpuBreakdownChart::setMetrics(const StepMetrics& m)
         d->labels = -1;
     }
     relabel();
-    const double unit = hi >= Impl::kToMs ? 1000.0 : hi < Impl::kToUs ? 1.0 : d->unit;
+    const double unit = timeUnitFor(hi, d->unit);
     const bool unitChanged = unit != d->unit;
     d->unit = unit;
     for (auto& list : values)

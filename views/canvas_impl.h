@@ -61,6 +61,7 @@ struct TopologyCanvas::Impl {
     std::vector<double> nodeUtil;  // max utilisation of any link touching the node
     std::map<std::pair<int, int>, LinkStat> pairs;
     double loadLo = 0, loadHi = 0, busyLo = 0, busyHi = 0;
+    double busyUnit = 1.0;  // the legend's busy times in µs (1) or ms (1000): timeUnitFor
 
     CanvasLegend* legend = nullptr;
     double uiScale = 1.0;  // presentation mode

@@ -65,6 +65,13 @@ void setNiceRange(QValueAxis* axis, double lo, double hi)
     axis->applyNiceNumbers();
 }
 
+double timeUnitFor(double hiUs, double current)
+{
+    constexpr double kToMs = 10000.0;
+    constexpr double kToUs = 8000.0;
+    return hiUs >= kToMs ? 1000.0 : hiUs < kToUs ? 1.0 : current;
+}
+
 void addBarAxes(QChart* chart, QAbstractBarSeries* series, QBarCategoryAxis* x, QValueAxis* xLabels,
                        QValueAxis* y, const QString& xTitle, const QString& yTitle, const QString& yFormat)
 {

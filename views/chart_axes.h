@@ -34,6 +34,12 @@ int labelsThatFit(const QValueAxis* axis, const QString& widest, int chartWidth,
 // same values creeps (0-563 went to 0-600 with 4 ticks, then 0-1000 with 3).
 void setNiceRange(QValueAxis* axis, double lo, double hi);
 
+// The unit (in µs) for times whose largest is hiUs: 1000 (ms) from 10 ms, 1 (µs) below 8 ms, and
+// `current` between, so that a step hovering at the edge does not switch the unit every step. A
+// rack's decode step is tens of ms and the CPU engine's hundreds ("400000 µs per step" had
+// six-digit labels). The breakdown chart's axis and the canvas's busy-time legend both follow it.
+double timeUnitFor(double hiUs, double current);
+
 // The series on a hidden category axis, labelled by a value axis over the same span (labelAxis),
 // with a value axis for the heights.
 void addBarAxes(QChart* chart, QAbstractBarSeries* series, QBarCategoryAxis* x, QValueAxis* xLabels, QValueAxis* y,

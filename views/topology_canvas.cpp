@@ -1,5 +1,6 @@
 // TopologyCanvas: building the scene once per scenario and recolouring it per step.
 #include "views/canvas_impl.h"
+#include "views/chart_axes.h"
 
 #include "metrics/gpu_busy.h"
 
@@ -516,10 +517,10 @@ void TopologyCanvas::Impl::updateLegend()
     double linkHi = 0;
     for (double u : nodeUtil)
         linkHi = std::max(linkHi, u);
-    // Busy time in ms where it reaches 10 ms (a rack's 18 ms step read "15.4k – 15.6k µs", the CPU
-    // engine's "460.7k – 531.7k µs"), as the breakdown chart's axis.
-    const bool busyMs = busyHi >= 10000;
-    const double busyUnit = busyMs ? 1000.0 : 1.0;
+    // Busy time in ms from 10 ms (a rack's 18 ms step read "15.4k – 15.6k µs", the CPU engine's
+    // "460.7k – 531.7k µs"), back to µs below 8 ms, as the breakdown chart's axis.
+    busyUnit = timeUnitFor(busyHi, busyUnit);
+    const bool busyMs = busyUnit > 1;
     legend->setScales({
         {layer >= 0 ? TopologyCanvas::tr("Expert load") : TopologyCanvas::tr("Expert load, all layers"), ColorMap::viridis(), loadLo, loadHi,
          TopologyCanvas::tr("token-expert pairs"), hasMetrics},

@@ -305,19 +305,39 @@ private slots:
             }
             return moex::views::formatQuantity(lo / unit) + QStringLiteral(" – ") + moex::views::formatQuantity(hi / unit);
         };
-        moex::StepMetrics m = m_nvl.metrics;
-        QVERIFY(m.summary.step_time_us > 10000);
+        const moex::StepMetrics rackStep = m_nvl.metrics;
+        QVERIFY(rackStep.summary.step_time_us > 10000);
         const QString rack = m_canvas->legendText();
-        const QString rackRange = QStringLiteral("GPU busy time (ms): ") + busyRange(m, 1000);
+        const QString rackRange = QStringLiteral("GPU busy time (ms): ") + busyRange(rackStep, 1000);
         QVERIFY2(rack.contains(rackRange), qPrintable(rack));
-        const double f = 0.25;  // a 4.5 ms step
-        m.summary.step_time_us *= f;
-        for (moex::GpuMetrics& g : m.gpus)
-            g.idle_us *= f;
-        m_canvas->setMetrics(m);
-        const QString small = m_canvas->legendText();
-        const QString smallRange = QStringLiteral("GPU busy time (µs): ") + busyRange(m, 1);
-        QVERIFY2(small.contains(smallRange), qPrintable(small));
+        double hi = 0;
+        for (std::size_t g = 0; g < rackStep.gpus.size(); ++g)
+            hi = std::max(hi, moex::gpuBusyUs(rackStep, g));
+        // The rack's step scaled so that its busiest GPU takes `busiestUs`.
+        const auto scaled = [&](double busiestUs) {
+            moex::StepMetrics m = rackStep;
+            const double f = busiestUs / hi;
+            m.summary.step_time_us *= f;
+            for (moex::GpuMetrics& g : m.gpus) {
+                g.compute_us *= f;
+                g.attention_us *= f;
+                g.dispatch_us *= f;
+                g.combine_us *= f;
+                g.idle_us *= f;
+            }
+            return m;
+        };
+        // Between 8 and 10 ms the unit stays what it was (ms after the rack, µs after a small step),
+        // as the breakdown chart's axis: a step hovering at 10 ms does not flip the legend.
+        const moex::StepMetrics edge = scaled(9000), small = scaled(4500);
+        m_canvas->setMetrics(edge);
+        QVERIFY2(m_canvas->legendText().contains(QStringLiteral("GPU busy time (ms): ") + busyRange(edge, 1000)), qPrintable(m_canvas->legendText()));
+        m_canvas->setMetrics(small);
+        QVERIFY2(m_canvas->legendText().contains(QStringLiteral("GPU busy time (µs): ") + busyRange(small, 1)), qPrintable(m_canvas->legendText()));
+        m_canvas->setMetrics(edge);
+        QVERIFY2(m_canvas->legendText().contains(QStringLiteral("GPU busy time (µs): ") + busyRange(edge, 1)), qPrintable(m_canvas->legendText()));
+        m_canvas->setMetrics(rackStep);
+        QVERIFY2(m_canvas->legendText().contains(rackRange), qPrintable(m_canvas->legendText()));
     }
 
     // The straggler is outlined only where it is slower than the others: with every GPU taking
