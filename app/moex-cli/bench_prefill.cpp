@@ -107,7 +107,7 @@ PrefillResult benchPrefill(int runs, int threads)
             PrefillFigure f;
             f.format = d == DType::bf16 ? "bf16" : d == DType::fp8 ? "fp8" : "fp32";
             f.tokens = n;
-            f.gemm = viaOpenBlas(s, n) ? "openblas" : toString(activeKernel());
+            f.gemm = viaOpenBlas(s, n) ? "openblas" : toString(kernelFor(activeKernel(), experts.front().up));
             f.ms = medianOf(ms);
             f.gflops = threads * 6.0 * kHidden * static_cast<double>(kInter) * n / (f.ms * 1e-3) / 1e9;
             f.sgemm_gflops = sgemm[ti];

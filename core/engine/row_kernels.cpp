@@ -127,6 +127,11 @@ bool roundsToBf16(Kernel k, const QuantMatrix& w)
     return (k == Kernel::avx512bf16 || k == Kernel::amx) && detail::bf16KernelFits(w.format(), w.cols()) && kernelSupported(k);
 }
 
+Kernel kernelFor(Kernel k, const QuantMatrix& w)
+{
+    return (k == Kernel::avx512bf16 || k == Kernel::amx) && !roundsToBf16(k, w) ? float32Kernel(k) : k;
+}
+
 std::size_t TokenPanel::packedSize(int n, int cols)
 {
     return static_cast<std::size_t>((n + kPackedTokens - 1) / kPackedTokens) * kPackedTokens * static_cast<std::size_t>(cols);

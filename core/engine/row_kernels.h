@@ -45,6 +45,9 @@ bool kernelSupported(Kernel k);
 // Makes k the active kernel (benchmarks and tests compare kernels in one process). Not while
 // another thread runs rowsDots. Throws std::invalid_argument when this CPU lacks k.
 void useKernel(Kernel k);
+// The kernel that multiplies w when k is chosen: k itself, or for float32 weights under avx512-bf16
+// and amx-bf16 (which keep float32 products) the avx512 kernel.
+Kernel kernelFor(Kernel k, const QuantMatrix& w);
 // Whether kernel k computes w's products in bf16 (avx512-bf16 and amx-bf16 on bf16, fp8 or MXFP4
 // weights).
 bool roundsToBf16(Kernel k, const QuantMatrix& w);

@@ -1,16 +1,17 @@
 // The AMX-BF16 kernel: rows of bf16, fp8-e4m3 or MXFP4 weights against tokens rounded to bf16, on
 // the tile unit (Intel Sapphire Rapids and later). One TDPBF16PS multiplies a tile of 16 rows x 32
-// columns of weights by 32 columns x 16 tokens and adds into 16 x 16 float32 sums: 8,192
-// multiply-adds, about 16 times what VDPBF16PS does per cycle on one core. Decode at 8 tokens and
-// prefill, compute-bound on 512-bit vectors (docs/PERFORMANCE.md, CPU engine), become bound by
-// memory and by the widening of fp8 and MXFP4 weights to bf16.
+// columns of weights by 32 columns x up to 16 tokens and adds into 16 x 16 float32 sums: 8,192
+// multiply-adds (2.9 TFLOP/s on one core of the Xeon measured, in cache; VDPBF16PS gives 0.1).
+// Decode at 8 tokens and prefill, compute-bound on 512-bit vectors (docs/PERFORMANCE.md, CPU
+// engine), become bound by memory and by the widening of fp8 and MXFP4 weights to bf16.
 //
-// Tiles: tmm0-3 the sums of up to four tiles of rows (a group of 64 rows shares each token tile),
-// tmm4-5 the weights (alternating), tmm6 the tokens. A group walks the columns in chunks of
-// kChunk: bf16 weights are read by the tile loads straight from the matrix; fp8 and MXFP4 rows are
-// widened into a chunk buffer in L1 first (bf16_weights.h, the avx512-bf16 kernel's conversions:
-// the same bf16 values). Every token block of 16 then multiplies the chunk, its sums kept in the
-// tiles (one block: decode) or loaded and stored around the chunk (several).
+// Tiles: tmm0-3 the sums of up to four tiles of rows, tmm4-5 the weights, tmm6-7 the tokens. Rows
+// go in tiles of 16 with one token block (decode) and in groups of 64 with several (a token tile
+// then feeds four row tiles). A tile or group walks the columns in chunks of kChunk: fp8 and MXFP4
+// rows (and bf16 rows for several token blocks) are widened into a chunk buffer first
+// (bf16_weights.h, the avx512-bf16 kernel's conversions: the same bf16 values); with one token
+// block bf16 rows are read by the tile loads where they lie. Every token block then multiplies the
+// chunk, its sums kept in the tiles (one block) or loaded and stored around the chunk (several).
 //
 // Each (row, token) sum adds its products in column order, 32 at a time, whatever the numbers of
 // rows and tokens in the call, so a token's result does not depend on the others of its batch.
@@ -72,16 +73,19 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
-// Sums and weights of m rows (tmm0-5), tokens 16 rows of 16 column pairs (tmm6); 64 bytes a row.
-void loadConfig(int m)
+// Sums of m rows x `width` tokens (tmm0-3), weights of m rows x 32 columns (tmm4-5), tokens 16
+// rows of `width` column pairs (tmm6-7).
+void loadConfig(int m, int width)
 {
     TileConfig c;
     for (int t = 0; t < 6; ++t) {
         c.rows[t] = static_cast<std::uint8_t>(m);
-        c.colsb[t] = 64;
+        c.colsb[t] = static_cast<std::uint16_t>(t < 4 ? 4 * width : 64);
     }
-    c.rows[6] = 16;
-    c.colsb[6] = 64;
+    for (int t = 6; t < 8; ++t) {
+        c.rows[t] = 16;
+        c.colsb[t] = static_cast<std::uint16_t>(4 * width);
+    }
     asm volatile("ldtilecfg %0" : : "m"(c) : "memory");
 }
 
@@ -93,7 +97,6 @@ void releaseTiles()
 constexpr int kTileRows = 16;
 constexpr int kGroupTiles = 4;
 constexpr int kChunk = 256;                   // columns a group widens and multiplies at once
-constexpr std::size_t kStepValues = 16 * 32;  // bf16 values of one token tile (1 KiB)
 // Rows ahead of the one being widened that are prefetched, at its columns, into L2. Measured, decode of a
 // Mixtral expert pair on two threads (docs/PERFORMANCE.md, "AMX tiles"): 8 rows against 4, 16 and
 // 32; into L2 against L1, fp8 at one token 27 -> 20 ms (medians of four alternating runs).
@@ -110,6 +113,7 @@ struct Call {
     const std::uint16_t* vnni;
     int n;
     int blocks;                  // token blocks of 16
+    int width;                   // tokens a block holds in the layout: n up to 16, else 16 (vnniWidth)
     std::size_t ldy;
     const std::uint8_t* tables;  // fp8: the lookup tables of the row block being run
     std::uint16_t* chunk;        // kGroupTiles * 16 rows x kChunk bf16
@@ -186,7 +190,7 @@ MOEX_BF16_TARGET void group(const Call& c, int r, int m, float* y)
         const int c1 = std::min(C, c0 + kChunk);
         widen<F>(c, r, G * m, c0, c1);
         for (int tb = 0; tb < c.blocks; ++tb) {
-            const bool whole = c.n - tb * kAmxTokens >= kAmxTokens;
+            const bool whole = c.n - tb * kAmxTokens >= c.width;
             float* out = whole ? y + static_cast<std::size_t>(tb) * kAmxTokens : c.partial;
             const std::size_t ldo = whole ? c.ldy : kAmxTokens;
             if (!resident || c0 == 0)
@@ -196,18 +200,30 @@ MOEX_BF16_TARGET void group(const Call& c, int r, int m, float* y)
                     else
                         tileLoad<I>(out + static_cast<std::size_t>(I * m) * ldo, ldo * sizeof(float));
                 });
-            const std::uint16_t* b = c.vnni + static_cast<std::size_t>(tb) * kAmxTokens * Cs + static_cast<std::size_t>(c0 / 32) * kStepValues;
-            for (int k = c0; k < c1; k += 32, b += kStepValues) {
-                tileLoad<6>(b, 64);
+            const std::size_t step = 32 * static_cast<std::size_t>(c.width);  // bf16 values of one token tile
+            const std::uint16_t* b = c.vnni + static_cast<std::size_t>(tb) * kAmxTokens * Cs + static_cast<std::size_t>(c0 / 32) * step;
+            // One step of 32 columns: the tokens into tmm[Bt], each row tile's weights into
+            // tmm4 or tmm5, multiplied into its sums. Consecutive steps use the other token and
+            // weight tiles, so that a step's loads need not wait for the previous step's products
+            // to have read their tiles (one tile of each, the loads waited: 100 cycles a step).
+            const auto stepAt = [&]<int Bt>(int k, const std::uint16_t* bk) {
+                tileLoad<Bt>(bk, 4 * static_cast<std::size_t>(c.width));
                 forTiles<G>([&]<int I>() {
-                    constexpr int A = 4 + (I & 1);
+                    constexpr int A = 4 + ((I + Bt) & 1);
                     if (F == WeightFormat::bf16 && c.direct)
                         tileLoad<A>(c.w.rowData(r + I * m) + 2 * static_cast<std::size_t>(k), 2 * Cs);
                     else
                         tileLoad<A>(c.chunk + static_cast<std::size_t>(I * m) * kChunk + static_cast<std::size_t>(k - c0), 2 * kChunk);
-                    tileDot<I, A, 6>();
+                    tileDot<I, A, Bt>();
                 });
+            };
+            int k = c0;
+            for (; k + 64 <= c1; k += 64, b += 2 * step) {
+                stepAt.template operator()<6>(k, b);
+                stepAt.template operator()<7>(k + 32, b + step);
             }
+            if (k < c1)
+                stepAt.template operator()<6>(k, b);
             if (!resident || c1 == C) {
                 forTiles<G>([&]<int I>() { tileStore<I>(out + static_cast<std::size_t>(I * m) * ldo, ldo * sizeof(float)); });
                 if (!whole && c1 == C) {
@@ -232,7 +248,7 @@ void rowsOf(const Call& c, int r0, int b0, int b1, float* y, int& m)
     int r = b0;
     const auto at = [&](int row) { return y + static_cast<std::size_t>(row - r0) * c.ldy; };
     if (b1 - r >= kTileRows && m != kTileRows)
-        loadConfig(m = kTileRows);
+        loadConfig(m = kTileRows, c.width);
     if (c.blocks > 1)
         for (; r + kGroupTiles * kTileRows <= b1; r += kGroupTiles * kTileRows)
             group<F, kGroupTiles>(c, r, kTileRows, at(r));
@@ -240,7 +256,7 @@ void rowsOf(const Call& c, int r0, int b0, int b1, float* y, int& m)
         group<F, 1>(c, r, kTileRows, at(r));
     if (r < b1) {
         if (m != b1 - r)
-            loadConfig(m = b1 - r);
+            loadConfig(m = b1 - r, c.width);
         group<F, 1>(c, r, m, at(r));
     }
 }
@@ -264,27 +280,31 @@ bool amxUsable()
     return usable;
 }
 
+int vnniWidth(int n)
+{
+    return std::min(n, kAmxTokens);
+}
+
 std::size_t vnniSize(int n, int cols)
 {
-    return static_cast<std::size_t>((n + kAmxTokens - 1) / kAmxTokens) * kAmxTokens * static_cast<std::size_t>(cols);
+    return static_cast<std::size_t>(n <= kAmxTokens ? n : (n + kAmxTokens - 1) / kAmxTokens * kAmxTokens) * static_cast<std::size_t>(cols);
 }
 
 void tokensToVnni(const std::uint16_t* bf16, int n, int cols, std::uint16_t* out)
 {
     const auto C = static_cast<std::size_t>(cols);
-    const int blocks = (n + kAmxTokens - 1) / kAmxTokens;
-    for (int tb = 0; tb < blocks; ++tb) {
-        std::uint16_t* block = out + static_cast<std::size_t>(tb) * kAmxTokens * C;
-        for (int t = 0; t < kAmxTokens; ++t) {
-            const int token = tb * kAmxTokens + t;
-            const std::uint16_t* src = token < n ? bf16 + static_cast<std::size_t>(token) * C : nullptr;
-            for (std::size_t s = 0; s < C / 32; ++s)
-                for (std::size_t j = 0; j < 16; ++j) {
-                    std::uint16_t* d = block + s * kStepValues + j * 32 + static_cast<std::size_t>(t) * 2;
-                    d[0] = src ? src[s * 32 + 2 * j] : 0;
-                    d[1] = src ? src[s * 32 + 2 * j + 1] : 0;
-                }
-        }
+    const auto width = static_cast<std::size_t>(vnniWidth(n));
+    std::fill_n(out, vnniSize(n, cols), std::uint16_t{0});
+    for (int token = 0; token < n; ++token) {
+        const std::uint16_t* src = bf16 + static_cast<std::size_t>(token) * C;
+        // Its block, then its pair of columns in each row of every step.
+        std::uint16_t* dst = out + static_cast<std::size_t>(token / kAmxTokens) * kAmxTokens * C + static_cast<std::size_t>(token % kAmxTokens) * 2;
+        for (std::size_t s = 0; s < C / 32; ++s)
+            for (std::size_t j = 0; j < 16; ++j) {
+                std::uint16_t* d = dst + (s * 16 + j) * 2 * width;
+                d[0] = src[s * 32 + 2 * j];
+                d[1] = src[s * 32 + 2 * j + 1];
+            }
     }
 }
 
@@ -299,7 +319,7 @@ void rowsDotsAmx(const QuantMatrix& w, int r0, int nrows, const std::uint16_t* v
     thread_local std::vector<Buffers> buffers(1);
     thread_local std::vector<std::uint8_t> tables;
     const int blocks = (n + kAmxTokens - 1) / kAmxTokens;
-    Call c{w, vnni, n, blocks, ldy, nullptr, buffers[0].chunk, buffers[0].partial, blocks == 1};
+    Call c{w, vnni, n, blocks, vnniWidth(n), ldy, nullptr, buffers[0].chunk, buffers[0].partial, blocks == 1};
     int m = 0;
     switch (w.format()) {
     case WeightFormat::bf16: rowsOf<WeightFormat::bf16>(c, r0, r0, r0 + nrows, y, m); break;
@@ -332,7 +352,7 @@ double tileDotLoop(long iters)
     std::fill_n(a, 16 * 32, floatToBf16(1.0f / 1024));
     std::fill_n(b, 16 * 32, floatToBf16(1.0f / 1024));
     alignas(64) float sums[16 * 16];
-    loadConfig(kTileRows);
+    loadConfig(kTileRows, kAmxTokens);
     tileZero<0>();
     tileZero<1>();
     tileZero<2>();

@@ -15,9 +15,11 @@ bool amxUsable();
 // Tokens per tile block: a tile's 16 columns of float32 sums.
 constexpr int kAmxTokens = 16;
 
-// The layout the tiles read tokens in (VNNI): blocks of 16 tokens, each the tokens' bf16 columns
-// in steps of 32; a step is 16 rows of 16 tokens x 2 adjacent columns (1 KiB, one tile). Tokens
-// past n in the last block are zeros. bf16: n rows of `cols` bf16 (cols % 32 == 0).
+// The layout the tiles read tokens in (VNNI): blocks of 16 tokens (one block of n where n <= 16,
+// so that decode's token tiles hold no padding), each the tokens' bf16 columns in steps of 32; a
+// step is 16 rows of the block's tokens x 2 adjacent columns. Tokens past n in the last of several
+// blocks are zeros. bf16: n rows of `cols` bf16 (cols % 32 == 0).
+int vnniWidth(int n);                   // tokens per block in the layout
 std::size_t vnniSize(int n, int cols);  // in bf16 values
 void tokensToVnni(const std::uint16_t* bf16, int n, int cols, std::uint16_t* out);
 
