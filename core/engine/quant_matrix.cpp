@@ -255,11 +255,6 @@ QuantMatrix QuantMatrix::fromStorage(WeightFormat fmt, int rows, int cols, std::
     return q;
 }
 
-const std::uint8_t* QuantMatrix::rowData(int r) const
-{
-    return m_data.data() + static_cast<std::size_t>(r) * m_rowBytes;
-}
-
 const float* QuantMatrix::rowScales(int r) const
 {
     const auto C = static_cast<std::size_t>(m_cols);

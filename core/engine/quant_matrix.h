@@ -55,7 +55,7 @@ public:
     // The whole matrix as fp32 (tests and the NumPy reference only).
     [[nodiscard]] std::vector<float> dequantAll() const;
     // Bytes of row r's elements in storage (what a kernel streams for it), without scales.
-    [[nodiscard]] const std::uint8_t* rowData(int r) const;
+    [[nodiscard]] const std::uint8_t* rowData(int r) const { return m_data.data() + static_cast<std::size_t>(r) * m_rowBytes; }
     // The scales that apply to row r: fp8_block one per 128 columns, mxfp4 one per 32; null for
     // f32 and bf16.
     [[nodiscard]] const float* rowScales(int r) const;

@@ -185,6 +185,9 @@ MOEX_BF16_TARGET void group(const Call& c, int r, int m, float* y)
 {
     const int C = c.w.cols();
     const auto Cs = static_cast<std::size_t>(C);
+    const std::uint8_t* rows[G];
+    for (int i = 0; i < G; ++i)
+        rows[i] = c.w.rowData(r + i * m);
     const bool resident = c.blocks == 1;  // one token block: its sums stay in the tiles
     for (int c0 = 0; c0 < C; c0 += kChunk) {
         const int c1 = std::min(C, c0 + kChunk);
@@ -211,7 +214,7 @@ MOEX_BF16_TARGET void group(const Call& c, int r, int m, float* y)
                 forTiles<G>([&]<int I>() {
                     constexpr int A = 4 + ((I + Bt) & 1);
                     if (F == WeightFormat::bf16 && c.direct)
-                        tileLoad<A>(c.w.rowData(r + I * m) + 2 * static_cast<std::size_t>(k), 2 * Cs);
+                        tileLoad<A>(rows[I] + 2 * static_cast<std::size_t>(k), 2 * Cs);
                     else
                         tileLoad<A>(c.chunk + static_cast<std::size_t>(I * m) * kChunk + static_cast<std::size_t>(k - c0), 2 * kChunk);
                     tileDot<I, A, Bt>();
