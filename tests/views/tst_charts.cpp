@@ -76,18 +76,7 @@ private slots:
     // between; barValues stay in µs, the tooltip follows the axis.
     void breakdownUnitFollowsTheStep()
     {
-        const auto scaled = [](moex::StepMetrics m, double f) {
-            for (moex::GpuMetrics& g : m.gpus) {
-                g.compute_us *= f;
-                g.attention_us *= f;
-                g.dispatch_us *= f;
-                g.combine_us *= f;
-                g.idle_us *= f;
-            }
-            for (double* t : {&m.summary.step_time_us, &m.summary.comm_exposed_us, &m.summary.dispatch_us, &m.summary.combine_us})
-                *t *= f;
-            return m;
-        };
+        const auto scaled = [](const moex::StepMetrics& m, double f) { return moex::views::test::scaledStep(m, f); };
         const moex::StepMetrics& rack = m_nvl.metrics;
         const double step = rack.summary.step_time_us;
         QVERIFY(step > 10000);  // the sample's decode step on NVL72: 18 ms

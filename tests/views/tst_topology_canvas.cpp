@@ -314,19 +314,7 @@ private slots:
         for (std::size_t g = 0; g < rackStep.gpus.size(); ++g)
             hi = std::max(hi, moex::gpuBusyUs(rackStep, g));
         // The rack's step scaled so that its busiest GPU takes `busiestUs`.
-        const auto scaled = [&](double busiestUs) {
-            moex::StepMetrics m = rackStep;
-            const double f = busiestUs / hi;
-            m.summary.step_time_us *= f;
-            for (moex::GpuMetrics& g : m.gpus) {
-                g.compute_us *= f;
-                g.attention_us *= f;
-                g.dispatch_us *= f;
-                g.combine_us *= f;
-                g.idle_us *= f;
-            }
-            return m;
-        };
+        const auto scaled = [&](double busiestUs) { return moex::views::test::scaledStep(rackStep, busiestUs / hi); };
         // Between 8 and 10 ms the unit stays what it was (ms after the rack, µs after a small step),
         // as the breakdown chart's axis: a step hovering at 10 ms does not flip the legend.
         const moex::StepMetrics edge = scaled(9000), small = scaled(4500);

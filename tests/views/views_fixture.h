@@ -47,4 +47,19 @@ inline Sample loadSample(const std::string& path, bool simulate = true)
     return s;
 }
 
+// The step with every GPU's phases and the step's times scaled by f (a faster or slower machine).
+inline StepMetrics scaledStep(StepMetrics m, double f)
+{
+    for (GpuMetrics& g : m.gpus) {
+        g.compute_us *= f;
+        g.attention_us *= f;
+        g.dispatch_us *= f;
+        g.combine_us *= f;
+        g.idle_us *= f;
+    }
+    for (double* t : {&m.summary.step_time_us, &m.summary.comm_exposed_us, &m.summary.dispatch_us, &m.summary.combine_us})
+        *t *= f;
+    return m;
+}
+
 }  // namespace moex::views::test
