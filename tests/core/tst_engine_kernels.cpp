@@ -432,9 +432,12 @@ void TestEngineKernels::gemmChoiceFollowsTheBf16DotRate()
         QCOMPARE(speedup, 0.0);
         return;
     }
-    // Measured: positive and within what any CPU gives (VDPBF16PS does twice an FMA's work an
-    // instruction, so at most about 2x; slower than a quarter would mean the probe is broken).
-    QVERIFY2(speedup > 0.25 && speedup < 2.5, qPrintable(QString::number(speedup)));
+    // Measured: a timing on a shared machine, so only a sanity range. VDPBF16PS does twice an FMA's
+    // work an instruction (about 2x at most where the clock holds), but the probe's two loops run
+    // a few milliseconds each and a clock change between them moves the ratio: 2.59 under ASan in
+    // CI, right after the AMX tests (perhaps a clock change after the tile unit ran). A broken
+    // probe gives 0, or orders of magnitude off.
+    QVERIFY2(speedup > 0.1 && speedup < 5.0, qPrintable(QString::number(speedup)));
     QCOMPARE(bf16DotSpeedup(), speedup);  // once per process: every engine makes the same choice
     qInfo("VDPBF16PS over 512-bit FMA FLOPs on this CPU: %.2f", speedup);
     if (openblas::library().loaded())
