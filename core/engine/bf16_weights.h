@@ -10,6 +10,8 @@
 //          scale (exact: one table per 32 weights, the MX block)
 #pragma once
 
+#include "engine/quant_matrix.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <immintrin.h>
@@ -31,6 +33,10 @@ MOEX_BF16_TARGET inline __m512bh mxfp4x32(const std::uint8_t* p, float scale)
     const __m256i nibbles = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
     return reinterpret_cast<__m512bh>(_mm512_permutexvar_epi16(_mm512_cvtepu8_epi16(nibbles), table));
 }
+
+// Bytes of storage per column, times 2 (MXFP4 has two columns a byte).
+template <WeightFormat F>
+constexpr std::size_t kHalfBytesPerColumn = F == WeightFormat::bf16 ? 4 : F == WeightFormat::fp8_block ? 2 : 1;
 
 constexpr int kFp8Block = 128;
 constexpr std::size_t kTableBytes = 256;  // 128 high bytes, then 128 low bytes, of bf16(magnitude * scale)

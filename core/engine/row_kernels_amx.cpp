@@ -123,10 +123,6 @@ struct Call {
     bool direct;
 };
 
-// Bytes of storage per column, times 2 (MXFP4 has two columns a byte).
-template <WeightFormat F>
-constexpr std::size_t kHalfBytesPerColumn = F == WeightFormat::bf16 ? 4 : F == WeightFormat::fp8_block ? 2 : 1;
-
 // Rows r .. r + rows - 1, columns [c0, c1) of the matrix as bf16 into the chunk buffer (kChunk
 // values a row), one row at a time (bf16 read directly: only the prefetches). Meanwhile the row
 // kAheadRows further in the order rows are read (these rows' next chunk after the last, then the

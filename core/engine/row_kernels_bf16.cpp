@@ -58,10 +58,6 @@ struct Rows {
     const float* scales;
 };
 
-// Bytes of storage per column, times 2 (MXFP4 has two columns a byte).
-template <WeightFormat F>
-constexpr std::size_t kHalfBytesPerColumn = F == WeightFormat::bf16 ? 4 : F == WeightFormat::fp8_block ? 2 : 1;
-
 // What a tile prefetches while it runs: the rows the next tile reads, at the columns it reads them
 // (the same pass's columns for the next rows; the first rows at the next pass's columns after the
 // last tile of a pass; the rows after the call's from their first column after the last pass).
