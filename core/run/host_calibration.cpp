@@ -9,6 +9,7 @@
 #include <barrier>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -18,8 +19,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kHidden = 2048;
-constexpr int kInter = 1024;
+// The expert shapes the curves are measured at (CpuCalibration): short rows, then long ones. The
+// long shape is none of the shapes the predictions are checked on (tests/bench/predicted_vs_measured.sh).
+constexpr CpuExpertShape kShortShape{2048, 1024};
+constexpr CpuExpertShape kLongShape{6144, 2048};
 // Per thread: far beyond any last-level cache share. A cycle only a few times the cache still
 // hits in a victim L3 and read 10-25% faster than the engine's gigabytes of weights.
 constexpr double kStreamBytes = 192e6;
@@ -60,6 +63,82 @@ struct FormatCase {
     DType dtype;
 };
 
+struct ExpertTiming {
+    int threads;
+    double seconds;       // per timing
+    double streamBytes;   // weights cycled per thread
+    int sweeps;
+    int minExperts;       // per thread: 2 so that a cycle streams, 1 for a quick look (tests)
+    const std::function<void(const std::string&)>& say;
+};
+
+// Per format, microseconds per million weights against tokens for an expert of `shape`, run as the
+// engine runs it, on every thread at once.
+CpuCurves measureExpertCurves(CpuExpertShape shape, const std::vector<double>& tokenCounts, const ExpertTiming& timing)
+{
+    const int threads = timing.threads;
+    const int maxTokens = static_cast<int>(tokenCounts.back());
+    const FormatCase formats[] = {{"f32", DType::fp32}, {"bf16", DType::bf16}, {"fp8", DType::fp8}, {"mxfp4", DType::mxfp4}};
+    const double mweights = 3.0 * shape.hidden * shape.inter / 1e6;
+    CpuCurves out;
+    for (const FormatCase& f : formats) {
+        ModelSpec m;
+        m.hidden_size = shape.hidden;
+        m.moe_intermediate_size = shape.inter;
+        m.routed_experts = 64;
+        m.experts_per_token = 1;
+        engine::LayerShape layer = engine::layerShape(m, f.dtype);
+        // The experts multiplied as the engine's default (engine.gemm: auto) multiplies them.
+        layer.openblas_from_tokens = engine::openblas::fromTokens(engine::openblas::GemmChoice::automatic,
+                                                                  engine::activeKernel(), layer.format);
+        // Each thread owns enough experts to stream from memory.
+        const engine::FfnWeights probe = engine::makeExpertWeights(layer, 1, 0, 0);
+        const int perThread = std::max(timing.minExperts, static_cast<int>(timing.streamBytes / static_cast<double>(probe.bytes()) + 0.999));
+        std::vector<std::vector<engine::FfnWeights>> experts(static_cast<std::size_t>(threads));
+        {
+            std::vector<std::thread> builders;
+            for (int t = 0; t < threads; ++t)
+                builders.emplace_back([&, t] {
+                    for (int e = 0; e < perThread; ++e)
+                        experts[static_cast<std::size_t>(t)].push_back(engine::makeExpertWeights(layer, 7, t, e));
+                });
+            for (auto& b : builders)
+                b.join();
+        }
+        std::vector<float> x(static_cast<std::size_t>(maxTokens) * static_cast<std::size_t>(shape.hidden));
+        for (std::size_t i = 0; i < x.size(); ++i)
+            x[i] = engine::hashUniform(3, i);
+        // Sweeps over the token counts, each count's median taken across the sweeps: these
+        // machines' memory bandwidth moves every few tens of seconds, and sweeping spreads each
+        // count's timings over the whole measurement instead of one moment.
+        std::vector<std::vector<double>> runs(tokenCounts.size());
+        std::vector<std::vector<float>> scratch(static_cast<std::size_t>(threads));
+        for (int sweep = 0; sweep < timing.sweeps; ++sweep)
+            for (std::size_t i = 0; i < tokenCounts.size(); ++i) {
+                const int n = static_cast<int>(tokenCounts[i]);
+                std::vector<std::vector<float>> y(static_cast<std::size_t>(threads),
+                                                  std::vector<float>(static_cast<std::size_t>(n) * static_cast<std::size_t>(shape.hidden)));
+                runs[i].push_back(timeOnAll(threads, timing.seconds, [&](int t, int rep) {
+                    const auto& mine = experts[static_cast<std::size_t>(t)];
+                    engine::ffnForward(layer, shape.inter, mine[static_cast<std::size_t>(rep) % mine.size()], x.data(), n,
+                                       y[static_cast<std::size_t>(t)].data(), scratch[static_cast<std::size_t>(t)]);
+                }));
+            }
+        CpuCurve curve;
+        for (std::size_t i = 0; i < tokenCounts.size(); ++i) {
+            std::sort(runs[i].begin(), runs[i].end());
+            const double us = runs[i][runs[i].size() / 2];
+            curve.emplace_back(tokenCounts[i], us / mweights);
+            char line[160];
+            std::snprintf(line, sizeof line, "expert %-5s %4d x %-4d %4d tokens: %9.1f us per million weights per thread", f.name,
+                          shape.hidden, shape.inter, static_cast<int>(tokenCounts[i]), us / mweights);
+            timing.say(line);
+        }
+        out.emplace_back(f.name, std::move(curve));
+    }
+    return out;
+}
+
 }  // namespace
 
 Calibration measureHostCalibration(const HostCalibrationOptions& options)
@@ -67,7 +146,7 @@ Calibration measureHostCalibration(const HostCalibrationOptions& options)
     const int threads = options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     const double seconds = options.quick ? 0.02 : 0.2;
     const double streamBytes = options.quick ? kStreamBytes / 12 : kStreamBytes;  // weights cycled per thread
-    const auto say = [&](const std::string& line) {
+    const std::function<void(const std::string&)> say = [&](const std::string& line) {
         if (options.progress)
             options.progress(line);
     };
@@ -81,73 +160,22 @@ Calibration measureHostCalibration(const HostCalibrationOptions& options)
 
     // Every count to 16: the kernels' tiles (up to 8 tokens, engine/row_kernels_bf16.h) make the
     // curve a staircase there, and decode's experts get a few tokens each; beyond, the curve is
-    // close to linear (compute-bound).
-    std::vector<double> tokenCounts;
+    // close to linear (compute-bound). The long shape, which only corrects the short one's level
+    // for longer rows, at fewer counts.
+    std::vector<double> tokenCounts, longCounts;
     if (options.quick) {
-        tokenCounts = {1, 4, 16, 64};
+        tokenCounts = longCounts = {1, 4, 16, 64};
     } else {
         for (int t = 1; t <= 16; ++t)
             tokenCounts.push_back(t);
         tokenCounts.insert(tokenCounts.end(), {24, 32, 48, 64, 96, 128});
+        longCounts = {1, 2, 4, 8, 12, 16, 32, 64, 128};
     }
-    const int maxTokens = static_cast<int>(tokenCounts.back());
-    const FormatCase formats[] = {{"f32", DType::fp32}, {"bf16", DType::bf16}, {"fp8", DType::fp8}, {"mxfp4", DType::mxfp4}};
-    const double mweights = 3.0 * kHidden * kInter / 1e6;
-    for (const FormatCase& f : formats) {
-        ModelSpec m;
-        m.hidden_size = kHidden;
-        m.moe_intermediate_size = kInter;
-        m.routed_experts = 64;
-        m.experts_per_token = 1;
-        engine::LayerShape shape = engine::layerShape(m, f.dtype);
-        // The experts multiplied as the engine's default (engine.gemm: auto) multiplies them.
-        shape.openblas_from_tokens = engine::openblas::fromTokens(engine::openblas::GemmChoice::automatic,
-                                                                  engine::activeKernel(), shape.format);
-        // Each thread owns enough experts to stream from memory.
-        const engine::FfnWeights probe = engine::makeExpertWeights(shape, 1, 0, 0);
-        const int perThread = std::max(2, static_cast<int>(streamBytes / static_cast<double>(probe.bytes()) + 0.999));
-        std::vector<std::vector<engine::FfnWeights>> experts(static_cast<std::size_t>(threads));
-        {
-            std::vector<std::thread> builders;
-            for (int t = 0; t < threads; ++t)
-                builders.emplace_back([&, t] {
-                    for (int e = 0; e < perThread; ++e)
-                        experts[static_cast<std::size_t>(t)].push_back(engine::makeExpertWeights(shape, 7, t, e));
-                });
-            for (auto& b : builders)
-                b.join();
-        }
-        std::vector<float> x(static_cast<std::size_t>(maxTokens) * kHidden);
-        for (std::size_t i = 0; i < x.size(); ++i)
-            x[i] = engine::hashUniform(3, i);
-        // Three sweeps over the token counts, each count's median taken across the sweeps: these
-        // machines' memory bandwidth moves every few tens of seconds, and sweeping spreads each
-        // count's timings over the whole measurement instead of one moment.
-        const int sweeps = options.quick ? 1 : 3;
-        std::vector<std::vector<double>> runs(tokenCounts.size());
-        std::vector<std::vector<float>> scratch(static_cast<std::size_t>(threads));
-        for (int sweep = 0; sweep < sweeps; ++sweep)
-            for (std::size_t i = 0; i < tokenCounts.size(); ++i) {
-                const int n = static_cast<int>(tokenCounts[i]);
-                std::vector<std::vector<float>> y(static_cast<std::size_t>(threads), std::vector<float>(static_cast<std::size_t>(n) * kHidden));
-                runs[i].push_back(timeOnAll(threads, seconds, [&](int t, int rep) {
-                    const auto& mine = experts[static_cast<std::size_t>(t)];
-                    engine::ffnForward(shape, kInter, mine[static_cast<std::size_t>(rep) % mine.size()], x.data(), n,
-                                       y[static_cast<std::size_t>(t)].data(), scratch[static_cast<std::size_t>(t)]);
-                }));
-            }
-        std::vector<std::pair<double, double>> curve;
-        for (std::size_t i = 0; i < tokenCounts.size(); ++i) {
-            std::sort(runs[i].begin(), runs[i].end());
-            const double us = runs[i][runs[i].size() / 2];
-            curve.emplace_back(tokenCounts[i], us / mweights);
-            char line[160];
-            std::snprintf(line, sizeof line, "expert %-5s %4d tokens: %9.1f us per million weights per thread", f.name,
-                          static_cast<int>(tokenCounts[i]), us / mweights);
-            say(line);
-        }
-        cpu.expert.emplace_back(f.name, std::move(curve));
-    }
+    const ExpertTiming timing{threads, seconds, streamBytes, options.quick ? 1 : 3, options.quick ? 1 : 2, say};
+    cpu.expert_shape = kShortShape;
+    cpu.expert = measureExpertCurves(kShortShape, tokenCounts, timing);
+    cpu.long_shape = kLongShape;
+    cpu.expert_long = measureExpertCurves(kLongShape, longCounts, timing);
 
     {  // Router: the fp32 gate of a 256-expert, 4096-hidden layer on one block of 8 tokens (the
        // engine's routerLogits takes 8 tokens per pass over the matrix), the matrices cycled so

@@ -36,7 +36,7 @@ CpuCalibration defaultCpu()
 
 }  // namespace
 
-const std::vector<std::pair<double, double>>* CpuCalibration::curveFor(DType weights, int hidden, int inter) const
+std::optional<CpuCurve> CpuCalibration::curveFor(DType weights, int hidden, int inter) const
 {
     std::string key = "bf16";
     switch (weights) {
@@ -48,10 +48,30 @@ const std::vector<std::pair<double, double>>* CpuCalibration::curveFor(DType wei
     case DType::nvfp4:
     case DType::int4: key = hidden % 32 == 0 && inter % 32 == 0 ? "mxfp4" : "bf16"; break;
     }
-    for (const auto& [name, curve] : expert)
-        if (name == key && !curve.empty())
-            return &curve;
-    return nullptr;
+    const auto find = [&key](const CpuCurves& curves) -> const CpuCurve* {
+        for (const auto& [name, curve] : curves)
+            if (name == key && !curve.empty())
+                return &curve;
+        return nullptr;
+    };
+    const CpuCurve* first = find(expert);
+    if (first == nullptr)
+        return std::nullopt;
+    const CpuCurve* longer = long_shape.hidden > 0 && long_shape.inter > 0 ? find(expert_long) : nullptr;
+    const double rhoA = expert_shape.rho();
+    const double rhoB = longer ? long_shape.rho() : rhoA;
+    if (longer == nullptr || !(rhoB < rhoA) || hidden <= 0 || inter <= 0)
+        return *first;
+    const double rho = CpuExpertShape{hidden, inter}.rho();
+    // The weight of the long shape's curve: 0 at rows as short as the first shape's or shorter, 1 at
+    // the long shape's, on to rho = 0 (rows of infinite length) beyond it.
+    const double w = std::clamp((rhoA - rho) / (rhoA - rhoB), 0.0, rhoA / (rhoA - rhoB));
+    CpuCurve out = *first;
+    for (auto& [tokens, us] : out) {
+        const double at = us + w * (cpuCurveUs(*longer, tokens) - us);
+        us = std::max(at, 0.25 * us);  // an extrapolation never prices a weight at under a quarter of a measured one
+    }
+    return out;
 }
 
 double cpuCurveUs(const std::vector<std::pair<double, double>>& curve, double tokens)
@@ -152,8 +172,56 @@ const NumericKey kNumericKeys[] = {
 constexpr const char* kTileKey = "gemm_tile_tokens";
 constexpr const char* kCpuKey = "cpu";
 const std::vector<std::string> kCpuKeys{"model", "kernel", "cores", "router_gflops", "copy_gbs", "sync_us",
-                                        "expert_us_per_mweight"};
+                                        "expert_us_per_mweight", "expert_shape", "expert_long_us_per_mweight",
+                                        "expert_long_shape"};
 const std::vector<std::string> kCpuFormats{"f32", "bf16", "fp8", "mxfp4"};
+
+// Per format, a list of [tokens, us] points, tokens rising.
+void readCurves(const YAML::Node& curves, const std::string& key, YamlReader& r, CpuCurves& out)
+{
+    if (!r.expectMap(curves, key, kCpuFormats))
+        return;
+    out.clear();
+    for (const auto& item : curves) {
+        const std::string name = item.first.as<std::string>();
+        const YAML::Node& list = item.second;
+        CpuCurve curve;
+        if (!list.IsSequence() || list.size() == 0) {
+            r.error(list, "'" + name + "' must be a non-empty list of [tokens, microseconds] points");
+            continue;
+        }
+        for (const auto& point : list) {
+            if (!point.IsSequence() || point.size() != 2) {
+                r.error(point, "a point of '" + name + "' must be [tokens, microseconds]");
+                continue;
+            }
+            const auto t = r.asDouble(point[0], "tokens", 1, 1e6);
+            const auto us = r.asDouble(point[1], "microseconds per million weights", 1e-3, 1e9);
+            if (!t || !us)
+                continue;
+            if (!curve.empty() && *t <= curve.back().first) {
+                r.error(point[0], "tokens must rise along '" + name + "' (" + std::to_string(*t) + " after "
+                                      + std::to_string(curve.back().first) + ")");
+                continue;
+            }
+            curve.emplace_back(*t, *us);
+        }
+        out.emplace_back(name, std::move(curve));
+    }
+}
+
+// [hidden, inter] of the expert a set of curves was measured on.
+void readShape(const YAML::Node& n, const std::string& key, YamlReader& r, CpuExpertShape& out)
+{
+    if (!n.IsSequence() || n.size() != 2) {
+        r.error(n, "'" + key + "' must be [hidden, inter], the expert's dimensions the curves were measured at");
+        return;
+    }
+    const auto h = r.asInt(n[0], "hidden", 1, 1 << 20);
+    const auto i = r.asInt(n[1], "inter", 1, 1 << 20);
+    if (h && i)
+        out = {static_cast<int>(*h), static_cast<int>(*i)};
+}
 
 void readCpu(const YAML::Node& n, YamlReader& r, CpuCalibration& c)
 {
@@ -175,35 +243,23 @@ void readCpu(const YAML::Node& n, YamlReader& r, CpuCalibration& c)
         r.error(n, "missing required key 'expert_us_per_mweight' (per format, a list of [tokens, us] points)");
         return;
     }
-    const YAML::Node curves = n["expert_us_per_mweight"];
-    if (!r.expectMap(curves, "expert_us_per_mweight", kCpuFormats))
+    // One measurement: nothing of the base's curves or shapes is kept.
+    c.expert_shape = {};
+    c.expert_long.clear();
+    c.long_shape = {0, 0};
+    readCurves(n["expert_us_per_mweight"], "expert_us_per_mweight", r, c.expert);
+    if (YamlReader::has(n, "expert_shape"))
+        readShape(n["expert_shape"], "expert_shape", r, c.expert_shape);
+    const bool longCurves = YamlReader::has(n, "expert_long_us_per_mweight");
+    if (longCurves != YamlReader::has(n, "expert_long_shape")) {
+        r.error(n, "'expert_long_us_per_mweight' and 'expert_long_shape' go together (the curves and the shape they were measured at)");
         return;
-    c.expert.clear();
-    for (const auto& item : curves) {
-        const std::string name = item.first.as<std::string>();
-        const YAML::Node& list = item.second;
-        std::vector<std::pair<double, double>> curve;
-        if (!list.IsSequence() || list.size() == 0) {
-            r.error(list, "'" + name + "' must be a non-empty list of [tokens, microseconds] points");
-            continue;
-        }
-        for (const auto& point : list) {
-            if (!point.IsSequence() || point.size() != 2) {
-                r.error(point, "a point of '" + name + "' must be [tokens, microseconds]");
-                continue;
-            }
-            const auto t = r.asDouble(point[0], "tokens", 1, 1e6);
-            const auto us = r.asDouble(point[1], "microseconds per million weights", 1e-3, 1e9);
-            if (!t || !us)
-                continue;
-            if (!curve.empty() && *t <= curve.back().first) {
-                r.error(point[0], "tokens must rise along '" + name + "' (" + std::to_string(*t) + " after "
-                                      + std::to_string(curve.back().first) + ")");
-                continue;
-            }
-            curve.emplace_back(*t, *us);
-        }
-        c.expert.emplace_back(name, std::move(curve));
+    }
+    if (longCurves) {
+        readCurves(n["expert_long_us_per_mweight"], "expert_long_us_per_mweight", r, c.expert_long);
+        readShape(n["expert_long_shape"], "expert_long_shape", r, c.long_shape);
+        if (c.long_shape.hidden > 0 && c.long_shape.inter > 0 && !(c.long_shape.rho() < c.expert_shape.rho()))
+            r.error(n["expert_long_shape"], "the long shape's rows must be longer than expert_shape's: (2 / hidden + 1 / inter) / 3 smaller");
     }
 }
 
@@ -269,14 +325,26 @@ std::string calibrationToYaml(const Calibration& c)
         out << YAML::Key << "router_gflops" << YAML::Value << shortest(cpu.router_gflops);
         out << YAML::Key << "copy_gbs" << YAML::Value << shortest(cpu.copy_gbs);
         out << YAML::Key << "sync_us" << YAML::Value << shortest(cpu.sync_us);
-        out << YAML::Key << "expert_us_per_mweight" << YAML::Value << YAML::BeginMap;
-        for (const auto& [name, curve] : cpu.expert) {
-            out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginSeq;
-            for (const auto& [t, us] : curve)
-                out << YAML::Flow << YAML::BeginSeq << shortest(t) << shortest(us) << YAML::EndSeq;
-            out << YAML::EndSeq;
+        const auto curves = [&out](const char* key, const CpuCurves& all) {
+            out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+            for (const auto& [name, curve] : all) {
+                out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginSeq;
+                for (const auto& [t, us] : curve)
+                    out << YAML::Flow << YAML::BeginSeq << shortest(t) << shortest(us) << YAML::EndSeq;
+                out << YAML::EndSeq;
+            }
+            out << YAML::EndMap;
+        };
+        const auto shape = [&out](const char* key, const CpuExpertShape& s) {
+            out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq << s.hidden << s.inter << YAML::EndSeq;
+        };
+        curves("expert_us_per_mweight", cpu.expert);
+        shape("expert_shape", cpu.expert_shape);
+        if (!cpu.expert_long.empty() && cpu.long_shape.hidden > 0) {
+            curves("expert_long_us_per_mweight", cpu.expert_long);
+            shape("expert_long_shape", cpu.long_shape);
         }
-        out << YAML::EndMap << YAML::EndMap;
+        out << YAML::EndMap;
     }
     out << YAML::EndMap;
     return std::string(out.c_str()) + "\n";

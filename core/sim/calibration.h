@@ -7,6 +7,7 @@
 
 #include "model/dtype.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,21 +20,40 @@ namespace moex {
 // microseconds per million weights (elements, not bytes: the engine's storage of a format is what
 // the curve is measured on). Formats are the engine's: f32, bf16, fp8 (e4m3 with block scales),
 // mxfp4.
+//
+// A kernel's time per weight also depends on the rows' length (per-row costs: tile set-up, the
+// prefetches' run-in; docs/PERFORMANCE.md, "Expert shape in the CPU calibration"), so the curves
+// can be measured at two expert shapes: the model's curve is then interpolated between them by the
+// mean inverse row length of its three matrices, rho = (2 / hidden + 1 / inter) / 3 (gate and up
+// have rows of `hidden` weights, down of `inter`).
+using CpuCurve = std::vector<std::pair<double, double>>;  // (tokens, us per million weights), tokens ascending
+using CpuCurves = std::vector<std::pair<std::string, CpuCurve>>;  // per format
+
+struct CpuExpertShape {
+    int hidden = 2048;
+    int inter = 1024;
+    [[nodiscard]] double rho() const { return (2.0 / hidden + 1.0 / inter) / 3.0; }
+};
+
 struct CpuCalibration {
     std::string cpu;     // model name of the CPU measured
     std::string kernel;  // the engine kernel that ran (avx512, avx2, portable)
     int cores = 0;       // threads that ran at once (0: no CPU calibration)
-    // [format] (tokens, us per million weights), tokens ascending.
-    std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> expert;
+    CpuCurves expert;    // measured at expert_shape (files without the key: 2048 x 1024, as measured then)
+    CpuExpertShape expert_shape;
+    CpuCurves expert_long;  // optional: the same at long_shape, of longer rows (smaller rho)
+    CpuExpertShape long_shape{0, 0};
     double router_gflops = 0;  // the router's fp32 gate GEMV on a block of 8 tokens, matrix from memory, per thread with every core busy
     double copy_gbs = 0;       // bytes copied per second per thread with every core busy
     double sync_us = 0;        // one barrier across the ranks (a phase's floor)
 
     [[nodiscard]] bool valid() const { return cores > 0 && !expert.empty() && router_gflops > 0 && copy_gbs > 0; }
-    // The curve the engine's storage of `weights` is measured in (fp32 -> f32; bf16, fp16 -> bf16;
-    // fp8 -> fp8; 4-bit -> mxfp4, or bf16 when a dimension is not a multiple of 32, as the engine
-    // does); null when the file has no curve for it.
-    [[nodiscard]] const std::vector<std::pair<double, double>>* curveFor(DType weights, int hidden, int inter) const;
+    // The curve of the engine's storage of `weights` (fp32 -> f32; bf16, fp16 -> bf16; fp8 -> fp8;
+    // 4-bit -> mxfp4, or bf16 when a dimension is not a multiple of 32, as the engine does) for an
+    // expert of hidden x inter: with long-row curves, at expert's token counts, linear in rho
+    // between the two shapes, beyond the long shape on to rho = 0 at most, and at the first
+    // shape's value for rows shorter than it; nullopt when the file has no curve for the format.
+    [[nodiscard]] std::optional<CpuCurve> curveFor(DType weights, int hidden, int inter) const;
 };
 
 // Microseconds per million weights at `tokens` on `curve`: linear between the measured points,

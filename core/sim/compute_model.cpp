@@ -36,8 +36,8 @@ ComputeModel::ComputeModel(const ModelSpec& m, const GpuSpec& gpu, const Calibra
         } else {
             m_cal.cpu = defaultCalibration(GpuArch::cpu).cpu;  // a GPU calibration has no CPU rates
         }
-        if (const auto* curve = m_cal.cpu.curveFor(expertWeights, m.hidden_size, m.moe_intermediate_size))
-            m_cpuCurve = *curve;
+        if (auto curve = m_cal.cpu.curveFor(expertWeights, m.hidden_size, m.moe_intermediate_size))
+            m_cpuCurve = std::move(*curve);
         else  // a file without this format's curve: the unmeasured default's, rather than no cost at all
             m_cpuCurve = *defaultCalibration(GpuArch::cpu).cpu.curveFor(expertWeights, m.hidden_size, m.moe_intermediate_size);
         m_cpuShare = std::max(1.0, static_cast<double>(m_ranks) / std::max(1, m_cal.cpu.cores));

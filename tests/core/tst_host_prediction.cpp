@@ -69,6 +69,45 @@ private slots:
         QCOMPARE(c.cpu.curveFor(DType::mxfp4, 64, 48)->front().second, 2.0);  // 48 is no multiple of 32: bf16
     }
 
+    void curveForInterpolatesBetweenShapes()
+    {
+        // Short rows (2048 x 1024: rho = 6.51e-4) at 100 / 400 us, long rows (6144 x 2048: rho =
+        // 2.71e-4) at 60 / 200 us, per million weights at 1 / 4 tokens.
+        Calibration c = smallCpu(1);
+        c.cpu.expert = {{"fp8", {{1, 100}, {4, 400}}}};
+        c.cpu.expert_shape = {2048, 1024};
+        c.cpu.expert_long = {{"fp8", {{1, 60}, {2, 80}, {4, 200}}}};
+        c.cpu.long_shape = {6144, 2048};
+        const double rhoA = c.cpu.expert_shape.rho(), rhoB = c.cpu.long_shape.rho();
+        QVERIFY(rhoB < rhoA);
+        const auto at = [&](int hidden, int inter) { return *c.cpu.curveFor(DType::fp8, hidden, inter); };
+        // Each shape's own curve, at the first curve's token counts.
+        QCOMPARE(at(2048, 1024), (CpuCurve{{1, 100}, {4, 400}}));
+        const CpuCurve longer = at(6144, 2048);
+        QCOMPARE(longer[0].second, 60.0);
+        QCOMPARE(longer[1].second, 200.0);
+        // Between: linear in rho (DeepSeek's 7168 x 2048 lies beyond the long shape, gpt-oss's 2880 x 2880 between).
+        const double w = (rhoA - CpuExpertShape{2880, 2880}.rho()) / (rhoA - rhoB);
+        QVERIFY(w > 0 && w < 1);
+        const CpuCurve between = at(2880, 2880);
+        QCOMPARE(between[0].second, 100 + w * (60 - 100));
+        QCOMPARE(between[1].second, 400 + w * (200 - 400));
+        const double beyond = (rhoA - CpuExpertShape{7168, 2048}.rho()) / (rhoA - rhoB);
+        QVERIFY(beyond > 1);
+        QCOMPARE(at(7168, 2048)[0].second, 100 + beyond * (60 - 100));
+        // Rows shorter than the first shape's: its curve, not an extrapolation.
+        QCOMPARE(at(64, 32), (CpuCurve{{1, 100}, {4, 400}}));
+        // Rows of any length: never below a quarter of the measured value, whatever the slope.
+        c.cpu.expert_long = {{"fp8", {{1, 5}, {4, 10}}}};
+        QCOMPARE(at(1 << 20, 1 << 20)[0].second, 25.0);
+        // Without the long curve of a format, or a long shape: the first curve.
+        c.cpu.expert_long = {{"bf16", {{1, 5}}}};
+        QCOMPARE(at(6144, 2048), (CpuCurve{{1, 100}, {4, 400}}));
+        c.cpu.expert_long = {{"fp8", {{1, 60}}}};
+        c.cpu.long_shape = {0, 0};
+        QCOMPARE(at(6144, 2048), (CpuCurve{{1, 100}, {4, 400}}));
+    }
+
     void cpuCalibrationRoundTrips()
     {
         QTemporaryDir dir;
@@ -84,6 +123,27 @@ private slots:
         QCOMPARE(back.cpu.expert.size(), std::size_t{1});
         QCOMPARE(back.cpu.expert[0].first, std::string("bf16"));
         QVERIFY(back.cpu.expert[0].second == c.cpu.expert[0].second);
+        QCOMPARE(back.cpu.expert_shape.hidden, 2048);  // a calibration without shapes: the one they were measured at
+        QCOMPARE(back.cpu.expert_shape.inter, 1024);
+        QVERIFY(back.cpu.expert_long.empty());
+        // With the long-row curves: both shapes and both sets of curves come back.
+        Calibration two = smallCpu(2);
+        two.cpu.expert_shape = {1024, 512};
+        two.cpu.expert_long = {{"bf16", {{1, 50}, {8, 300}}}, {"fp8", {{1, 40}}}};
+        two.cpu.long_shape = {8192, 2048};
+        writeFileAtomically(path, calibrationToYaml(two));
+        const Calibration twoBack = loadCalibrationFile(path, defaultCalibration(GpuArch::cpu));
+        QCOMPARE(twoBack.cpu.expert_shape.hidden, 1024);
+        QCOMPARE(twoBack.cpu.expert_shape.inter, 512);
+        QCOMPARE(twoBack.cpu.long_shape.hidden, 8192);
+        QCOMPARE(twoBack.cpu.long_shape.inter, 2048);
+        QVERIFY(twoBack.cpu.expert_long == two.cpu.expert_long);
+        // A file of one shape read over a base of two keeps nothing of the base's long curves.
+        writeFileAtomically(path, calibrationToYaml(c));
+        const Calibration over = loadCalibrationFile(path, twoBack);
+        QVERIFY(over.cpu.expert_long.empty());
+        QCOMPARE(over.cpu.long_shape.hidden, 0);
+        QCOMPARE(over.cpu.expert_shape.hidden, 2048);
         // A GPU calibration writes no CPU section and reads back without one.
         writeFileAtomically(path, calibrationToYaml(defaultCalibration(GpuArch::hopper)));
         QVERIFY(!loadCalibrationFile(path, defaultCalibration(GpuArch::hopper)).cpu.valid());
@@ -101,6 +161,15 @@ private slots:
                                         << "tokens must rise";
         QTest::newRow("point not a pair") << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1]]}}"
                                           << "[tokens, microseconds]";
+        QTest::newRow("long curves without their shape")
+            << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, 2]]}, expert_long_us_per_mweight: {bf16: [[1, 2]]}}"
+            << "go together";
+        QTest::newRow("shape not a pair")
+            << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, 2]]}, expert_shape: [2048]}"
+            << "[hidden, inter]";
+        QTest::newRow("long shape of shorter rows")
+            << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, 2]]}, expert_long_us_per_mweight: {bf16: [[1, 2]]}, expert_long_shape: [1024, 512]}"
+            << "must be longer";
         QTest::newRow("negative time") << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, -2]]}}"
                                        << "microseconds per million weights";
     }
