@@ -155,7 +155,6 @@ Calibration measureHostCalibration(const HostCalibrationOptions& options)
     cpu.cpu = cpuModelName();
     cpu.kernel = engine::toString(engine::activeKernel());
     cpu.cores = threads;
-    cpu.expert.clear();
     c.name = "host-cpu measured (" + std::to_string(threads) + " threads, " + cpu.kernel + ")";
 
     // Every count to 16: the kernels' tiles (up to 8 tokens, engine/row_kernels_bf16.h) make the

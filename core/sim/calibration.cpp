@@ -23,7 +23,7 @@ CpuCalibration defaultCpu()
     c.cores = 1;
     const std::pair<const char*, double> formats[] = {{"f32", 4}, {"bf16", 2}, {"fp8", 1}, {"mxfp4", 0.625}};
     for (const auto& [name, bytes] : formats) {
-        std::vector<std::pair<double, double>> curve;
+        CpuCurve curve;
         for (double t : {1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0})
             curve.emplace_back(t, std::max(bytes * 1e6 / 10e3, 2.0 * t * 1e6 / 20e3));
         c.expert.emplace_back(name, std::move(curve));
@@ -57,9 +57,9 @@ std::optional<CpuCurve> CpuCalibration::curveFor(DType weights, int hidden, int 
     const CpuCurve* first = find(expert);
     if (first == nullptr)
         return std::nullopt;
-    const CpuCurve* longer = long_shape.hidden > 0 && long_shape.inter > 0 ? find(expert_long) : nullptr;
+    const CpuCurve* longer = long_shape ? find(expert_long) : nullptr;
     const double rhoA = expert_shape.rho();
-    const double rhoB = longer ? long_shape.rho() : rhoA;
+    const double rhoB = longer ? long_shape->rho() : rhoA;
     if (longer == nullptr || !(rhoB < rhoA) || hidden <= 0 || inter <= 0)
         return *first;
     const double rho = CpuExpertShape{hidden, inter}.rho();
@@ -74,7 +74,7 @@ std::optional<CpuCurve> CpuCalibration::curveFor(DType weights, int hidden, int 
     return out;
 }
 
-double cpuCurveUs(const std::vector<std::pair<double, double>>& curve, double tokens)
+double cpuCurveUs(const CpuCurve& curve, double tokens)
 {
     if (curve.empty() || tokens <= 0)
         return 0.0;
@@ -246,7 +246,7 @@ void readCpu(const YAML::Node& n, YamlReader& r, CpuCalibration& c)
     // One measurement: nothing of the base's curves or shapes is kept.
     c.expert_shape = {};
     c.expert_long.clear();
-    c.long_shape = {0, 0};
+    c.long_shape.reset();
     readCurves(n["expert_us_per_mweight"], "expert_us_per_mweight", r, c.expert);
     if (YamlReader::has(n, "expert_shape"))
         readShape(n["expert_shape"], "expert_shape", r, c.expert_shape);
@@ -257,8 +257,11 @@ void readCpu(const YAML::Node& n, YamlReader& r, CpuCalibration& c)
     }
     if (longCurves) {
         readCurves(n["expert_long_us_per_mweight"], "expert_long_us_per_mweight", r, c.expert_long);
-        readShape(n["expert_long_shape"], "expert_long_shape", r, c.long_shape);
-        if (c.long_shape.hidden > 0 && c.long_shape.inter > 0 && !(c.long_shape.rho() < c.expert_shape.rho()))
+        CpuExpertShape shape{0, 0};
+        readShape(n["expert_long_shape"], "expert_long_shape", r, shape);
+        if (shape.hidden > 0)
+            c.long_shape = shape;
+        if (c.long_shape && !(c.long_shape->rho() < c.expert_shape.rho()))
             r.error(n["expert_long_shape"], "the long shape's rows must be longer than expert_shape's: (2 / hidden + 1 / inter) / 3 smaller");
     }
 }
@@ -340,9 +343,9 @@ std::string calibrationToYaml(const Calibration& c)
         };
         curves("expert_us_per_mweight", cpu.expert);
         shape("expert_shape", cpu.expert_shape);
-        if (!cpu.expert_long.empty() && cpu.long_shape.hidden > 0) {
+        if (!cpu.expert_long.empty() && cpu.long_shape) {
             curves("expert_long_us_per_mweight", cpu.expert_long);
-            shape("expert_long_shape", cpu.long_shape);
+            shape("expert_long_shape", *cpu.long_shape);
         }
         out << YAML::EndMap;
     }

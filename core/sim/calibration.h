@@ -41,8 +41,8 @@ struct CpuCalibration {
     int cores = 0;       // threads that ran at once (0: no CPU calibration)
     CpuCurves expert;    // measured at expert_shape (files without the key: 2048 x 1024, as measured then)
     CpuExpertShape expert_shape;
-    CpuCurves expert_long;  // optional: the same at long_shape, of longer rows (smaller rho)
-    CpuExpertShape long_shape{0, 0};
+    CpuCurves expert_long;  // the same at long_shape, of longer rows (smaller rho), where measured
+    std::optional<CpuExpertShape> long_shape;
     double router_gflops = 0;  // the router's fp32 gate GEMV on a block of 8 tokens, matrix from memory, per thread with every core busy
     double copy_gbs = 0;       // bytes copied per second per thread with every core busy
     double sync_us = 0;        // one barrier across the ranks (a phase's floor)
@@ -59,7 +59,7 @@ struct CpuCalibration {
 // Microseconds per million weights at `tokens` on `curve`: linear between the measured points,
 // the last segment's slope beyond the last (compute-bound: time grows with tokens), the first
 // point's value below it.
-double cpuCurveUs(const std::vector<std::pair<double, double>>& curve, double tokens);
+double cpuCurveUs(const CpuCurve& curve, double tokens);
 
 struct Calibration {
     std::string name;                  // e.g. "hopper-default"

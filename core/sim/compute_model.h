@@ -126,7 +126,7 @@ private:
     double m_slotMemoryUsPerToken = 0;
     // CPU ranks.
     bool m_cpu = false;
-    std::vector<std::pair<double, double>> m_cpuCurve;  // us per million weights against tokens
+    CpuCurve m_cpuCurve;  // us per million weights against tokens
     int m_ranks = 1;
     double m_cpuShare = 1;  // >= 1: ranks per core when they outnumber the cores
 };

@@ -77,8 +77,8 @@ private slots:
         c.cpu.expert = {{"fp8", {{1, 100}, {4, 400}}}};
         c.cpu.expert_shape = {2048, 1024};
         c.cpu.expert_long = {{"fp8", {{1, 60}, {2, 80}, {4, 200}}}};
-        c.cpu.long_shape = {6144, 2048};
-        const double rhoA = c.cpu.expert_shape.rho(), rhoB = c.cpu.long_shape.rho();
+        c.cpu.long_shape = CpuExpertShape{6144, 2048};
+        const double rhoA = c.cpu.expert_shape.rho(), rhoB = c.cpu.long_shape->rho();
         QVERIFY(rhoB < rhoA);
         const auto at = [&](int hidden, int inter) { return *c.cpu.curveFor(DType::fp8, hidden, inter); };
         // Each shape's own curve, at the first curve's token counts.
@@ -104,7 +104,7 @@ private slots:
         c.cpu.expert_long = {{"bf16", {{1, 5}}}};
         QCOMPARE(at(6144, 2048), (CpuCurve{{1, 100}, {4, 400}}));
         c.cpu.expert_long = {{"fp8", {{1, 60}}}};
-        c.cpu.long_shape = {0, 0};
+        c.cpu.long_shape.reset();
         QCOMPARE(at(6144, 2048), (CpuCurve{{1, 100}, {4, 400}}));
     }
 
@@ -130,19 +130,20 @@ private slots:
         Calibration two = smallCpu(2);
         two.cpu.expert_shape = {1024, 512};
         two.cpu.expert_long = {{"bf16", {{1, 50}, {8, 300}}}, {"fp8", {{1, 40}}}};
-        two.cpu.long_shape = {8192, 2048};
+        two.cpu.long_shape = CpuExpertShape{8192, 2048};
         writeFileAtomically(path, calibrationToYaml(two));
         const Calibration twoBack = loadCalibrationFile(path, defaultCalibration(GpuArch::cpu));
         QCOMPARE(twoBack.cpu.expert_shape.hidden, 1024);
         QCOMPARE(twoBack.cpu.expert_shape.inter, 512);
-        QCOMPARE(twoBack.cpu.long_shape.hidden, 8192);
-        QCOMPARE(twoBack.cpu.long_shape.inter, 2048);
+        QVERIFY(twoBack.cpu.long_shape.has_value());
+        QCOMPARE(twoBack.cpu.long_shape->hidden, 8192);
+        QCOMPARE(twoBack.cpu.long_shape->inter, 2048);
         QVERIFY(twoBack.cpu.expert_long == two.cpu.expert_long);
         // A file of one shape read over a base of two keeps nothing of the base's long curves.
         writeFileAtomically(path, calibrationToYaml(c));
         const Calibration over = loadCalibrationFile(path, twoBack);
         QVERIFY(over.cpu.expert_long.empty());
-        QCOMPARE(over.cpu.long_shape.hidden, 0);
+        QVERIFY(!over.cpu.long_shape.has_value());
         QCOMPARE(over.cpu.expert_shape.hidden, 2048);
         // A GPU calibration writes no CPU section and reads back without one.
         writeFileAtomically(path, calibrationToYaml(defaultCalibration(GpuArch::hopper)));
