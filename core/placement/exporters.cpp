@@ -2,12 +2,11 @@
 
 #include "placement/balance.h"
 #include "common/atomic_file.h"
+#include "common/number_text.h"
 #include "common/diagnostics.h"
 #include "common/plural.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
 
 namespace moex {
@@ -34,18 +33,6 @@ std::vector<int> gpuRow(const std::vector<ExpertId>& slots)
     for (ExpertId e : slots)
         out.push_back(e.value);
     return out;
-}
-
-// Shortest decimal form that reads back as the same double.
-std::string shortestNumber(double v)
-{
-    char buf[40];
-    for (int prec = 1; prec <= 17; ++prec) {
-        std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (std::strtod(buf, nullptr) == v)
-            break;
-    }
-    return buf;
 }
 
 bool sameSharesEverywhere(const Placement& p)

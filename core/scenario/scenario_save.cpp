@@ -1,13 +1,12 @@
 // Scenario saving: YAML that loads back into an equal scenario; paths written relative to the file.
 #include "common/atomic_file.h"
+#include "common/number_text.h"
 #include "model/model_yaml.h"
 #include "scenario/scenario_yaml.h"
 #include "topology/topology_yaml.h"
 
 #include <yaml-cpp/yaml.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 
 namespace moex {
@@ -23,20 +22,6 @@ std::string relativeTo(const std::string& path, const std::string& dir)
     std::error_code ec;
     const fs::path rel = fs::path(path).lexically_relative(fs::path(dir));
     return (ec || rel.empty()) ? path : rel.string();
-}
-
-std::string num(double v)
-{
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    // Shortest form that reads back identically.
-    for (int prec = 1; prec <= 17; ++prec) {
-        char trial[40];
-        std::snprintf(trial, sizeof trial, "%.*g", prec, v);
-        if (std::strtod(trial, nullptr) == v)
-            return trial;
-    }
-    return buf;
 }
 
 void emitSlots(YAML::Emitter& out, const LayerPlacement& layer)
@@ -100,14 +85,14 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
     out << YAML::Key << "tokens_per_gpu" << YAML::Value << w.tokens_per_gpu;
     out << YAML::Key << "context_tokens" << YAML::Value << w.context_tokens;
     if (w.context_cv > 0)
-        out << YAML::Key << "context_cv" << YAML::Value << num(w.context_cv);
+        out << YAML::Key << "context_cv" << YAML::Value << shortestNumber(w.context_cv);
     out << YAML::Key << "routing" << YAML::Value << YAML::Flow << YAML::BeginMap;
     out << YAML::Key << "kind" << YAML::Value << std::string(toString(w.routing.kind));
     if (w.routing.kind == RoutingKind::synthetic) {
-        out << YAML::Key << "skew" << YAML::Value << num(w.routing.skew);
-        out << YAML::Key << "hot_experts" << YAML::Value << num(w.routing.hot_experts);
+        out << YAML::Key << "skew" << YAML::Value << shortestNumber(w.routing.skew);
+        out << YAML::Key << "hot_experts" << YAML::Value << shortestNumber(w.routing.hot_experts);
         out << YAML::Key << "coactivation_groups" << YAML::Value << w.routing.coactivation_groups;
-        out << YAML::Key << "drift" << YAML::Value << num(w.routing.drift);
+        out << YAML::Key << "drift" << YAML::Value << shortestNumber(w.routing.drift);
     }
     // Written whatever the kind: a file set before the kind that reads it (two --set edits) survives.
     if (!w.routing.file.empty())
@@ -136,7 +121,7 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
             for (const auto& row : shares) {
                 out << YAML::Flow << YAML::BeginSeq;
                 for (double v : row)
-                    out << num(v);
+                    out << shortestNumber(v);
                 out << YAML::EndSeq;
             }
             out << YAML::EndSeq;
@@ -145,7 +130,7 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
         out << YAML::Key << "strategy" << YAML::Value << p.strategy;
         out << YAML::Key << "redundant_slots" << YAML::Value << p.redundant_slots;
         if (p.strategy == "search")
-            out << YAML::Key << "budget_ms" << YAML::Value << num(p.budget_ms);
+            out << YAML::Key << "budget_ms" << YAML::Value << shortestNumber(p.budget_ms);
     }
     if (p.load_steps != kDefaultLoadSteps)
         out << YAML::Key << "load_steps" << YAML::Value << p.load_steps;
@@ -154,9 +139,9 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
     if (s.speeds.default_speed != 1.0 || !s.speeds.per_gpu.empty()) {
         out << YAML::Key << "gpus" << YAML::Value << YAML::BeginMap << YAML::Key << "speed" << YAML::Value
             << YAML::Flow << YAML::BeginMap;
-        out << YAML::Key << "default" << YAML::Value << num(s.speeds.default_speed);
+        out << YAML::Key << "default" << YAML::Value << shortestNumber(s.speeds.default_speed);
         for (const auto& [g, v] : s.speeds.per_gpu)
-            out << YAML::Key << ("gpu" + std::to_string(g)) << YAML::Value << num(v);
+            out << YAML::Key << ("gpu" + std::to_string(g)) << YAML::Value << shortestNumber(v);
         out << YAML::EndMap << YAML::EndMap;
     }
 

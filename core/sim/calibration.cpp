@@ -1,11 +1,10 @@
 #include "sim/calibration.h"
 
 #include "common/atomic_file.h"
+#include "common/number_text.h"
 #include "common/yaml_reader.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -266,17 +265,6 @@ void readCpu(const YAML::Node& n, YamlReader& r, CpuCalibration& c)
     }
 }
 
-std::string shortest(double v)
-{
-    char text[40];
-    for (int prec = 1; prec <= 17; ++prec) {
-        std::snprintf(text, sizeof text, "%.*g", prec, v);
-        if (std::strtod(text, nullptr) == v)
-            break;
-    }
-    return text;
-}
-
 }  // namespace
 
 Calibration loadCalibrationFile(const std::string& path, const Calibration& base)
@@ -315,7 +303,7 @@ std::string calibrationToYaml(const Calibration& c)
     out << YAML::BeginMap;
     out << YAML::Key << "name" << YAML::Value << c.name;
     for (const NumericKey& k : kNumericKeys) {
-        out << YAML::Key << k.key << YAML::Value << shortest(c.*k.field);
+        out << YAML::Key << k.key << YAML::Value << shortestNumber(c.*k.field);
         if (std::string_view(k.key) == "gemm_efficiency")
             out << YAML::Key << kTileKey << YAML::Value << c.gemm_tile_tokens;
     }
@@ -325,15 +313,15 @@ std::string calibrationToYaml(const Calibration& c)
         out << YAML::Key << "model" << YAML::Value << cpu.cpu;
         out << YAML::Key << "kernel" << YAML::Value << cpu.kernel;
         out << YAML::Key << "cores" << YAML::Value << cpu.cores;
-        out << YAML::Key << "router_gflops" << YAML::Value << shortest(cpu.router_gflops);
-        out << YAML::Key << "copy_gbs" << YAML::Value << shortest(cpu.copy_gbs);
-        out << YAML::Key << "sync_us" << YAML::Value << shortest(cpu.sync_us);
+        out << YAML::Key << "router_gflops" << YAML::Value << shortestNumber(cpu.router_gflops);
+        out << YAML::Key << "copy_gbs" << YAML::Value << shortestNumber(cpu.copy_gbs);
+        out << YAML::Key << "sync_us" << YAML::Value << shortestNumber(cpu.sync_us);
         const auto curves = [&out](const char* key, const CpuCurves& all) {
             out << YAML::Key << key << YAML::Value << YAML::BeginMap;
             for (const auto& [name, curve] : all) {
                 out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginSeq;
                 for (const auto& [t, us] : curve)
-                    out << YAML::Flow << YAML::BeginSeq << shortest(t) << shortest(us) << YAML::EndSeq;
+                    out << YAML::Flow << YAML::BeginSeq << shortestNumber(t) << shortestNumber(us) << YAML::EndSeq;
                 out << YAML::EndSeq;
             }
             out << YAML::EndMap;

@@ -1,9 +1,9 @@
 #include "topology/topology.h"
 
+#include "common/number_text.h"
 #include "topology/topology_detail.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <set>
 #include <stdexcept>
@@ -12,10 +12,7 @@ namespace moex {
 
 std::string detail::formatNumber(double v)
 {
-    // std::to_chars without a precision gives the shortest text that reads back to the same double.
-    char buf[64];
-    const auto res = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, res.ptr);
+    return shortestNumber(v);
 }
 
 std::string_view toString(NodeKind k)

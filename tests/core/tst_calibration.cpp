@@ -3,6 +3,7 @@
 #ifndef Q_MOC_RUN  // moc of Qt 6.4 cannot parse C++20 standard headers; it needs none of these
 #include "common/atomic_file.h"
 #include "common/diagnostics.h"
+#include "common/number_text.h"
 #include "metrics/step_metrics.h"
 #include "scenario/scenario_yaml.h"
 #include "sim/calibration.h"
@@ -12,6 +13,7 @@
 
 #include <QtTest>
 
+#include <cstdlib>
 #include <string>
 
 using namespace moex;
@@ -89,6 +91,7 @@ private slots:
     void samplesAreTheDefaults_data();
     void samplesAreTheDefaults();
     void yamlRoundTrips();
+    void numbersAreWrittenAsNumbers();
     void missingKeysKeepTheBase();
     void malformed_data();
     void malformed();
@@ -130,6 +133,31 @@ void TestCalibration::yamlRoundTrips()
         writeFileAtomically(path, calibrationToYaml(c));
         compareCalibrations(loadCalibrationFile(path, defaultCalibration(GpuArch::hopper)), c);
     }
+}
+
+void TestCalibration::numbersAreWrittenAsNumbers()
+{
+    // The files moex writes give each number its shortest exact text, in a form every YAML reader
+    // takes for a number: whole numbers without an exponent ("1e+01" is a string to PyYAML, the
+    // YAML 1.1 reader most scripts use), an exponent only after a decimal point.
+    QCOMPARE(shortestNumber(10.0), std::string("10"));
+    QCOMPARE(shortestNumber(900.0), std::string("900"));
+    QCOMPARE(shortestNumber(128.0), std::string("128"));
+    QCOMPARE(shortestNumber(0.1), std::string("0.1"));
+    QCOMPARE(shortestNumber(-2.5), std::string("-2.5"));
+    QCOMPARE(shortestNumber(1e-05), std::string("1.0e-05"));
+    QCOMPARE(shortestNumber(1.5e-07), std::string("1.5e-07"));
+    QCOMPARE(shortestNumber(1e21), std::string("1.0e+21"));
+    for (double v : {1.0 / 3.0, 2.0 / 3.0 * 1e-9, 162.15875654509574, 9007199254740993.0, 6.02214076e23, 5e-324, 1.7976931348623157e308})
+        QCOMPARE(std::strtod(shortestNumber(v).c_str(), nullptr), v);
+
+    // A measured calibration's curves at whole token counts: "[10, 162.2]", as written.
+    Calibration c = defaultCalibration(GpuArch::cpu);
+    c.cpu.cores = 2;
+    c.cpu.expert = {{"bf16", {{1, 148.5}, {10, 162.25}, {100, 300.0}}}};
+    const std::string text = calibrationToYaml(c);
+    QVERIFY2(text.find("[10, 162.25]") != std::string::npos && text.find("[100, 300]") != std::string::npos, text.c_str());
+    QVERIFY2(text.find("e+") == std::string::npos, text.c_str());
 }
 
 void TestCalibration::missingKeysKeepTheBase()
