@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/file_kinds.h"
+#include "common/number_text.h"
 #include "model/layer_pattern.h"
 
 #include <cstdio>
@@ -237,18 +238,6 @@ YAML::Node nodeFor(const YAML::Node& map, const std::string& key, const std::str
 std::string str(std::int64_t v)
 {
     return std::to_string(v);
-}
-
-// Shortest text that reads back as exactly the same double, so files round-trip.
-std::string formatDouble(double v)
-{
-    char buf[64];
-    for (int precision = 1; precision <= 17; ++precision) {
-        std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-        if (std::strtod(buf, nullptr) == v)
-            break;
-    }
-    return buf;
 }
 
 std::string quoteScalar(const std::string& s)
@@ -547,7 +536,7 @@ std::string modelToYaml(const ModelSpec& m)
     out << "expert_groups: " << m.expert_groups << '\n';
     out << "groups_per_token: " << m.groups_per_token << '\n';
     out << "scoring: " << toString(m.scoring) << '\n';
-    out << "routed_scaling_factor: " << formatDouble(m.routed_scaling_factor) << '\n';
+    out << "routed_scaling_factor: " << shortestNumber(m.routed_scaling_factor) << '\n';
     out << "weight_dtype: " << toString(m.weight_dtype) << '\n';
     out << "non_expert_dtype: " << toString(m.non_expert_dtype) << '\n';
     out << "vocab_size: " << m.vocab_size << '\n';
@@ -561,7 +550,7 @@ std::string modelToYaml(const ModelSpec& m)
     if (m.shared_expert_gate)
         out << "shared_expert_gate: true\n";
     if (m.swiglu_limit > 0)
-        out << "swiglu_limit: " << formatDouble(m.swiglu_limit) << '\n';
+        out << "swiglu_limit: " << shortestNumber(m.swiglu_limit) << '\n';
     if (m.activation != Activation::swiglu)
         out << "activation: " << toString(m.activation) << '\n';
     if (m.state_dtype != DType::fp32)
@@ -585,9 +574,9 @@ std::string modelToYaml(const ModelSpec& m)
         out << "  conv_kernel: " << b.conv_kernel << '\n';
     }
     if (m.routing) {
-        out << "routing: {skew: " << formatDouble(m.routing->skew) << ", hot_experts: "
-            << formatDouble(m.routing->hot_experts) << ", coactivation_groups: " << m.routing->coactivation_groups
-            << ", drift: " << formatDouble(m.routing->drift) << "}\n";
+        out << "routing: {skew: " << shortestNumber(m.routing->skew) << ", hot_experts: "
+            << shortestNumber(m.routing->hot_experts) << ", coactivation_groups: " << m.routing->coactivation_groups
+            << ", drift: " << shortestNumber(m.routing->drift) << "}\n";
     }
     return out.str();
 }
