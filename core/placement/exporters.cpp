@@ -2,8 +2,8 @@
 
 #include "placement/balance.h"
 #include "common/atomic_file.h"
-#include "common/number_text.h"
 #include "common/diagnostics.h"
+#include "common/number_text.h"
 #include "common/plural.h"
 
 #include <algorithm>
