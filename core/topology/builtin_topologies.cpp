@@ -1,5 +1,6 @@
 #include "topology/builtin_topologies.h"
 
+#include "common/number_text.h"
 #include "topology/topology_detail.h"
 
 #include <cmath>
@@ -35,7 +36,7 @@ void checkRate(const char* what, double value)
 {
     if (!std::isfinite(value) || value < 0)
         throw std::invalid_argument(std::string(what) + " must be a finite number >= 0 (0 keeps the default), got " +
-                                    detail::formatNumber(value));
+                                    shortestNumber(value));
 }
 
 void validate(const TopologyParams& p)

@@ -10,11 +10,6 @@
 
 namespace moex {
 
-std::string detail::formatNumber(double v)
-{
-    return shortestNumber(v);
-}
-
 std::string_view toString(NodeKind k)
 {
     switch (k) {
@@ -150,7 +145,7 @@ static std::string describe(const TopoNode& n)
 static std::string describe(const Topology& t, const TopoLink& l)
 {
     return t.node(l.from).name + " -> " + t.node(l.to).name + " " + std::string(toString(l.kind)) + " " +
-           detail::formatNumber(l.capacity_gbs) + " GB/s " + detail::formatNumber(l.latency_us) + " us";
+           shortestNumber(l.capacity_gbs) + " GB/s " + shortestNumber(l.latency_us) + " us";
 }
 
 std::string firstDifference(const Topology& a, const Topology& b)
@@ -162,8 +157,8 @@ std::string firstDifference(const Topology& a, const Topology& b)
     if (a.pxn != b.pxn)
         return "pxn differs";
     if (a.switch_power_w != b.switch_power_w)
-        return "switch_power_w: " + detail::formatNumber(a.switch_power_w) + " vs " +
-               detail::formatNumber(b.switch_power_w);
+        return "switch_power_w: " + shortestNumber(a.switch_power_w) + " vs " +
+               shortestNumber(b.switch_power_w);
     if (a.nodes().size() != b.nodes().size())
         return "node count: " + std::to_string(a.nodes().size()) + " vs " + std::to_string(b.nodes().size());
     for (std::size_t i = 0; i < a.nodes().size(); ++i)

@@ -25,9 +25,6 @@ bool isHostCpu(const std::string& key);
 // number of 400 Gb/s-equivalent switch ports it used (for the switch power estimate).
 double addRailFabric(Topology& t, const std::vector<std::vector<NodeId>>& nicsByRail, double nicGbs, int nicsPerLeaf);
 
-// Shortest decimal form that reads back to the same double ("%.17g"-exact, but readable).
-std::string formatNumber(double v);
-
 // Latency defaults per link traversal. Order-of-magnitude figures, not measurements: calibration
 // (DESIGN.md 5, step 3) refines them per hardware; YAML overrides them per link.
 inline constexpr double kNvlinkLinkUs = 0.25;  // GPU <-> NVLink switch chip, each way

@@ -4,6 +4,7 @@
 
 #include "common/atomic_file.h"
 #include "common/file_kinds.h"
+#include "common/number_text.h"
 #include "topology/topology_detail.h"
 
 #include <algorithm>
@@ -58,7 +59,7 @@ std::optional<double> positive(YamlReader& r, const YAML::Node& map, const std::
 {
     auto v = r.getDouble(map, key, required, std::numeric_limits<double>::lowest(), kMaxRate);
     if (v && !(*v > 0)) {
-        r.error(child(map, key), what + " '" + key + "' must be positive, got " + detail::formatNumber(*v));
+        r.error(child(map, key), what + " '" + key + "' must be positive, got " + shortestNumber(*v));
         return std::nullopt;
     }
     return v;
@@ -123,8 +124,8 @@ std::optional<GpuSpec> readGpuSpec(const YAML::Node& node, YamlReader& r)
     number("tdp_w", req, s.tdp_w);
     number("idle_w", false, s.idle_w);
     if (r.errorCount() == before && s.hbm_usable_gb > s.hbm_gb)
-        r.error(node, "hbm_usable_gb (" + detail::formatNumber(s.hbm_usable_gb) + ") exceeds hbm_gb (" +
-                          detail::formatNumber(s.hbm_gb) + ")");
+        r.error(node, "hbm_usable_gb (" + shortestNumber(s.hbm_usable_gb) + ") exceeds hbm_gb (" +
+                          shortestNumber(s.hbm_gb) + ")");
     if (r.errorCount() == before && s.idle_w > s.tdp_w)
         r.error(node, "idle_w exceeds tdp_w");
     if (r.errorCount() != before)

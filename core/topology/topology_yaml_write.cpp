@@ -1,6 +1,7 @@
 // Writing topologies as YAML: one flow-style line per node and per (bidirectional) link, so that a
 // written-out NVL72 stays readable and diffable, and numbers in their shortest exact form, so that
 // reading the text back gives the same doubles (and therefore the same routes).
+#include "common/number_text.h"
 #include "topology/topology_detail.h"
 #include "topology/topology_yaml.h"
 
@@ -42,11 +43,6 @@ std::string scalar(const std::string& s)
     return out + "\"";
 }
 
-std::string num(double v)
-{
-    return detail::formatNumber(v);
-}
-
 // The GPU as a built-in key, a built-in with overrides, or all figures.
 std::string gpuYaml(const GpuSpec& g)
 {
@@ -68,16 +64,16 @@ std::string gpuYaml(const GpuSpec& g)
         out = "base: " + baseKey;
     field("name", scalar(g.name), base && base->name == g.name);
     field("arch", std::string(toString(g.arch)), base && base->arch == g.arch);
-    field("hbm_gb", num(g.hbm_gb), base && base->hbm_gb == g.hbm_gb);
-    field("hbm_usable_gb", num(g.hbm_usable_gb), base && base->hbm_usable_gb == g.hbm_usable_gb);
-    field("hbm_bw_gbs", num(g.hbm_bw_gbs), base && base->hbm_bw_gbs == g.hbm_bw_gbs);
-    field("bf16_tflops", num(g.bf16_tflops), base && base->bf16_tflops == g.bf16_tflops);
-    field("fp8_tflops", num(g.fp8_tflops), base && base->fp8_tflops == g.fp8_tflops);
-    field("fp4_tflops", num(g.fp4_tflops), base && base->fp4_tflops == g.fp4_tflops);
-    field("nvlink_gbs_per_dir", num(g.nvlink_gbs_per_dir), base && base->nvlink_gbs_per_dir == g.nvlink_gbs_per_dir);
+    field("hbm_gb", shortestNumber(g.hbm_gb), base && base->hbm_gb == g.hbm_gb);
+    field("hbm_usable_gb", shortestNumber(g.hbm_usable_gb), base && base->hbm_usable_gb == g.hbm_usable_gb);
+    field("hbm_bw_gbs", shortestNumber(g.hbm_bw_gbs), base && base->hbm_bw_gbs == g.hbm_bw_gbs);
+    field("bf16_tflops", shortestNumber(g.bf16_tflops), base && base->bf16_tflops == g.bf16_tflops);
+    field("fp8_tflops", shortestNumber(g.fp8_tflops), base && base->fp8_tflops == g.fp8_tflops);
+    field("fp4_tflops", shortestNumber(g.fp4_tflops), base && base->fp4_tflops == g.fp4_tflops);
+    field("nvlink_gbs_per_dir", shortestNumber(g.nvlink_gbs_per_dir), base && base->nvlink_gbs_per_dir == g.nvlink_gbs_per_dir);
     field("nvlink_links", std::to_string(g.nvlink_links), base && base->nvlink_links == g.nvlink_links);
-    field("tdp_w", num(g.tdp_w), base && base->tdp_w == g.tdp_w);
-    field("idle_w", num(g.idle_w), base && base->idle_w == g.idle_w);
+    field("tdp_w", shortestNumber(g.tdp_w), base && base->tdp_w == g.tdp_w);
+    field("idle_w", shortestNumber(g.idle_w), base && base->idle_w == g.idle_w);
     return "{" + out + "}";
 }
 
@@ -95,7 +91,7 @@ std::string topologyToYaml(const Topology& t)
     out += "name: " + scalar(t.name) + "\n";
     out += "gpu: " + gpuYaml(t.gpu) + "\n";
     out += std::string("pxn: ") + (t.pxn ? "true" : "false") + "\n";
-    out += "switch_power_w: " + num(t.switch_power_w) + "\n";
+    out += "switch_power_w: " + shortestNumber(t.switch_power_w) + "\n";
     out += "nodes:\n";
     for (const TopoNode& n : t.nodes()) {
         out += "  - {name: " + scalar(n.name) + ", kind: " + std::string(toString(n.kind));
@@ -117,8 +113,8 @@ std::string topologyToYaml(const Topology& t)
         const TopoLink& l = links[i];
         const bool pair = i + 1 < links.size() && reverseOf(l, links[i + 1]);
         out += "  - {from: " + scalar(t.node(l.from).name) + ", to: " + scalar(t.node(l.to).name) +
-               ", kind: " + std::string(toString(l.kind)) + ", gbs: " + num(l.capacity_gbs) +
-               ", latency_us: " + num(l.latency_us);
+               ", kind: " + std::string(toString(l.kind)) + ", gbs: " + shortestNumber(l.capacity_gbs) +
+               ", latency_us: " + shortestNumber(l.latency_us);
         if (!pair)
             out += ", bidirectional: false";
         out += "}\n";
@@ -143,9 +139,9 @@ std::string topologyParamsToYaml(const TopologyParams& p)
     if (p.nics_per_gpu != d.nics_per_gpu)
         out += ", nics_per_gpu: " + std::to_string(p.nics_per_gpu);
     if (p.nic_gbs != d.nic_gbs)
-        out += ", nic_gbs: " + num(p.nic_gbs);
+        out += ", nic_gbs: " + shortestNumber(p.nic_gbs);
     if (p.nvlink_gbs != d.nvlink_gbs)
-        out += ", nvlink_gbs: " + num(p.nvlink_gbs);
+        out += ", nvlink_gbs: " + shortestNumber(p.nvlink_gbs);
     if (p.gpus_per_leaf != d.gpus_per_leaf)
         out += ", gpus_per_leaf: " + std::to_string(p.gpus_per_leaf);
     return out + "}";
