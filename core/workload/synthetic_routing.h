@@ -49,6 +49,8 @@ namespace moex {
 
 namespace detail {
 
+struct RandomTables;
+
 // One step of splitmix64: advances `x` and returns a well-mixed 64-bit value (seeds, sub-seeds).
 std::uint64_t splitmix64(std::uint64_t& x);
 
@@ -230,6 +232,8 @@ private:
         std::vector<double> clipMean;  // per expert: mean pairs under sub-batch caps; < 0: not clipped
         std::vector<double> clipSd;    // and their standard deviation
         std::vector<int> heavy;        // experts a sub-batch cap clips (the first numHeavy)
+        std::vector<int> heavyGroup;   // and the routing group of each
+        std::vector<int> subTokens;    // per routing group: tokens of one of its sub-batches (capScale)
         int numHeavy = 0;
         std::vector<int> prefixPairs;  // per expert: pairs drawn up to and including it
         std::vector<double> prefixMu;  // per expert: expected pairs up to and including it
@@ -253,8 +257,9 @@ private:
     void chooseGroupsCounts(detail::Rng& rng, CountScratch& scratch) const;
     void addSubBatch(std::uint64_t mask, int tokens, CountScratch& scratch) const;
     static constexpr int kMaskedGroups = 10;  // up to this many routing groups, sub-batches are tallied per subset
-    double capScale(CountScratch& scratch, int n) const;
-    void clippedRate(double rate, int tokens, double& m1, double& m2, double& below) const;
+    double capScale(CountScratch& scratch, int n, double start) const;
+    void clippedRate(const detail::RandomTables& tables, double rate, int tokens, double& m1, double& m2,
+                     double& below) const;
     void removePairs(RoutingSample::Count* row, int excess, int drawn, detail::Rng& rng, CountScratch& scratch) const;
     void addPairs(RoutingSample::Count* row, int missing, const int* cap, detail::Rng& rng, CountScratch& scratch) const;
     std::size_t withRoomByMean(const RoutingSample::Count* row, const int* cap, const double* mu, detail::Rng& rng) const;

@@ -148,6 +148,8 @@ void SyntheticRouting::nextCounts(RoutingSample& out)
             c.clipMean.assign(ne, -1.0);
             c.clipSd.assign(ne, 0.0);
             c.heavy.assign(ne + 1, 0);
+            c.heavyGroup.assign(ne + 1, 0);
+            c.subTokens.assign(ng, 0);
             c.prefixPairs.assign(ne, 0);
             c.prefixMu.assign(ne, 0.0);
             // Bits for the pairs of a Poisson draw: it stays below twice the row's pairs plus 256
@@ -347,8 +349,10 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
                 const std::size_t len = std::min<std::size_t>(64, (j + 1) * gs - x0);
                 for (std::uint64_t m = atLeast(c.mu.data() + x0, len, clipFrom); m != 0; m &= m - 1) {
                     const std::size_t x = x0 + static_cast<std::size_t>(std::countr_zero(m));
-                    if (c.clipMean[x] < 0.0)  // not heavy yet
+                    if (c.clipMean[x] < 0.0) {  // not heavy yet
+                        c.heavyGroup[static_cast<std::size_t>(count)] = static_cast<int>(j);
                         heavy[count++] = static_cast<int>(x);
+                    }
                 }
             }
         }
@@ -357,7 +361,7 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
         c.numHeavy = count;
         if (count == before)
             break;
-        scale = capScale(c, n);
+        scale = capScale(c, n, scale);
         if (scale == 1.0)
             break;
     }
@@ -406,7 +410,8 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
     layer.rng = rng;
 }
 
-void SyntheticRouting::clippedRate(double rate, int tokens, double& m1, double& m2, double& below) const
+inline void SyntheticRouting::clippedRate(const detail::RandomTables& tables, double rate, int tokens, double& m1,
+                                          double& m2, double& below) const
 {
     // One sub-batch of `tokens` tokens: tokens * top_k pairs, each on the expert with probability
     // rate / pairs, at most `tokens` of them kept.
@@ -414,45 +419,58 @@ void SyntheticRouting::clippedRate(double rate, int tokens, double& m1, double& 
     const double p = rate / pairs;
     // Below p = 0.05 the binomial is the Poisson to within 5% in variance: read from the tables.
     if (p < 0.05 && rate < detail::RandomTables::kPoissonTableMean && tokens < detail::RandomTables::kPoissonTail - 1)
-        detail::RandomTables::get().clippedPoissonFromTable(rate, tokens, m1, m2, below);
+        tables.clippedPoissonFromTable(rate, tokens, m1, m2, below);
     else
         detail::clippedBinomial(pairs, std::min(1.0, p), tokens, m1, m2, below);
 }
 
-double SyntheticRouting::capScale(CountScratch& c, int n) const
+double SyntheticRouting::capScale(CountScratch& c, int n, double start) const
 {
     // The factor on every expert's rate that keeps the row's expected pairs at n when sub-batch
     // caps clip the heavy experts: f(s) = sum over experts of E[pairs at rate s mu] - n = 0 by
     // Newton steps (f is increasing and concave in s; f(1) <= 0); the other experts' expected
     // pairs are s mu. 1 when the clipping loses less than 0.2% of the pairs (the exact total's
     // correction adds them back). Leaves the heavy experts' mean and standard deviation at that
-    // scale in c.clipMean and c.clipSd.
-    const auto gs = static_cast<std::size_t>(m_groupSize);
-    const std::span<const int> heavy(c.heavy.data(), static_cast<std::size_t>(c.numHeavy));
+    // scale in c.clipMean and c.clipSd. Newton starts at `start`, the root for fewer heavy
+    // experts or 1: clipping more experts only lowers f, so f(start) <= 0 and the steps rise to
+    // the root from below.
+    const auto numHeavy = static_cast<std::size_t>(c.numHeavy);
+    const int* heavy = c.heavy.data();
+    const int* group = c.heavyGroup.data();
     double heavyMu = 0.0;
-    for (int x : heavy)
-        heavyMu += c.mu[static_cast<std::size_t>(x)];
+    for (std::size_t i = 0; i < numHeavy; ++i)
+        heavyMu += c.mu[static_cast<std::size_t>(heavy[i])];
+    // Per routing group: the tokens of one of its sub-batches (the cap of each draw).
+    for (std::size_t j = 0; j < static_cast<std::size_t>(m_routingGroups); ++j)
+        c.subTokens[j] = c.subs[j] > 0 ? c.cap[j] / c.subs[j] : 0;
+    const detail::RandomTables& tables = detail::RandomTables::get();
     const double lightMu = std::max(0.0, static_cast<double>(n) - heavyMu);
-    double s = 1.0;
+    double s = start;
     for (int iteration = 0; iteration < 30; ++iteration) {
         double f = s * lightMu - static_cast<double>(n);
         double slope = lightMu;
-        for (int xi : heavy) {
-            const auto x = static_cast<std::size_t>(xi);
-            const std::size_t j = x / gs;
+        for (std::size_t i = 0; i < numHeavy; ++i) {
+            const auto x = static_cast<std::size_t>(heavy[i]);
+            const auto j = static_cast<std::size_t>(group[i]);
             const int subs = c.subs[j];
+            const int tokens = c.subTokens[j];
+            const double rate = s * c.mu[x] / subs;
             double m1 = 0.0;
             double m2 = 0.0;
             double below = 0.0;  // P(X < t): about d E[min(X, t)] / d rate
-            clippedRate(s * c.mu[x] / subs, c.cap[j] / subs, m1, m2, below);
+            clippedRate(tables, rate, tokens, m1, m2, below);
             c.clipMean[x] = subs * m1;
-            c.clipSd[x] = std::sqrt(std::max(0.0, subs * (m2 - m1 * m1)));
+            c.clipSd[x] = subs * (m2 - m1 * m1);  // the variance: its root once s is final
             f += subs * m1;
             slope += c.mu[x] * below;
         }
         if (f >= -2e-3 * n || !(slope > 0.0))
-            return s;
+            break;
         s -= f / slope;
+    }
+    for (std::size_t i = 0; i < numHeavy; ++i) {
+        double& sd = c.clipSd[static_cast<std::size_t>(heavy[i])];
+        sd = std::sqrt(std::max(0.0, sd));
     }
     return s;
 }

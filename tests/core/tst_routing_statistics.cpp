@@ -334,6 +334,10 @@ void TestRoutingStatistics::countsMatchPairs_data()
     Case drift = r1;
     drift.drift = 0.05;
     QTest::addRow("deepseek drifting") << drift;
+    Case single = r1;  // deepseek-v3.2 at 64K context: 16 tokens, each its own sub-batch (every expert clipped)
+    single.tokens = 16;
+    single.subbatches = 16;
+    QTest::addRow("deepseek one-token sub-batches") << single;
     Case kimi;  // kimi-k2: 384 experts, no group limit
     kimi.experts = 384;
     kimi.groups = 1;
