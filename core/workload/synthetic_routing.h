@@ -234,6 +234,7 @@ private:
         std::vector<int> heavy;        // experts a sub-batch cap clips (the first numHeavy)
         std::vector<int> heavyGroup;   // and the routing group of each
         std::vector<int> subTokens;    // per routing group: tokens of one of its sub-batches (capScale)
+        std::vector<double> heavyRate, heavySubs, heavyMu, heavyNone;  // per heavy expert (capScaleOneToken)
         int numHeavy = 0;
         std::vector<int> prefixPairs;  // per expert: pairs drawn up to and including it
         std::vector<double> prefixMu;  // per expert: expected pairs up to and including it
@@ -258,6 +259,7 @@ private:
     void addSubBatch(std::uint64_t mask, int tokens, CountScratch& scratch) const;
     static constexpr int kMaskedGroups = 10;  // up to this many routing groups, sub-batches are tallied per subset
     double capScale(CountScratch& scratch, int n, double start) const;
+    double capScaleOneToken(CountScratch& scratch, int n, double start, double lightMu) const;
     void clippedRate(const detail::RandomTables& tables, double rate, int tokens, double& m1, double& m2,
                      double& below) const;
     void removePairs(RoutingSample::Count* row, int excess, int drawn, detail::Rng& rng, CountScratch& scratch) const;

@@ -150,6 +150,10 @@ void SyntheticRouting::nextCounts(RoutingSample& out)
             c.heavy.assign(ne + 1, 0);
             c.heavyGroup.assign(ne + 1, 0);
             c.subTokens.assign(ng, 0);
+            c.heavyRate.assign(ne + 1, 0.0);
+            c.heavySubs.assign(ne + 1, 0.0);
+            c.heavyMu.assign(ne + 1, 0.0);
+            c.heavyNone.assign(ne + 1, 0.0);
             c.prefixPairs.assign(ne, 0);
             c.prefixMu.assign(ne, 0.0);
             // Bits for the pairs of a Poisson draw: it stays below twice the row's pairs plus 256
@@ -441,10 +445,15 @@ double SyntheticRouting::capScale(CountScratch& c, int n, double start) const
     for (std::size_t i = 0; i < numHeavy; ++i)
         heavyMu += c.mu[static_cast<std::size_t>(heavy[i])];
     // Per routing group: the tokens of one of its sub-batches (the cap of each draw).
-    for (std::size_t j = 0; j < static_cast<std::size_t>(m_routingGroups); ++j)
+    bool oneToken = true;
+    for (std::size_t j = 0; j < static_cast<std::size_t>(m_routingGroups); ++j) {
         c.subTokens[j] = c.subs[j] > 0 ? c.cap[j] / c.subs[j] : 0;
-    const detail::RandomTables& tables = detail::RandomTables::get();
+        oneToken = oneToken && c.subTokens[j] <= 1;
+    }
     const double lightMu = std::max(0.0, static_cast<double>(n) - heavyMu);
+    if (oneToken)
+        return capScaleOneToken(c, n, start, lightMu);
+    const detail::RandomTables& tables = detail::RandomTables::get();
     double s = start;
     for (int iteration = 0; iteration < 30; ++iteration) {
         double f = s * lightMu - static_cast<double>(n);
@@ -471,6 +480,55 @@ double SyntheticRouting::capScale(CountScratch& c, int n, double start) const
     for (std::size_t i = 0; i < numHeavy; ++i) {
         double& sd = c.clipSd[static_cast<std::size_t>(heavy[i])];
         sd = std::sqrt(std::max(0.0, sd));
+    }
+    return s;
+}
+
+double SyntheticRouting::capScaleOneToken(CountScratch& c, int n, double start, double lightMu) const
+{
+    // capScale where every sub-batch holds one token (DeepSeek-V3.2 at long context: 16 tokens a
+    // GPU, each its own sub-batch). Then min(X, 1), X ~ Binomial(top_k, p) of one token's pairs,
+    // has the closed form m1 = m2 = 1 - (1 - p)^top_k and P(X < 1) = (1 - p)^top_k: no table, no
+    // branch, the power by squaring. A heavy expert's count over its group's sub-batches is then
+    // Binomial(subs, m1): mean subs m1, variance subs m1 (1 - m1).
+    const auto numHeavy = static_cast<std::size_t>(c.numHeavy);
+    double* rate = c.heavyRate.data();  // per heavy expert: p / s = mu / (subs top_k)
+    double* subs = c.heavySubs.data();
+    double* mu = c.heavyMu.data();
+    double* none = c.heavyNone.data();  // P(X = 0) at the current s
+    for (std::size_t i = 0; i < numHeavy; ++i) {
+        const auto x = static_cast<std::size_t>(c.heavy[i]);
+        subs[i] = c.subs[static_cast<std::size_t>(c.heavyGroup[i])];
+        mu[i] = c.mu[x];
+        rate[i] = c.mu[x] / (subs[i] * m_topK);
+    }
+    double s = start;
+    for (int iteration = 0; iteration < 30; ++iteration) {
+        double f = s * lightMu - static_cast<double>(n);
+        double slope = lightMu;
+        for (std::size_t i = 0; i < numHeavy; ++i) {
+            const double q = 1.0 - std::min(1.0, s * rate[i]);
+            double power = 1.0;
+            double base = q;
+            for (int e = m_topK;; base *= base) {
+                if (e & 1)
+                    power *= base;
+                if ((e >>= 1) == 0)
+                    break;
+            }
+            none[i] = power;
+            f += subs[i] * (1.0 - power);
+            slope += mu[i] * power;
+        }
+        if (f >= -2e-3 * n || !(slope > 0.0))
+            break;
+        s -= f / slope;
+    }
+    for (std::size_t i = 0; i < numHeavy; ++i) {
+        const auto x = static_cast<std::size_t>(c.heavy[i]);
+        const double m1 = 1.0 - none[i];
+        c.clipMean[x] = subs[i] * m1;
+        c.clipSd[x] = std::sqrt(std::max(0.0, subs[i] * m1 * none[i]));
     }
     return s;
 }
