@@ -235,6 +235,8 @@ private:
         std::vector<int> heavyGroup;   // and the routing group of each
         std::vector<int> subTokens;    // per routing group: tokens of one of its sub-batches (capScale)
         std::vector<double> heavyRate, heavySubs, heavyMu, heavyNone;  // per heavy expert (capScaleOneToken)
+        std::vector<std::uint32_t> bits;  // per expert: the 32 random bits of its draw
+        std::vector<int> light;           // the experts of a group drawn by Poisson (not clipped)
         int numHeavy = 0;
         std::vector<int> prefixPairs;  // per expert: pairs drawn up to and including it
         std::vector<double> prefixMu;  // per expert: expected pairs up to and including it

@@ -151,6 +151,8 @@ void SyntheticRouting::nextCounts(RoutingSample& out)
             c.heavyGroup.assign(ne + 1, 0);
             c.subTokens.assign(ng, 0);
             c.heavyRate.assign(ne + 1, 0.0);
+            c.bits.assign(ne + 1, 0);
+            c.light.assign(ne, 0);
             c.heavySubs.assign(ne + 1, 0.0);
             c.heavyMu.assign(ne + 1, 0.0);
             c.heavyNone.assign(ne + 1, 0.0);
@@ -371,7 +373,28 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
     }
 
     // One Poisson draw per expert (capped by its group's tokens); a normal for the clipped ones.
+    // A sub-batch of t tokens gives an expert at most t pairs. Where that binds (capScale), the
+    // count is the sum over the group's sub-batches of binomial draws (t * top_k pairs) clipped at
+    // t, drawn as a normal with that sum's mean and variance. The clipped experts then count as
+    // full for the pairs added to reach the exact total: the pairs sampler redraws a full expert's
+    // pairs over the experts with room, in proportion to weight. Two experts per random word.
     int drawn = 0;
+    const auto drawClipped = [&](std::size_t x, std::uint32_t random, int cap) {
+        const double z = tables.quantile[random >> 20];
+        const double clipped = c.clipMean[x] + c.clipSd[x] * z + 0.5;
+        const int k = std::clamp(clipped > 0.0 ? static_cast<int>(clipped) : 0, 0, cap);
+        row[x] = static_cast<RoutingSample::Count>(k);
+        drawn += k;
+        c.capX[x] = k;         // full
+        c.clipMean[x] = -1.0;  // back to "not clipped" for the next row
+    };
+    // Where many experts are clipped (one-token sub-batches), which one is is a coin flip the
+    // branch predictor keeps missing: then a group's random words are drawn first, the Poisson
+    // draws run over a list of the experts not clipped and the normal ones over the clipped, with
+    // the same bits per expert (so the same counts).
+    const bool manyClipped = c.numHeavy * 8 >= m_numExperts;
+    std::uint32_t* bits = c.bits.data();
+    int* light = c.light.data();
     for (std::size_t j = 0; j < ng; ++j) {
         const int cap = c.cap[j];
         const std::size_t begin = j * gs;
@@ -380,32 +403,45 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
             std::fill_n(row + begin, gs, 0);
             continue;
         }
-        // A sub-batch of t tokens gives an expert at most t pairs. Where that binds (capScale),
-        // the count is the sum over the group's sub-batches of binomial draws (t * top_k pairs)
-        // clipped at t, drawn as a normal with that sum's mean and variance. The clipped experts
-        // then count as full for the pairs added to reach the exact total: the pairs sampler
-        // redraws a full expert's pairs over the experts with room, in proportion to weight.
-        // Two experts per random word.
+        if (manyClipped) {
+            for (std::size_t x = begin; x < begin + gs; x += 2) {  // bits has room for an odd group's spare half
+                const std::uint64_t r = rng.next();
+                bits[x] = static_cast<std::uint32_t>(r);
+                bits[x + 1] = static_cast<std::uint32_t>(r >> 32);
+            }
+            std::size_t numLight = 0;
+            for (std::size_t x = begin; x < begin + gs; ++x) {
+                light[numLight] = static_cast<int>(x);
+                numLight += c.clipMean[x] < 0.0 ? 1u : 0u;
+            }
+            for (std::size_t i = 0; i < numLight; ++i) {
+                const auto x = static_cast<std::size_t>(light[i]);
+                const int k = std::min(tables.poisson(scale * c.mu[x], bits[x]), cap);
+                row[x] = static_cast<RoutingSample::Count>(k);
+                drawn += k;
+            }
+            continue;
+        }
         std::uint64_t r = 0;
         for (std::size_t x = begin; x < begin + gs; ++x) {
             if (((x - begin) & 1u) == 0)
                 r = rng.next();
             else
                 r >>= 32;
-            int k = 0;
             if (c.clipMean[x] < 0.0) {
-                k = std::min(tables.poisson(scale * c.mu[x], static_cast<std::uint32_t>(r)), cap);
+                const int k = std::min(tables.poisson(scale * c.mu[x], static_cast<std::uint32_t>(r)), cap);
+                row[x] = static_cast<RoutingSample::Count>(k);
+                drawn += k;
             } else {
-                const double z = tables.quantile[static_cast<std::uint32_t>(r) >> 20];
-                const double clipped = c.clipMean[x] + c.clipSd[x] * z + 0.5;
-                k = std::clamp(clipped > 0.0 ? static_cast<int>(clipped) : 0, 0, cap);
-                c.capX[x] = k;  // full
-                c.clipMean[x] = -1.0;  // back to "not clipped" for the next row
+                drawClipped(x, static_cast<std::uint32_t>(r), cap);
             }
-            row[x] = static_cast<RoutingSample::Count>(k);
-            drawn += k;
         }
     }
+    if (manyClipped)
+        for (std::size_t i = 0; i < static_cast<std::size_t>(c.numHeavy); ++i) {
+            const auto x = static_cast<std::size_t>(c.heavy[i]);
+            drawClipped(x, bits[x], c.cap[static_cast<std::size_t>(c.heavyGroup[i])]);
+        }
     const int* capX = c.capX.data();
     if (drawn > n)
         removePairs(row, drawn - n, drawn, rng, c);
