@@ -194,18 +194,7 @@ void clippedBinomial(int n, double p, int t, double& m1, double& m2, double& bel
         return;
     }
     // P(X = 0) = (1 - p)^n: by repeated squaring for the sub-batches' few pairs (no exp or log).
-    double pk = 1.0;
-    if (n <= 1024) {
-        double q = 1.0 - p;
-        for (int e = n;; q *= q) {
-            if (e & 1)
-                pk *= q;
-            if ((e >>= 1) == 0)
-                break;
-        }
-    } else {
-        pk = std::exp(n * std::log1p(-p));
-    }
+    double pk = n <= 1024 ? powerBySquaring(1.0 - p, n) : std::exp(n * std::log1p(-p));
     const double odds = p / (1.0 - p);
     double cdf = 0.0;
     for (int k = 0; k < t && k <= n; ++k) {

@@ -95,6 +95,18 @@ int binomial(Rng& rng, int n, double p);
 int poisson(double mean, std::uint32_t random);
 // The first two moments of min(X, t) for X ~ Binomial(n, p), and P(X < t).
 void clippedBinomial(int n, double p, int t, double& m1, double& m2, double& below);
+// base^exponent for exponent >= 0 by repeated squaring: (1 - p)^n of a binomial's few pairs
+// without exp and log (about log2(n) multiplications).
+inline double powerBySquaring(double base, int exponent)
+{
+    double power = 1.0;
+    for (;; base *= base) {
+        if (exponent & 1)
+            power *= base;
+        if ((exponent >>= 1) == 0)
+            return power;
+    }
+}
 // The race of 8 routing groups (the counts sampler's group choice of a sub-batch): the mask of the
 // `count` smallest keys exponential[v_q] * inverse[q] + offset[q], v_q the q-th 16 bits of r0
 // (q < 4) or r1 (low bits first), ties to the lower index. `vector`: in AVX2 (where race8HasAvx2),

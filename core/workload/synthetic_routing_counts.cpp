@@ -543,15 +543,7 @@ double SyntheticRouting::capScaleOneToken(CountScratch& c, int n, double start, 
         double f = s * lightMu - static_cast<double>(n);
         double slope = lightMu;
         for (std::size_t i = 0; i < numHeavy; ++i) {
-            const double q = 1.0 - std::min(1.0, s * rate[i]);
-            double power = 1.0;
-            double base = q;
-            for (int e = m_topK;; base *= base) {
-                if (e & 1)
-                    power *= base;
-                if ((e >>= 1) == 0)
-                    break;
-            }
+            const double power = detail::powerBySquaring(1.0 - std::min(1.0, s * rate[i]), m_topK);
             none[i] = power;
             f += subs[i] * (1.0 - power);
             slope += mu[i] * power;

@@ -212,6 +212,7 @@ private slots:
     void poissonMoments_data();
     void poissonMoments();
     void exponentialTable();
+    void clippedBinomialMoments();
     void raceVectorMatchesScalar();
     void raceIsSequentialChoice();
     void countsMatchPairs_data();
@@ -250,6 +251,41 @@ void TestRoutingStatistics::poissonMoments()
         QVERIFY2(std::abs(zeros / static_cast<double>(n) - p0) < 5 * std::sqrt(p0 * (1 - p0) / n) + 1e-3,
                  qPrintable(QString::number(zeros / static_cast<double>(n))));
     }
+}
+
+void TestRoutingStatistics::clippedBinomialMoments()
+{
+    // detail::clippedBinomial against the moments of min(X, t) summed from the binomial's pmf
+    // (lgamma, exp), for the sub-batches' shapes: one token (t = 1, the closed form's case), a few,
+    // and more pairs than the power by squaring takes (n > 1024: exp and log1p).
+    struct Shape {
+        int n;
+        double p;
+        int t;
+    };
+    for (const Shape& c : {Shape{8, 0.01, 1}, Shape{8, 0.3, 1}, Shape{32, 0.05, 4}, Shape{32, 0.2, 4}, Shape{1000, 0.003, 3},
+                           Shape{4096, 0.001, 8}, Shape{9, 0.5, 20}}) {
+        double m1 = 0, m2 = 0, below = 0;
+        for (int k = 0; k <= c.n; ++k) {
+            const double pmf = std::exp(std::lgamma(c.n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(c.n - k + 1.0) +
+                                        k * std::log(c.p) + (c.n - k) * std::log1p(-c.p));
+            const double clipped = std::min(k, c.t);
+            m1 += pmf * clipped;
+            m2 += pmf * clipped * clipped;
+            if (k < c.t)
+                below += pmf;
+        }
+        double g1 = 0, g2 = 0, gBelow = 0;
+        detail::clippedBinomial(c.n, c.p, c.t, g1, g2, gBelow);
+        const QString what = QStringLiteral("n %1 p %2 t %3: %4 %5 %6 vs %7 %8 %9")
+                                 .arg(c.n).arg(c.p).arg(c.t).arg(g1).arg(g2).arg(gBelow).arg(m1).arg(m2).arg(below);
+        QVERIFY2(std::abs(g1 - m1) <= 1e-9 * std::max(1.0, m1), qPrintable(what));
+        QVERIFY2(std::abs(g2 - m2) <= 1e-9 * std::max(1.0, m2), qPrintable(what));
+        QVERIFY2(std::abs(gBelow - below) <= 1e-9, qPrintable(what));
+    }
+    QCOMPARE(detail::powerBySquaring(0.5, 0), 1.0);
+    QCOMPARE(detail::powerBySquaring(0.5, 10), std::ldexp(1.0, -10));
+    QCOMPARE(detail::powerBySquaring(3.0, 5), 243.0);
 }
 
 void TestRoutingStatistics::exponentialTable()
