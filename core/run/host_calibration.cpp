@@ -19,10 +19,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The expert shapes the curves are measured at (CpuCalibration): short rows, then long ones. The
-// long shape is none of the shapes the predictions are checked on (tests/bench/predicted_vs_measured.sh).
+// The expert shapes the curves are measured at (CpuCalibration): short rows, then longer ones,
+// the longest past the samples' longest rows (Mixtral-8x7B's 4096 x 14336: rho 1.86e-4) so that
+// no model's curve is extrapolated: bf16 and mxfp4 stop getting faster per weight where their rows
+// grow long enough to be memory-bound, fp8 keeps falling (docs/PERFORMANCE.md). None is a shape the
+// predictions are checked on (tests/bench/predicted_vs_measured.sh).
 constexpr CpuExpertShape kShortShape{2048, 1024};
-constexpr CpuExpertShape kLongShape{6144, 2048};
+constexpr CpuExpertShape kLongerShapes[] = {{6144, 2048}, {8192, 4096}};
 // Per thread: far beyond any last-level cache share. A cycle only a few times the cache still
 // hits in a victim L3 and read 10-25% faster than the engine's gigabytes of weights.
 constexpr double kStreamBytes = 192e6;
@@ -159,7 +162,7 @@ Calibration measureHostCalibration(const HostCalibrationOptions& options)
 
     // Every count to 16: the kernels' tiles (up to 8 tokens, engine/row_kernels_bf16.h) make the
     // curve a staircase there, and decode's experts get a few tokens each; beyond, the curve is
-    // close to linear (compute-bound). The long shape, which only corrects the short one's level
+    // close to linear (compute-bound). The longer shapes, which only correct the short one's level
     // for longer rows, at fewer counts.
     std::vector<double> tokenCounts, longCounts;
     if (options.quick) {
@@ -173,8 +176,12 @@ Calibration measureHostCalibration(const HostCalibrationOptions& options)
     const ExpertTiming timing{threads, seconds, streamBytes, options.quick ? 1 : 3, options.quick ? 1 : 2, say};
     cpu.expert_shape = kShortShape;
     cpu.expert = measureExpertCurves(kShortShape, tokenCounts, timing);
-    cpu.long_shape = kLongShape;
-    cpu.expert_long = measureExpertCurves(kLongShape, longCounts, timing);
+    cpu.longer.clear();
+    for (const CpuExpertShape& shape : kLongerShapes) {
+        if (options.quick && !cpu.longer.empty())
+            break;  // a quick look (tests): one longer shape; the longest's weights take seconds to make
+        cpu.longer.push_back({shape, measureExpertCurves(shape, longCounts, timing)});
+    }
 
     {  // Router: the fp32 gate of a 256-expert, 4096-hidden layer on one block of 8 tokens (the
        // engine's routerLogits takes 8 tokens per pass over the matrix), the matrices cycled so

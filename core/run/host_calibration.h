@@ -21,7 +21,7 @@ namespace moex {
 
 struct HostCalibrationOptions {
     int threads = 0;     // 0: every core this process may use
-    bool quick = false;  // fewer token counts, shorter timings (tests)
+    bool quick = false;  // fewer token counts, shorter timings, one longer shape (tests)
     std::function<void(const std::string&)> progress;  // one line per measurement
 };
 

@@ -56,18 +56,27 @@ std::optional<CpuCurve> CpuCalibration::curveFor(DType weights, int hidden, int 
     const CpuCurve* first = find(expert);
     if (first == nullptr)
         return std::nullopt;
-    const CpuCurve* longer = long_shape ? find(expert_long) : nullptr;
-    const double rhoA = expert_shape.rho();
-    const double rhoB = longer ? long_shape->rho() : rhoA;
-    if (longer == nullptr || !(rhoB < rhoA) || hidden <= 0 || inter <= 0)
-        return *first;
-    const double rho = CpuExpertShape{hidden, inter}.rho();
-    // The weight of the long shape's curve: 0 at rows as short as the first shape's or shorter, 1 at
-    // the long shape's, on to rho = 0 (rows of infinite length) beyond it.
-    const double w = std::clamp((rhoA - rho) / (rhoA - rhoB), 0.0, rhoA / (rhoA - rhoB));
     CpuCurve out = *first;
+    // The shapes that have this format's curve, rows lengthening (rho falling).
+    std::vector<std::pair<double, const CpuCurve*>> shapes{{expert_shape.rho(), first}};
+    for (const CpuShapeCurves& s : longer)
+        if (const CpuCurve* curve = find(s.curves); curve != nullptr && s.shape.rho() < shapes.back().first)
+            shapes.emplace_back(s.shape.rho(), curve);
+    if (shapes.size() == 1 || hidden <= 0 || inter <= 0)
+        return out;
+    const double rho = CpuExpertShape{hidden, inter}.rho();
+    if (rho >= shapes.front().first)
+        return out;  // rows as short as the first shape's or shorter: its curve
+    // The two shapes around rho, or the longest two beyond the longest (on to rho = 0 at most).
+    std::size_t k = 1;
+    while (k + 1 < shapes.size() && rho < shapes[k].first)
+        ++k;
+    const auto [rhoA, a] = shapes[k - 1];
+    const auto [rhoB, b] = shapes[k];
+    const double w = std::min((rhoA - rho) / (rhoA - rhoB), rhoA / (rhoA - rhoB));
     for (auto& [tokens, us] : out) {
-        const double at = us + w * (cpuCurveUs(*longer, tokens) - us);
+        const double from = k == 1 ? us : cpuCurveUs(*a, tokens);
+        const double at = from + w * (cpuCurveUs(*b, tokens) - from);
         us = std::max(at, 0.25 * us);  // an extrapolation never prices a weight at under a quarter of a measured one
     }
     return out;
@@ -171,8 +180,8 @@ const NumericKey kNumericKeys[] = {
 constexpr const char* kTileKey = "gemm_tile_tokens";
 constexpr const char* kCpuKey = "cpu";
 const std::vector<std::string> kCpuKeys{"model", "kernel", "cores", "router_gflops", "copy_gbs", "sync_us",
-                                        "expert_us_per_mweight", "expert_shape", "expert_long_us_per_mweight",
-                                        "expert_long_shape"};
+                                        "expert_us_per_mweight", "expert_shape", "expert_longer",
+                                        "expert_long_us_per_mweight", "expert_long_shape"};
 const std::vector<std::string> kCpuFormats{"f32", "bf16", "fp8", "mxfp4"};
 
 // Per format, a list of [tokens, us] points, tokens rising.
@@ -244,24 +253,49 @@ void readCpu(const YAML::Node& n, YamlReader& r, CpuCalibration& c)
     }
     // One measurement: nothing of the base's curves or shapes is kept.
     c.expert_shape = {};
-    c.expert_long.clear();
-    c.long_shape.reset();
+    c.longer.clear();
     readCurves(n["expert_us_per_mweight"], "expert_us_per_mweight", r, c.expert);
     if (YamlReader::has(n, "expert_shape"))
         readShape(n["expert_shape"], "expert_shape", r, c.expert_shape);
-    const bool longCurves = YamlReader::has(n, "expert_long_us_per_mweight");
-    if (longCurves != YamlReader::has(n, "expert_long_shape")) {
+    const bool oneLonger = YamlReader::has(n, "expert_long_us_per_mweight");  // files before expert_longer
+    if (oneLonger != YamlReader::has(n, "expert_long_shape")) {
         r.error(n, "'expert_long_us_per_mweight' and 'expert_long_shape' go together (the curves and the shape they were measured at)");
         return;
     }
-    if (longCurves) {
-        readCurves(n["expert_long_us_per_mweight"], "expert_long_us_per_mweight", r, c.expert_long);
-        CpuExpertShape shape{0, 0};
-        readShape(n["expert_long_shape"], "expert_long_shape", r, shape);
-        if (shape.hidden > 0)
-            c.long_shape = shape;
-        if (c.long_shape && !(c.long_shape->rho() < c.expert_shape.rho()))
-            r.error(n["expert_long_shape"], "the long shape's rows must be longer than expert_shape's: (2 / hidden + 1 / inter) / 3 smaller");
+    if (oneLonger && YamlReader::has(n, "expert_longer")) {
+        r.error(n, "'expert_longer' replaces 'expert_long_us_per_mweight' and 'expert_long_shape': give one of them");
+        return;
+    }
+    const auto add = [&](const YAML::Node& shapeNode, const YAML::Node& curvesNode, const std::string& curvesKey) {
+        CpuShapeCurves s{{0, 0}, {}};
+        readShape(shapeNode, "shape", r, s.shape);
+        readCurves(curvesNode, curvesKey, r, s.curves);
+        if (s.shape.hidden <= 0)
+            return;
+        const double before = c.longer.empty() ? c.expert_shape.rho() : c.longer.back().shape.rho();
+        if (!(s.shape.rho() < before)) {
+            r.error(shapeNode, "each longer shape's rows must be longer than the shape's before it: (2 / hidden + 1 / inter) / 3 smaller");
+            return;
+        }
+        c.longer.push_back(std::move(s));
+    };
+    if (oneLonger)
+        add(n["expert_long_shape"], n["expert_long_us_per_mweight"], "expert_long_us_per_mweight");
+    if (YamlReader::has(n, "expert_longer")) {
+        const YAML::Node& list = n["expert_longer"];
+        if (!list.IsSequence()) {
+            r.error(list, "'expert_longer' must be a list of {shape: [hidden, inter], us_per_mweight: {format: [[tokens, us], ...]}}");
+            return;
+        }
+        for (const auto& entry : list) {
+            if (!r.expectMap(entry, "expert_longer entry", {"shape", "us_per_mweight"}))
+                continue;
+            if (!YamlReader::has(entry, "shape") || !YamlReader::has(entry, "us_per_mweight")) {
+                r.error(entry, "an 'expert_longer' entry needs 'shape' and 'us_per_mweight'");
+                continue;
+            }
+            add(entry["shape"], entry["us_per_mweight"], "us_per_mweight");
+        }
     }
 }
 
@@ -331,9 +365,15 @@ std::string calibrationToYaml(const Calibration& c)
         };
         curves("expert_us_per_mweight", cpu.expert);
         shape("expert_shape", cpu.expert_shape);
-        if (!cpu.expert_long.empty() && cpu.long_shape) {
-            curves("expert_long_us_per_mweight", cpu.expert_long);
-            shape("expert_long_shape", *cpu.long_shape);
+        if (!cpu.longer.empty()) {
+            out << YAML::Key << "expert_longer" << YAML::Value << YAML::BeginSeq;
+            for (const CpuShapeCurves& s : cpu.longer) {
+                out << YAML::BeginMap;
+                shape("shape", s.shape);
+                curves("us_per_mweight", s.curves);
+                out << YAML::EndMap;
+            }
+            out << YAML::EndSeq;
         }
         out << YAML::EndMap;
     }

@@ -23,7 +23,7 @@ namespace moex {
 //
 // A kernel's time per weight also depends on the rows' length (per-row costs: tile set-up, the
 // prefetches' run-in; docs/PERFORMANCE.md, "Expert shape in the CPU calibration"), so the curves
-// can be measured at two expert shapes: the model's curve is then interpolated between them by the
+// can be measured at several expert shapes: the model's curve is then interpolated between them by the
 // mean inverse row length of its three matrices, rho = (2 / hidden + 1 / inter) / 3 (gate and up
 // have rows of `hidden` weights, down of `inter`).
 using CpuCurve = std::vector<std::pair<double, double>>;  // (tokens, us per million weights), tokens ascending
@@ -33,6 +33,14 @@ struct CpuExpertShape {
     int hidden = 2048;
     int inter = 1024;
     [[nodiscard]] double rho() const { return (2.0 / hidden + 1.0 / inter) / 3.0; }
+    bool operator==(const CpuExpertShape&) const = default;
+};
+
+// The curves measured at one more expert shape.
+struct CpuShapeCurves {
+    CpuExpertShape shape;
+    CpuCurves curves;
+    bool operator==(const CpuShapeCurves&) const = default;
 };
 
 struct CpuCalibration {
@@ -41,8 +49,9 @@ struct CpuCalibration {
     int cores = 0;       // threads that ran at once (0: no CPU calibration)
     CpuCurves expert;    // measured at expert_shape (files without the key: 2048 x 1024, as measured then)
     CpuExpertShape expert_shape;
-    CpuCurves expert_long;  // the same at long_shape, of longer rows (smaller rho), where measured
-    std::optional<CpuExpertShape> long_shape;
+    // The same at shapes of longer rows, where measured: rho falls along the list, each below
+    // expert_shape's (files before 2026-12-06 had one: keys expert_long_*).
+    std::vector<CpuShapeCurves> longer;
     double router_gflops = 0;  // the router's fp32 gate GEMV on a block of 8 tokens, matrix from memory, per thread with every core busy
     double copy_gbs = 0;       // bytes copied per second per thread with every core busy
     double sync_us = 0;        // one barrier across the ranks (a phase's floor)
@@ -51,8 +60,9 @@ struct CpuCalibration {
     // The curve of the engine's storage of `weights` (fp32 -> f32; bf16, fp16 -> bf16; fp8 -> fp8;
     // 4-bit -> mxfp4, or bf16 when a dimension is not a multiple of 32, as the engine does) for an
     // expert of hidden x inter: with long-row curves, at expert's token counts, linear in rho
-    // between the two shapes, beyond the long shape on to rho = 0 at most, and at the first
-    // shape's value for rows shorter than it; nullopt when the file has no curve for the format.
+    // between the two measured shapes around it, beyond the longest along the last two on to
+    // rho = 0 at most, and at the first shape's value for rows shorter than it; nullopt when the
+    // file has no curve for the format.
     [[nodiscard]] std::optional<CpuCurve> curveFor(DType weights, int hidden, int inter) const;
 };
 

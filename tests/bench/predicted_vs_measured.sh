@@ -20,7 +20,7 @@ scale=${3:-1}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
 
-# name | sample | ranks | tokens | layer | steps (none of them a calibration shape: 2048 x 1024, 6144 x 2048)
+# name | sample | ranks | tokens | layer | steps (none of them a calibration shape: 2048 x 1024, 6144 x 2048, 8192 x 4096)
 shapes=(
   "mixtral-r2|mixtral-8x7b-decode-hgx-h100|2|32|0|200"
   "mixtral-r4|mixtral-8x7b-decode-hgx-h100|4|32|0|150"

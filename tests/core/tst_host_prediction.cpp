@@ -76,9 +76,8 @@ private slots:
         Calibration c = smallCpu(1);
         c.cpu.expert = {{"fp8", {{1, 100}, {4, 400}}}};
         c.cpu.expert_shape = {2048, 1024};
-        c.cpu.expert_long = {{"fp8", {{1, 60}, {2, 80}, {4, 200}}}};
-        c.cpu.long_shape = CpuExpertShape{6144, 2048};
-        const double rhoA = c.cpu.expert_shape.rho(), rhoB = c.cpu.long_shape->rho();
+        c.cpu.longer = {{{6144, 2048}, {{"fp8", {{1, 60}, {2, 80}, {4, 200}}}}}};
+        const double rhoA = c.cpu.expert_shape.rho(), rhoB = c.cpu.longer[0].shape.rho();
         QVERIFY(rhoB < rhoA);
         const auto at = [&](int hidden, int inter) { return *c.cpu.curveFor(DType::fp8, hidden, inter); };
         // Each shape's own curve, at the first curve's token counts.
@@ -98,14 +97,48 @@ private slots:
         // Rows shorter than the first shape's: its curve, not an extrapolation.
         QCOMPARE(at(64, 32), (CpuCurve{{1, 100}, {4, 400}}));
         // Rows of any length: never below a quarter of the measured value, whatever the slope.
-        c.cpu.expert_long = {{"fp8", {{1, 5}, {4, 10}}}};
+        c.cpu.longer[0].curves = {{"fp8", {{1, 5}, {4, 10}}}};
         QCOMPARE(at(1 << 20, 1 << 20)[0].second, 25.0);
-        // Without the long curve of a format, or a long shape: the first curve.
-        c.cpu.expert_long = {{"bf16", {{1, 5}}}};
+        // Without the long curve of a format, or without longer shapes: the first curve.
+        c.cpu.longer[0].curves = {{"bf16", {{1, 5}}}};
         QCOMPARE(at(6144, 2048), (CpuCurve{{1, 100}, {4, 400}}));
-        c.cpu.expert_long = {{"fp8", {{1, 60}}}};
-        c.cpu.long_shape.reset();
+        c.cpu.longer.clear();
         QCOMPARE(at(6144, 2048), (CpuCurve{{1, 100}, {4, 400}}));
+    }
+
+    void curveForInterpolatesBetweenThreeShapes()
+    {
+        // A third, longest shape (8192 x 4096: rho = 1.63e-4) at 50 us a million weights at 1 token:
+        // a model between the second and third shapes is read between them, not extrapolated from
+        // the first two; beyond the third, along the last two.
+        Calibration c = smallCpu(1);
+        c.cpu.expert = {{"bf16", {{1, 100}, {8, 160}}}};
+        c.cpu.expert_shape = {2048, 1024};
+        c.cpu.longer = {{{6144, 2048}, {{"bf16", {{1, 60}, {8, 140}}}}},
+                        {{8192, 4096}, {{"bf16", {{1, 56}, {4, 80}, {16, 150}}}}}};
+        const double rho1 = c.cpu.longer[0].shape.rho(), rho2 = c.cpu.longer[1].shape.rho();
+        const auto at = [&](int hidden, int inter) { return *c.cpu.curveFor(DType::bf16, hidden, inter); };
+        // Mixtral's 4096 x 14336 lies between the two longer shapes.
+        const double mixtral = CpuExpertShape{4096, 14336}.rho();
+        QVERIFY(mixtral < rho1 && mixtral > rho2);
+        const double w = (rho1 - mixtral) / (rho1 - rho2);
+        const CpuCurve m = at(4096, 14336);
+        QCOMPARE(m[0].second, 60 + w * (56 - 60));
+        // At 8 tokens the third curve is read between its points (80 at 4, 150 at 16: 103.33).
+        QCOMPARE(m[1].second, 140 + w * ((80 + (150.0 - 80) * 4 / 12) - 140));
+        // Each longer shape's own value at it.
+        QCOMPARE(at(8192, 4096)[0].second, 56.0);
+        QCOMPARE(at(6144, 2048)[0].second, 60.0);
+        // Between the first two shapes, the third does not count.
+        const double w0 = (c.cpu.expert_shape.rho() - CpuExpertShape{2880, 2880}.rho()) / (c.cpu.expert_shape.rho() - rho1);
+        QCOMPARE(at(2880, 2880)[0].second, 100 + w0 * (60 - 100));
+        // Beyond the longest: along the last two shapes.
+        const double rho = CpuExpertShape{16384, 16384}.rho();
+        QCOMPARE(at(16384, 16384)[0].second, 60 + (rho1 - rho) / (rho1 - rho2) * (56 - 60));
+        // A format missing at the middle shape: its neighbours are the first and the third.
+        c.cpu.longer[0].curves = {{"fp8", {{1, 1}}}};
+        const double rhoA = c.cpu.expert_shape.rho();
+        QCOMPARE(at(4096, 14336)[0].second, 100 + (rhoA - mixtral) / (rhoA - rho2) * (56 - 100));
     }
 
     void cpuCalibrationRoundTrips()
@@ -125,26 +158,30 @@ private slots:
         QVERIFY(back.cpu.expert[0].second == c.cpu.expert[0].second);
         QCOMPARE(back.cpu.expert_shape.hidden, 2048);  // a calibration without shapes: the one they were measured at
         QCOMPARE(back.cpu.expert_shape.inter, 1024);
-        QVERIFY(back.cpu.expert_long.empty());
-        // With the long-row curves: both shapes and both sets of curves come back.
-        Calibration two = smallCpu(2);
-        two.cpu.expert_shape = {1024, 512};
-        two.cpu.expert_long = {{"bf16", {{1, 50}, {8, 300}}}, {"fp8", {{1, 40}}}};
-        two.cpu.long_shape = CpuExpertShape{8192, 2048};
-        writeFileAtomically(path, calibrationToYaml(two));
-        const Calibration twoBack = loadCalibrationFile(path, defaultCalibration(GpuArch::cpu));
-        QCOMPARE(twoBack.cpu.expert_shape.hidden, 1024);
-        QCOMPARE(twoBack.cpu.expert_shape.inter, 512);
-        QVERIFY(twoBack.cpu.long_shape.has_value());
-        QCOMPARE(twoBack.cpu.long_shape->hidden, 8192);
-        QCOMPARE(twoBack.cpu.long_shape->inter, 2048);
-        QVERIFY(twoBack.cpu.expert_long == two.cpu.expert_long);
-        // A file of one shape read over a base of two keeps nothing of the base's long curves.
+        QVERIFY(back.cpu.longer.empty());
+        // With the long-row curves: every shape and every set of curves comes back, in order.
+        Calibration three = smallCpu(2);
+        three.cpu.expert_shape = {1024, 512};
+        three.cpu.longer = {{{8192, 2048}, {{"bf16", {{1, 50}, {8, 300}}}, {"fp8", {{1, 40}}}}},
+                            {{16384, 4096}, {{"bf16", {{1, 45}, {8, 290}}}}}};
+        writeFileAtomically(path, calibrationToYaml(three));
+        const Calibration threeBack = loadCalibrationFile(path, defaultCalibration(GpuArch::cpu));
+        QCOMPARE(threeBack.cpu.expert_shape.hidden, 1024);
+        QCOMPARE(threeBack.cpu.expert_shape.inter, 512);
+        QVERIFY(threeBack.cpu.longer == three.cpu.longer);
+        // A file of one shape read over a base of three keeps nothing of the base's long curves.
         writeFileAtomically(path, calibrationToYaml(c));
-        const Calibration over = loadCalibrationFile(path, twoBack);
-        QVERIFY(over.cpu.expert_long.empty());
-        QVERIFY(!over.cpu.long_shape.has_value());
+        const Calibration over = loadCalibrationFile(path, threeBack);
+        QVERIFY(over.cpu.longer.empty());
         QCOMPARE(over.cpu.expert_shape.hidden, 2048);
+        // A file written before expert_longer (one long shape, keys expert_long_*) reads as one entry.
+        writeFileAtomically(path, "name: old\ncpu: {cores: 1, router_gflops: 1, copy_gbs: 1, "
+                                  "expert_us_per_mweight: {bf16: [[1, 2]]}, expert_shape: [2048, 1024], "
+                                  "expert_long_us_per_mweight: {bf16: [[1, 1.5]]}, expert_long_shape: [6144, 2048]}\n");
+        const Calibration old = loadCalibrationFile(path, defaultCalibration(GpuArch::cpu));
+        QCOMPARE(old.cpu.longer.size(), std::size_t{1});
+        QVERIFY(old.cpu.longer[0].shape == (CpuExpertShape{6144, 2048}));
+        QVERIFY(old.cpu.longer[0].curves == (CpuCurves{{"bf16", {{1, 1.5}}}}));
         // A GPU calibration writes no CPU section and reads back without one.
         writeFileAtomically(path, calibrationToYaml(defaultCalibration(GpuArch::hopper)));
         QVERIFY(!loadCalibrationFile(path, defaultCalibration(GpuArch::hopper)).cpu.valid());
@@ -171,6 +208,20 @@ private slots:
         QTest::newRow("long shape of shorter rows")
             << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, 2]]}, expert_long_us_per_mweight: {bf16: [[1, 2]]}, expert_long_shape: [1024, 512]}"
             << "must be longer";
+        QTest::newRow("longer shapes out of order")
+            << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, 2]]}, expert_longer: "
+               "[{shape: [8192, 4096], us_per_mweight: {bf16: [[1, 2]]}}, {shape: [6144, 2048], us_per_mweight: {bf16: [[1, 2]]}}]}"
+            << "must be longer";
+        QTest::newRow("longer entry without curves")
+            << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, 2]]}, expert_longer: [{shape: [6144, 2048]}]}"
+            << "needs 'shape' and 'us_per_mweight'";
+        QTest::newRow("longer not a list")
+            << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, 2]]}, expert_longer: {shape: [6144, 2048]}}"
+            << "must be a list";
+        QTest::newRow("old and new long keys")
+            << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, 2]]}, expert_long_us_per_mweight: {bf16: [[1, 2]]}, "
+               "expert_long_shape: [6144, 2048], expert_longer: [{shape: [8192, 4096], us_per_mweight: {bf16: [[1, 2]]}}]}"
+            << "give one of them";
         QTest::newRow("negative time") << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, -2]]}}"
                                        << "microseconds per million weights";
     }
