@@ -7,7 +7,7 @@
 //
 // Tiles: tmm0-3 the sums of up to four tiles of rows, tmm4-5 the weights, tmm6-7 the tokens. Rows
 // go in tiles of 16 with one token block (decode) and in groups of 64 with several (a token tile
-// then feeds four row tiles). A tile or group walks the columns in chunks of kChunk: fp8 and MXFP4
+// then feeds four row tiles). A tile or group walks the columns in chunks (kChunkOf): fp8 and MXFP4
 // rows (and bf16 rows for several token blocks) are widened into a chunk buffer first
 // (bf16_weights.h, the avx512-bf16 kernel's conversions: the same bf16 values); with one token
 // block bf16 rows are read by the tile loads where they lie. Every token block then multiplies the
@@ -97,6 +97,12 @@ void releaseTiles()
 constexpr int kTileRows = 16;
 constexpr int kGroupTiles = 4;
 constexpr int kChunk = 256;                   // columns a group widens and multiplies at once
+// fp8 tiles of 16 rows (decode) widen 512 columns a chunk: 512 bytes of each row, as bf16's 256
+// columns are. Measured, decode of a Mixtral expert pair on two threads, five alternating rounds:
+// 1 token 14.3 -> 13.5 ms, 8 tokens 15.5 -> 15.0 ms (1024: slower; MXFP4 at 512 or 1024 slower too).
+template <WeightFormat F, int G>
+constexpr int kChunkOf = F == WeightFormat::fp8_block && G == 1 ? 2 * kChunk : kChunk;
+static_assert(kChunkOf<WeightFormat::fp8_block, 1> * kTileRows <= kChunk * kGroupTiles * kTileRows);
 // Rows ahead of the one being widened that are prefetched, at its columns, into L2. Measured, decode of a
 // Mixtral expert pair on two threads (docs/PERFORMANCE.md, "AMX tiles"): 8 rows against 4, 16 and
 // 32; into L2 against L1, fp8 at one token 27 -> 20 ms (medians of four alternating runs).
@@ -116,34 +122,34 @@ struct Call {
     int width;                   // tokens a block holds in the layout: n up to 16, else 16 (vnniWidth)
     std::size_t ldy;
     const std::uint8_t* tables;  // fp8: the lookup tables of the row block being run
-    std::uint16_t* chunk;        // kGroupTiles * 16 rows x kChunk bf16
+    std::uint16_t* chunk;        // kGroupTiles * 16 rows x kChunk bf16 (16 rows x 2 kChunk for fp8's tiles)
     float* partial;              // kGroupTiles tiles of 16 x 16 sums: a last block of fewer than 16 tokens
     // bf16 weights read by the tile loads where they lie (one token block: each weight is read
     // once), instead of copied into the chunk first (several: the copy is read again from L1).
     bool direct;
 };
 
-// Rows r .. r + rows - 1, columns [c0, c1) of the matrix as bf16 into the chunk buffer (kChunk
+// Rows r .. r + rows - 1, columns [c0, c1) of the matrix as bf16 into the chunk buffer (Chunk
 // values a row), one row at a time (bf16 read directly: only the prefetches). Meanwhile the row
 // kAheadRows further in the order rows are read (these rows' next chunk after the last, then the
 // rows after these from their first column) is prefetched at the same columns, so that each row's
 // stretch starts in cache: the tile loads of 16 rows at once leave the hardware prefetchers too
 // many streams to follow (a group of 64 rows read straight by the tiles ran at half the bandwidth).
-template <WeightFormat F>
+template <WeightFormat F, int Chunk>
 MOEX_BF16_TARGET void widen(const Call& c, int r, int rows, int c0, int c1)
 {
     const int C = c.w.cols();
     [[maybe_unused]] const __m512i order = fp8Order();
     for (int i = 0; i < rows; ++i) {
         const std::uint8_t* src = c.w.rowData(r + i);
-        std::uint16_t* dst = c.chunk + static_cast<std::size_t>(i) * kChunk - c0;
+        std::uint16_t* dst = c.chunk + static_cast<std::size_t>(i) * Chunk - c0;
         const int j = i + kAheadRows;
         int pr = r + j;  // the row to prefetch, at columns shifted by `shift`
         std::ptrdiff_t shift = -c0;
         if (j < rows)
             shift = 0;
         else if (c1 < C)
-            pr = r + j - rows, shift = kChunk;
+            pr = r + j - rows, shift = Chunk;
         const std::uint8_t* ahead = pr < c.w.rows() ? c.w.rowData(pr) + static_cast<std::ptrdiff_t>(kHalfBytesPerColumn<F>) * shift / 2 : nullptr;
         if constexpr (F == WeightFormat::fp8_block) {
             for (int b = c0; b < c1; b += kFp8Block) {
@@ -185,9 +191,10 @@ MOEX_BF16_TARGET void group(const Call& c, int r, int m, float* y)
     for (int i = 0; i < G; ++i)
         rows[i] = c.w.rowData(r + i * m);
     const bool resident = c.blocks == 1;  // one token block: its sums stay in the tiles
-    for (int c0 = 0; c0 < C; c0 += kChunk) {
-        const int c1 = std::min(C, c0 + kChunk);
-        widen<F>(c, r, G * m, c0, c1);
+    constexpr int Chunk = kChunkOf<F, G>;
+    for (int c0 = 0; c0 < C; c0 += Chunk) {
+        const int c1 = std::min(C, c0 + Chunk);
+        widen<F, Chunk>(c, r, G * m, c0, c1);
         for (int tb = 0; tb < c.blocks; ++tb) {
             const bool whole = c.n - tb * kAmxTokens >= c.width;
             float* out = whole ? y + static_cast<std::size_t>(tb) * kAmxTokens : c.partial;
@@ -212,7 +219,7 @@ MOEX_BF16_TARGET void group(const Call& c, int r, int m, float* y)
                     if (F == WeightFormat::bf16 && c.direct)
                         tileLoad<A>(rows[I] + 2 * static_cast<std::size_t>(k), 2 * Cs);
                     else
-                        tileLoad<A>(c.chunk + static_cast<std::size_t>(I * m) * kChunk + static_cast<std::size_t>(k - c0), 2 * kChunk);
+                        tileLoad<A>(c.chunk + static_cast<std::size_t>(I * m) * Chunk + static_cast<std::size_t>(k - c0), 2 * Chunk);
                     tileDot<I, A, Bt>();
                 });
             };

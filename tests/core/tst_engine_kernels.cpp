@@ -356,17 +356,19 @@ void TestEngineKernels::bf16KernelIsExactOnBf16Values()
 void TestEngineKernels::amxTilesGiveEachTokenItsOwnSum()
 {
     // The AMX kernel takes rows in groups of 64 (several token blocks) or tiles of 16 (one), a last
-    // tile of fewer rows, columns in chunks of 256 and tokens in blocks of 16, its sums kept in the
+    // tile of fewer rows, columns in chunks of 256 (512 for fp8's tiles of 16 rows) and tokens in
+    // blocks of 16, its sums kept in the
     // tiles or loaded and stored around each chunk. None of that may reach a result: every (row,
     // token) must equal the token multiplied alone, bit for bit, or a token's result would depend on
     // how many others its expert received (and N ranks would not give one rank's output). Shapes:
-    // 150 rows (two fp8 row blocks), columns of two whole chunks and half of one, token counts of
+    // 150 rows (two fp8 row blocks), columns of two whole chunks of 512 and a quarter of one (four
+    // and a half of 256), token counts of
     // one block, a whole block, a block and one, and three blocks with a part one; y rows wider
     // than the tokens, whose gap must stay untouched. Each result also within the bf16 bound of
     // the portable kernel's.
     if (!kernelSupported(Kernel::amx))
         QSKIP("this CPU (or its kernel) gives no AMX tiles: the kernel cannot run here");
-    const int R = 150, C = 2 * 256 + 128;
+    const int R = 150, C = 2 * 512 + 128;
     std::vector<float> x(static_cast<std::size_t>(40 * C));
     for (std::size_t i = 0; i < x.size(); ++i)
         x[i] = hashUniform(17, i);
