@@ -8,7 +8,8 @@
 //            before and right after that row (the bandwidth of these VMs switches within seconds);
 //            decode_ratio is the smallest of the rows whose two ceilings agree within 20%
 //   ceiling  STREAM-style read: a 1 GiB buffer summed with wide integer adds by the same number
-//            of threads, median of N passes
+//            of threads in two patterns (eight streams a thread; one stream prefetched 2 KiB
+//            ahead), each the median of N passes, the better one (read_ceiling.h)
 //   r1       a decode layer of DeepSeek-R1 shape (hidden 7168, expert 2048, top-8, fp8, 32 routed
 //            experts and the shared expert, 64 tokens) on 4 ranks of the threads transport: ms per
 //            layer, median of N steps
@@ -25,11 +26,11 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "format.h"
+#include "read_ceiling.h"
 #include "sim_run.h"
 
 #include "common/diagnostics.h"
 #include "common/host_info.h"
-#include "common/huge_pages.h"
 #include "engine/ep_engine.h"
 #include "engine/moe_layer.h"
 #include "engine/row_kernels.h"
@@ -42,14 +43,8 @@
 #include <barrier>
 #include <chrono>
 #include <cstring>
-#include <immintrin.h>
 #include <iostream>
 #include <thread>
-
-// GCC 12's AVX-512 headers build reductions from _mm512_undefined_*, which -Wuninitialized reports
-// at every inlined use (as in core/engine/row_kernels.cpp); nothing here reads an undefined lane.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace moex::cli {
 
@@ -62,103 +57,6 @@ double seconds(Clock::time_point a, Clock::time_point b)
 {
     return std::chrono::duration<double>(b - a).count();
 }
-
-__attribute__((target("avx2"))) std::uint64_t sumAvx2(const std::uint64_t* p, std::size_t n)
-{
-    __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-    for (std::size_t i = 0; i + 16 <= n; i += 16) {
-        a = _mm256_add_epi64(a, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
-        b = _mm256_add_epi64(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
-        c = _mm256_add_epi64(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
-        d = _mm256_add_epi64(d, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
-    }
-    alignas(32) std::uint64_t out[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d)));
-    return out[0] + out[1] + out[2] + out[3];
-}
-
-// Eight streams at once, each an eighth of the range, as the kernels read their tiles' rows: one
-// sequential stream per thread reads less than the memory gives on these VMs (the bf16 kernel,
-// reading 8 rows at a time, streamed 1.3 times a one-stream "ceiling").
-constexpr int kCeilingStreams = 8;
-
-__attribute__((target("avx512f"))) std::uint64_t sumAvx512(const std::uint64_t* p, std::size_t n)
-{
-    const std::size_t per = n / kCeilingStreams / 8 * 8;
-    __m512i acc[kCeilingStreams];
-    for (auto& a : acc)
-        a = _mm512_setzero_si512();
-    for (std::size_t i = 0; i < per; i += 8) {
-#pragma GCC unroll 8
-        for (int k = 0; k < kCeilingStreams; ++k)
-            acc[k] = _mm512_add_epi64(acc[k], _mm512_load_si512(p + static_cast<std::size_t>(k) * per + i));
-    }
-    alignas(64) std::uint64_t out[8];
-    __m512i sum = acc[0];
-    for (int k = 1; k < kCeilingStreams; ++k)
-        sum = _mm512_add_epi64(sum, acc[k]);
-    _mm512_store_si512(out, sum);
-    std::uint64_t total = 0;
-    for (auto v : out)
-        total += v;
-    return total;
-}
-
-std::uint64_t sumPortable(const std::uint64_t* p, std::size_t n)
-{
-    std::uint64_t a = 0, b = 0, c = 0, d = 0;
-    for (std::size_t i = 0; i + 4 <= n; i += 4) {
-        a += p[i];
-        b += p[i + 1];
-        c += p[i + 2];
-        d += p[i + 3];
-    }
-    return a + b + c + d;
-}
-
-// Read bandwidth (GB/s) of `threads` threads summing disjoint halves of a 1 GiB buffer (AVX-512: in
-// eight concurrent streams each), in the same
-// 2 MiB pages as the engine's weights (in 4 KiB pages the page walks cost the sum a fifth of its
-// rate, and the kernels, reading huge pages, then streamed "faster than the ceiling": 1.27 of it).
-struct Ceiling {
-    std::vector<std::uint64_t, HugePageAllocator<std::uint64_t>> data;
-    int threads = 2;
-    std::uint64_t sink = 0;
-
-    explicit Ceiling(int t) : threads(t)
-    {
-        data.resize((std::size_t{1} << 30) / sizeof(std::uint64_t));
-        for (std::size_t i = 0; i < data.size(); ++i)
-            data[i] = i;
-    }
-
-    double measure(int runs)
-    {
-        std::vector<double> gbs;
-        const bool avx2 = kernelSupported(Kernel::avx2), avx512 = kernelSupported(Kernel::avx512);
-        for (int k = 0; k < runs; ++k) {
-            std::vector<std::thread> pool;
-            std::vector<std::uint64_t> part(static_cast<std::size_t>(threads));
-            const std::size_t per = data.size() / static_cast<std::size_t>(threads) / 16 * 16;
-            const auto t0 = Clock::now();
-            for (int t = 0; t < threads; ++t)
-                pool.emplace_back([&, t] {
-                    const std::uint64_t* p = data.data() + static_cast<std::size_t>(t) * per;
-                    const auto address = reinterpret_cast<std::uintptr_t>(p);
-                    part[static_cast<std::size_t>(t)] = avx512 && address % 64 == 0 ? sumAvx512(p, per)
-                        : avx2 && address % 32 == 0                           ? sumAvx2(p, per)
-                                                                              : sumPortable(p, per);
-                });
-            for (auto& th : pool)
-                th.join();
-            const double s = seconds(t0, Clock::now());
-            for (auto v : part)
-                sink += v;
-            gbs.push_back(static_cast<double>(per * static_cast<std::size_t>(threads) * sizeof(std::uint64_t)) / s / 1e9);
-        }
-        return median(gbs);
-    }
-};
 
 // GFLOP/s of `threads` threads running FMA chains (dpbf16: VDPBF16PS chains instead; tiles: AMX
 // TDPBF16PS); 0 where the CPU has neither vector unit.
@@ -234,7 +132,7 @@ int benchEngine(const Args& args)
     std::cout << "bench engine: " << cpu << ", kernel " << toString(kernel) << ", " << threads << " threads, median of "
               << runs << " runs\n";
 
-    Ceiling ceiling(threads);
+    ReadCeiling ceiling(threads);
     ceiling.measure(1);  // touch
     const double before = ceiling.measure(runs);
 
@@ -408,7 +306,7 @@ int benchEngine(const Args& args)
         worst = worstAny;
 
     std::cout << "read ceiling     " << fixed(before, 1) << " GB/s before, " << fixed(after, 1) << " GB/s after the whole run (1 GiB, "
-              << threads << " threads, 2 MiB pages)\n";
+              << threads << " threads, 2 MiB pages; the better of 8 streams a thread and 1 stream prefetched 2 KiB ahead)\n";
     std::cout << "decode, Mixtral-8x7B slice (2 experts of 4096 x 14336, one per thread); each row against the read ceiling\n"
                  "measured right before and after it\n";
     std::cout << "  weights  tokens       ms    GB/s  ceiling GB/s   ratio\n";
