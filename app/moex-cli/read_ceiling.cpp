@@ -20,10 +20,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Sum = std::uint64_t (*)(const std::uint64_t*, std::size_t);
 
+// One stream a thread, 128 bytes a step; Ahead: each cache line prefetched into L2 kAheadWords
+// further, as the float32 decode kernels read (core/engine/row_kernels_simd.cpp).
+constexpr std::size_t kAheadWords = 2048 / sizeof(std::uint64_t);
+
+template <bool Ahead>
 __attribute__((target("avx2"))) std::uint64_t sumAvx2(const std::uint64_t* p, std::size_t n)
 {
     __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
     for (std::size_t i = 0; i + 16 <= n; i += 16) {
+        if constexpr (Ahead) {
+            _mm_prefetch(reinterpret_cast<const char*>(p + i + kAheadWords), _MM_HINT_T1);
+            _mm_prefetch(reinterpret_cast<const char*>(p + i + 8 + kAheadWords), _MM_HINT_T1);
+        }
         a = _mm256_add_epi64(a, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
         b = _mm256_add_epi64(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
         c = _mm256_add_epi64(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
@@ -74,9 +83,8 @@ std::uint64_t sumPortable(const std::uint64_t* p, std::size_t n)
 }
 
 
-// One stream with each cache line prefetched into L2 kAheadBytes ahead, as the float32 decode
-// kernels read (core/engine/row_kernels_simd.cpp).
-constexpr std::size_t kAheadWords = 2048 / sizeof(std::uint64_t);
+// One stream with each cache line prefetched into L2 kAheadWords ahead (sumAvx2<true>'s pattern in
+// 512-bit words).
 
 __attribute__((target("avx512f"))) std::uint64_t sumAvx512Ahead(const std::uint64_t* p, std::size_t n)
 {
@@ -97,22 +105,6 @@ __attribute__((target("avx512f"))) std::uint64_t sumAvx512Ahead(const std::uint6
     return total;
 }
 
-__attribute__((target("avx2"))) std::uint64_t sumAvx2Ahead(const std::uint64_t* p, std::size_t n)
-{
-    __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-    for (std::size_t i = 0; i + 16 <= n; i += 16) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + i + kAheadWords), _MM_HINT_T1);
-        _mm_prefetch(reinterpret_cast<const char*>(p + i + 8 + kAheadWords), _MM_HINT_T1);
-        a = _mm256_add_epi64(a, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
-        b = _mm256_add_epi64(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
-        c = _mm256_add_epi64(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
-        d = _mm256_add_epi64(d, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
-    }
-    alignas(32) std::uint64_t out[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d)));
-    return out[0] + out[1] + out[2] + out[3];
-}
-
 }  // namespace
 
 ReadCeiling::ReadCeiling(int threads) : m_threads(threads)
@@ -129,7 +121,7 @@ double ReadCeiling::measure(int runs)
     if (engine::kernelSupported(Kernel::avx512))
         patterns = {sumAvx512, sumAvx512Ahead};
     else if (engine::kernelSupported(Kernel::avx2))
-        patterns = {sumAvx2, sumAvx2Ahead};
+        patterns = {sumAvx2<false>, sumAvx2<true>};
     else
         patterns = {sumPortable};
     // Every thread's part starts 64-byte aligned (the buffer is, in 2 MiB pages).
