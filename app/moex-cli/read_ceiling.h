@@ -7,7 +7,7 @@
 //            tiles read several rows at once)
 //   ahead    one sequential stream a thread, each cache line prefetched into L2 2 KiB ahead (how
 //            the float32 decode kernels read; on some days 10% above eight streams)
-// AVX-512 takes both; AVX2 one stream, with and without the prefetch; otherwise a portable sum.
+// AVX-512 takes both; AVX2 one stream with and one without the prefetch; otherwise a portable sum.
 #pragma once
 
 #include "common/huge_pages.h"

@@ -24,9 +24,9 @@ constexpr int kTokenBlock = 8;  // accumulators held in registers per pass over 
 // Decode streams each row from memory: the one-row kernel one row after another (one sequential
 // stream a thread), the tiles 6 rows side by side. Each row is also prefetched into L2 this many
 // bytes ahead of its loads, once per cache line. Measured, a Mixtral expert pair of float32
-// weights on two threads (docs/PERFORMANCE.md, "float32 decode prefetch"): 1 token 51 -> 45 ms,
-// 8 tokens 66.6 -> 60 ms; 1 KiB and 4-8 KiB ahead within the noise of 2 KiB at one token, 8 KiB
-// back to 66 ms at eight.
+// weights on two threads (docs/PERFORMANCE.md, "Float32 decode: each row prefetched 2 KiB
+// ahead"): 1 token 51 -> 45 ms, 8 tokens 66.6 -> 60 ms; 1 KiB and 4-8 KiB ahead within the noise
+// of 2 KiB at one token, 8 KiB back to 66 ms at eight.
 constexpr std::size_t kAheadBytes = 2048;
 
 // Where column c (a multiple of the step) starts a cache line of the row (offset from the row's
