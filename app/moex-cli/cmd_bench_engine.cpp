@@ -6,7 +6,9 @@
 //            tokens each, weights bf16 / fp8 / fp32, one expert per thread on two threads: weight
 //            bytes streamed per second (median of N runs) over the read ceiling measured right
 //            before and right after that row (the bandwidth of these VMs switches within seconds);
-//            decode_ratio is the smallest of the rows whose two ceilings agree within 20%
+//            decode_ratio is the smallest of the rows whose two ceilings agree within 20%; each
+//            row's reach (JSON `reach`) is the ratio it would stream at the ceiling of the
+//            instructions its kernel multiplies with, nothing else counted
 //   ceiling  STREAM-style read: a 1 GiB buffer summed with wide integer adds by the same number
 //            of threads in two patterns (eight streams a thread; one stream prefetched 2 KiB
 //            ahead), each the median of N passes, the better one (read_ceiling.h)
@@ -319,18 +321,30 @@ int benchEngine(const Args& args)
     std::cout << "decode_ratio     " << fixed(worst, 3) << " (smallest of the rows whose ceiling held; target >= 0.85)\n";
     // Eight tokens do 16 FLOPs per weight: at the read ceiling that can need more than the vector
     // units give on a small machine, so say what the row needed, what it ran at, and the ceiling
-    // of the instructions it ran (float32 FMAs, or VDPBF16PS where the kernel rounds to bf16).
+    // of the instructions it ran (float32 FMAs, or VDPBF16PS where the kernel rounds to bf16). Its
+    // reach is the ratio it would stream at that ceiling with nothing else to do: below 0.85, no
+    // kernel with these products meets the target on this CPU (fp8 at 8 tokens on a Zen 5 EPYC).
+    const auto instructions = [&](const DecodeFigure& f) {
+        const bool bf16Products = (kernel == Kernel::avx512bf16 || kernel == Kernel::amx) && f.format != "fp32";
+        const bool tiles = kernel == Kernel::amx && f.format != "fp32";
+        const char* name = tiles ? "AMX TDPBF16PS" : bf16Products ? "VDPBF16PS" : kernel == Kernel::avx2 ? "256-bit FMA" : "FMA";
+        return std::pair{name, tiles ? tileGflops : bf16Products ? dpbf16Gflops : fmaGflops};
+    };
+    const auto reachOf = [&](const DecodeFigure& f) {
+        const double bytesPerWeight = f.format == "fp32" ? 4.0 : f.format == "bf16" ? 2.0 : 1.0;
+        return instructions(f).second * bytesPerWeight / (2.0 * f.tokens * 0.5 * (f.ceiling_before + f.ceiling_after));
+    };
     for (const auto& f : decode)
         if (f.tokens == 8) {
             const double gflops = 2.0 * 2 * 3 * 4096.0 * 14336.0 * f.tokens / (f.ms * 1e-3) / 1e9;
-            const double needed = 2.0 * f.tokens * 0.85 * 0.5 * (f.ceiling_before + f.ceiling_after)
-                / (f.format == "fp32" ? 4.0 : f.format == "bf16" ? 2.0 : 1.0);
-            const bool bf16Products = (kernel == Kernel::avx512bf16 || kernel == Kernel::amx) && f.format != "fp32";
-            const bool tiles = kernel == Kernel::amx && f.format != "fp32";
-            const double ceilingGflops = tiles ? tileGflops : bf16Products ? dpbf16Gflops : fmaGflops;
+            const auto [name, ceilingGflops] = instructions(f);
+            const double reach = reachOf(f);
             std::cout << "  " << f.format << " x8: " << fixed(gflops, 1) << " GFLOP/s = " << fixed(gflops / ceilingGflops, 2) << " of the "
-                      << (tiles ? "AMX TDPBF16PS" : bf16Products ? "VDPBF16PS" : kernel == Kernel::avx2 ? "256-bit FMA" : "FMA") << " ceiling (" << fixed(ceilingGflops, 1) << " GFLOP/s, " << threads
-                      << " threads); 0.85 of its read ceiling needs " << fixed(needed, 1) << " GFLOP/s\n";
+                      << name << " ceiling (" << fixed(ceilingGflops, 1) << " GFLOP/s, " << threads
+                      << " threads); 0.85 of its read ceiling needs " << fixed(0.85 * ceilingGflops / reach, 1) << " GFLOP/s";
+            if (reach < 0.85)
+                std::cout << ": out of reach, at the " << name << " ceiling it would stream " << fixed(reach, 2) << " of the read ceiling";
+            std::cout << '\n';
         }
     std::cout << "R1-shaped layer  " << fixed(r1Median, 2) << " ms (4 ranks, 64 tokens, fp8, 32 experts + shared)\n";
     const double copyMean = 0.5 * (copyBefore + copyAfter);
@@ -395,7 +409,7 @@ int benchEngine(const Args& args)
         for (const auto& f : decode)
             rows.push_back({{"weights", f.format}, {"tokens", f.tokens}, {"ms", f.ms}, {"gbs", f.gbs}, {"ratio", f.ratio},
                             {"ceiling_gbs_before", f.ceiling_before}, {"ceiling_gbs_after", f.ceiling_after},
-                            {"ceiling_moved", f.ceilingMoved()}});
+                            {"ceiling_moved", f.ceilingMoved()}, {"reach", reachOf(f)}});
         j["decode"] = rows;
         j["sink"] = static_cast<double>(ceiling.sink % 2) + (fmaSink > 1e300 ? 1 : 0);  // keeps the ceilings' work
         writeJson(*json, j.dump(1));
