@@ -65,7 +65,10 @@ struct Rows {
 // each new 1-2 KiB stretch: medians of 5 alternating runs, two experts on two threads, bf16 at one
 // token 23.8 -> 18.9 ms, fp8 at one token 10.8 -> 8.7 ms, fp8 at eight 26.4 -> 23.5 ms, bf16 at
 // eight unchanged (against prefetching each row 4 KiB ahead of itself). Rows past the matrix are
-// skipped.
+// skipped. MXFP4's scales are prefetched the same way: without them each tile of a column pass
+// waited on its rows' scales from memory, and MXFP4 cost more per weight the longer its rows
+// (Zen 5, two threads, 2 tokens: 64 µs per million weights at 2048 x 1024, 99 at 8192 x 4096;
+// with them 65 and 70; docs/PERFORMANCE.md, "MXFP4's scales prefetched").
 struct Ahead {
     int row = -1;              // the next tile's first row; -1: nothing
     std::ptrdiff_t shift = 0;  // its columns minus this tile's
@@ -74,11 +77,15 @@ struct Ahead {
 template <int NR>
 struct AheadRows {
     const std::uint8_t* rows[NR];
+    const float* scales[NR];  // MXFP4's (null for the other formats)
     std::ptrdiff_t shift;
     AheadRows(const QuantMatrix& w, Ahead a) : shift(a.shift)
     {
-        for (int i = 0; i < NR; ++i)
-            rows[i] = a.row >= 0 && a.row + i < w.rows() ? w.rowData(a.row + i) : nullptr;
+        for (int i = 0; i < NR; ++i) {
+            const bool inside = a.row >= 0 && a.row + i < w.rows();
+            rows[i] = inside ? w.rowData(a.row + i) : nullptr;
+            scales[i] = inside && w.format() == WeightFormat::mxfp4 ? w.rowScales(a.row + i) : nullptr;
+        }
     }
 };
 
@@ -132,6 +139,12 @@ MOEX_BF16_TARGET void tile(const Pass& p, int r0, float* y, Ahead ahead)
             if (next.rows[i])
                 _mm_prefetch(reinterpret_cast<const char*>(next.rows[i] + static_cast<std::ptrdiff_t>(kHalfBytesPerColumn<F>) * (c + next.shift) / 2),
                              _MM_HINT_T0);
+            // MXFP4's scales (a float per 32 columns, 128 bytes a row per pass) are a stream of
+            // their own: once per 256 columns, so that a line is fetched wherever a row's scales
+            // start in it.
+            if constexpr (F == WeightFormat::mxfp4)
+                if (next.scales[i] && ((c >> 5) & 7) == 0)
+                    _mm_prefetch(reinterpret_cast<const char*>(next.scales[i] + (c + next.shift) / 32), _MM_HINT_T0);
             v[i] = load32<F>(rows[i], c);
         }
         for (int t = 0; t < NT; ++t) {
