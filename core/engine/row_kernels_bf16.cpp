@@ -89,11 +89,13 @@ struct AheadRows {
     }
 };
 
-template <WeightFormat F>
+template <WeightFormat F, int NT>
 MOEX_BF16_TARGET inline __m512bh load32(const Rows& r, int c)
 {
     if constexpr (F == WeightFormat::bf16)
         return reinterpret_cast<__m512bh>(_mm512_loadu_si512(r.data + 2 * static_cast<std::size_t>(c)));
+    else if constexpr (NT <= 4)
+        return mxfp4x32Permuted(r.data + c / 2, r.scales[c / 32]);
     else
         return mxfp4x32(r.data + c / 2, r.scales[c / 32]);
 }
@@ -145,7 +147,7 @@ MOEX_BF16_TARGET void tile(const Pass& p, int r0, float* y, Ahead ahead)
             if constexpr (F == WeightFormat::mxfp4)
                 if (next.scales[i] && ((c >> 5) & 7) == 0)
                     _mm_prefetch(reinterpret_cast<const char*>(next.scales[i] + (c + next.shift) / 32), _MM_HINT_T0);
-            v[i] = load32<F>(rows[i], c);
+            v[i] = load32<F, NT>(rows[i], c);
         }
         for (int t = 0; t < NT; ++t) {
             const auto xt = reinterpret_cast<__m512bh>(_mm512_loadu_si512(p.x + static_cast<std::size_t>(t) * C + static_cast<std::size_t>(c)));

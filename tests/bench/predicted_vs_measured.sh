@@ -6,12 +6,14 @@
 # shape: measured and predicted MoE-layer ms, the signed error, and the two calibrations' own
 # predictions (how far apart the machine's two moments were).
 #
-#   tests/bench/predicted_vs_measured.sh MOEX_CLI [OUTDIR] [STEPS_SCALE]
+#   tests/bench/predicted_vs_measured.sh MOEX_CLI [OUTDIR] [STEPS_SCALE] [SHAPE...]
 #
 # STEPS_SCALE (default 1) multiplies each shape's step count (0.1 for a quick look). The runs and
-# calibrations are kept in OUTDIR (default: a new temporary directory).
+# calibrations are kept in OUTDIR (default: a new temporary directory). SHAPEs (names from the
+# table below) run only those shapes.
 set -euo pipefail
-cli=${1:?usage: predicted_vs_measured.sh MOEX_CLI [OUTDIR] [STEPS_SCALE]}
+usage="usage: predicted_vs_measured.sh MOEX_CLI [OUTDIR] [STEPS_SCALE] [SHAPE...]"
+cli=${1:?$usage}
 [[ -x $cli ]] || { echo "predicted_vs_measured.sh: $cli is not an executable moex-cli" >&2; exit 2; }
 out=${2:-$(mktemp -d)}
 scale=${3:-1}
@@ -28,9 +30,16 @@ shapes=(
   "deepseek-r1-r2|deepseek-r1-decode-nvl72|2|64|3|200"
 )
 
+only=("${@:4}")
+for want in "${only[@]}"; do
+  printf '%s\n' "${shapes[@]}" | grep -q "^$want|" ||
+    { echo "predicted_vs_measured.sh: no shape '$want' (the shapes: mixtral-r2 mixtral-r4 gpt-oss-r2 deepseek-r1-r2)" >&2; exit 2; }
+done
+
 printf '%-16s %5s %6s %6s %12s %12s %8s %22s\n' shape ranks tokens steps "measured ms" "predicted ms" error "before / after ms"
 for row in "${shapes[@]}"; do
   IFS='|' read -r name sample ranks tokens layer steps <<<"$row"
+  if ((${#only[@]})) && ! printf '%s\n' "${only[@]}" | grep -qx "$name"; then continue; fi
   steps=$(python3 -c "print(max(3, round($steps * $scale)))")
   d="$out/$name"
   mkdir -p "$d"

@@ -10,6 +10,7 @@
 #include "engine/row_kernels.h"
 #include "engine/vector_ceiling.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -348,6 +349,11 @@ void TestEngineKernels::bf16KernelIsExactOnBf16Values()
                 QVERIFY2(std::fabs(a[static_cast<std::size_t>(t)] - b[static_cast<std::size_t>(t)]) <= 1e-6 * mag,
                          qPrintable(QStringLiteral("%1 %2 row %3 token %4: %5 vs %6").arg(QLatin1String(toString(k)), QLatin1String(toString(f))).arg(r).arg(t)
                                         .arg(a[static_cast<std::size_t>(t)]).arg(b[static_cast<std::size_t>(t)])));
+                // Alone, the token is summed in the same order, bit for bit: tiles of 1-4 tokens
+                // widen MXFP4 with VPERMB, tiles of 5-8 with unpacks (bf16_weights.h).
+                float alone = 0;
+                rowDotsWith(k, w, r, x.data() + static_cast<std::size_t>(t * C), 1, C, &alone, scratch);
+                QCOMPARE(std::bit_cast<std::uint32_t>(alone), std::bit_cast<std::uint32_t>(b[static_cast<std::size_t>(t)]));
             }
         }
     }
