@@ -39,7 +39,7 @@ MOEX_BF16_TARGET inline __m512bh mxfp4x32(const std::uint8_t* p, float scale)
 // repeated in both halves (VPERMW reads an index's low 5 bits, so an even word's high nibble in
 // bits 4..7 only picks the repeat). Faster where the widening sets the pace, 1-4 tokens (Zen 5, two
 // threads: 3-7% less time per weight), slower where VDPBF16PS does, 8 tokens (2-5% more): the
-// avx512-bf16 tiles take it up to 4 tokens (docs/PERFORMANCE.md, "MXFP4's scales prefetched").
+// avx512-bf16 tiles take it up to 4 tokens (docs/PERFORMANCE.md, "MXFP4 decode: scales prefetched").
 MOEX_BF16_TARGET inline __m512bh mxfp4x32Permuted(const std::uint8_t* p, float scale)
 {
     const __m512 values = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,

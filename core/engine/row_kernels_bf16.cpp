@@ -68,7 +68,7 @@ struct Rows {
 // skipped. MXFP4's scales are prefetched the same way: without them each tile of a column pass
 // waited on its rows' scales from memory, and MXFP4 cost more per weight the longer its rows
 // (Zen 5, two threads, 2 tokens: 64 µs per million weights at 2048 x 1024, 99 at 8192 x 4096;
-// with them 65 and 70; docs/PERFORMANCE.md, "MXFP4's scales prefetched").
+// with them 65 and 70; docs/PERFORMANCE.md, "MXFP4 decode: scales prefetched").
 struct Ahead {
     int row = -1;              // the next tile's first row; -1: nothing
     std::ptrdiff_t shift = 0;  // its columns minus this tile's
