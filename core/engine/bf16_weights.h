@@ -20,13 +20,18 @@
 
 namespace moex::engine::detail {
 
+// An MX block's table: e2m1's 16 values times its power-of-two scale, as bf16 (exact).
+MOEX_BF16_TARGET inline __m256i mxfp4Table(float scale)
+{
+    const __m512 values = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
+                                         -3.0f, -4.0f, -6.0f);
+    return reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_mul_ps(values, _mm512_set1_ps(scale))));
+}
+
 // 32 MXFP4 weights (16 bytes, low nibble first) times their block's scale, as bf16.
 MOEX_BF16_TARGET inline __m512bh mxfp4x32(const std::uint8_t* p, float scale)
 {
-    // The block's table: e2m1's 16 values times its power-of-two scale, as bf16 (exact).
-    const __m512 values = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
-                                         -3.0f, -4.0f, -6.0f);
-    const __m512i table = _mm512_castsi256_si512(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_mul_ps(values, _mm512_set1_ps(scale)))));
+    const __m512i table = _mm512_castsi256_si512(mxfp4Table(scale));
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));  // 32 nibbles, low first
     const __m128i lo = _mm_and_si128(bytes, _mm_set1_epi8(0x0f));
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0f));
@@ -38,13 +43,11 @@ MOEX_BF16_TARGET inline __m512bh mxfp4x32(const std::uint8_t* p, float scale)
 // variable shift brings odd words' high nibble down, and VPERMW looks the nibbles up in the table
 // repeated in both halves (VPERMW reads an index's low 5 bits, so an even word's high nibble in
 // bits 4..7 only picks the repeat). Faster where the widening sets the pace, 1-4 tokens (Zen 5, two
-// threads: 3-7% less time per weight), slower where VDPBF16PS does, 8 tokens (2-5% more): the
+// threads: 1-11% less time per weight), slower where VDPBF16PS does, 8 tokens (2-5% more): the
 // avx512-bf16 tiles take it up to 4 tokens (docs/PERFORMANCE.md, "MXFP4 decode: scales prefetched").
 MOEX_BF16_TARGET inline __m512bh mxfp4x32Permuted(const std::uint8_t* p, float scale)
 {
-    const __m512 values = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f,
-                                         -3.0f, -4.0f, -6.0f);
-    const __m512i table = _mm512_broadcast_i64x4(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_mul_ps(values, _mm512_set1_ps(scale)))));
+    const __m512i table = _mm512_broadcast_i64x4(mxfp4Table(scale));
     const __m512i spread = _mm512_set_epi8(0, 15, 0, 15, 0, 14, 0, 14, 0, 13, 0, 13, 0, 12, 0, 12, 0, 11, 0, 11, 0, 10, 0, 10, 0, 9, 0, 9, 0,
                                            8, 0, 8, 0, 7, 0, 7, 0, 6, 0, 6, 0, 5, 0, 5, 0, 4, 0, 4, 0, 3, 0, 3, 0, 2, 0, 2, 0, 1, 0, 1, 0, 0,
                                            0, 0);
