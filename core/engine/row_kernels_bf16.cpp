@@ -111,15 +111,49 @@ struct Pass {
     std::size_t ldy;
 };
 
+// The sums of 16 vectors' lanes, in order, each by the same tree as _mm512_reduce_add_ps (lane i
+// with i + 8, then i + 4, i + 2, i + 1), so a sum's bits do not depend on the vectors beside it and
+// equal the one-vector reduction's. Transposed, the tree costs about 3 instructions a vector where
+// 16 separate reductions cost 8: a tile's reductions, once per 1024-column pass, were a sixth of
+// its instructions at 8 tokens (docs/PERFORMANCE.md, "Tile sums transposed").
+MOEX_BF16_TARGET inline __m512 sums16(const __m512* v)
+{
+    __m512 s[8], u[4], w[2];
+    for (int k = 0; k < 8; ++k)
+        s[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44), _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xEE));
+    for (int k = 0; k < 4; ++k)
+        u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * k], s[2 * k + 1], 0x88), _mm512_shuffle_f32x4(s[2 * k], s[2 * k + 1], 0xDD));
+    for (int k = 0; k < 2; ++k)
+        w[k] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * k], u[2 * k + 1], 0x44), _mm512_shuffle_ps(u[2 * k], u[2 * k + 1], 0xEE));
+    const __m512 t = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
+    // Lane 4r + j now holds vector 4j + r's sum.
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), t);
+}
+
 template <int NR, int NT>
 MOEX_BF16_TARGET inline void storePartials(__m512 (&acc)[NR][NT], const Pass& p, float* y)
 {
-    for (int i = 0; i < NR; ++i)
-        for (int t = 0; t < NT; ++t) {
-            float& out = y[static_cast<std::size_t>(i) * p.ldy + static_cast<std::size_t>(t)];
-            const float part = _mm512_reduce_add_ps(acc[i][t]);
-            out = p.c0 == 0 ? part : out + part;
+    constexpr int K = NR * NT;
+    const bool dense = p.ldy == static_cast<std::size_t>(NT);
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        __m512 v[16];
+        for (int k = 0; k < 16; ++k)
+            v[k] = k0 + k < K ? acc[(k0 + k) / NT][(k0 + k) % NT] : _mm512_setzero_ps();
+        const __m512 part = sums16(v);
+        const int n = K - k0 < 16 ? K - k0 : 16;
+        if (dense) {
+            const auto m = static_cast<__mmask16>((1u << n) - 1u);
+            float* out = y + k0;
+            _mm512_mask_storeu_ps(out, m, p.c0 == 0 ? part : _mm512_add_ps(_mm512_maskz_loadu_ps(m, out), part));
+        } else {
+            alignas(64) float parts[16];
+            _mm512_store_ps(parts, part);
+            for (int k = 0; k < n; ++k) {
+                float& out = y[static_cast<std::size_t>((k0 + k) / NT) * p.ldy + static_cast<std::size_t>((k0 + k) % NT)];
+                out = p.c0 == 0 ? parts[k] : out + parts[k];
+            }
         }
+    }
 }
 
 // Rows r0 .. r0 + NR - 1 of a bf16 or MXFP4 matrix against NT tokens, 32 columns a step.

@@ -36,7 +36,8 @@ private slots:
     void kernelNamesAreRead();
     void blockedTilesEqualTheOneRowKernel();
     void bf16KernelIsExactOnBf16Values();
-    void amxTilesGiveEachTokenItsOwnSum();
+    void bf16TilesGiveEachTokenItsOwnSum_data();
+    void bf16TilesGiveEachTokenItsOwnSum();
     void gemmChoiceFollowsTheBf16DotRate();
     void panelDequantEqualsTheRowDequant();
     void openBlasBlocksCoverEveryWeight();
@@ -328,7 +329,7 @@ void TestEngineKernels::bf16KernelIsExactOnBf16Values()
     // result by far more than 1e-6 of the sum of |products|.
     if (!kernelSupported(Kernel::avx512bf16))
         QSKIP("this CPU has no AVX-512-BF16: the kernel cannot run here (avx512 and avx2 are tested above)");
-    const int R = 7, C = 4 * 128;
+    const int R = 7, C = 12 * 128;  // two column passes of the bf16 kernel (1024 columns each)
     std::vector<float> x(static_cast<std::size_t>(9 * C));
     for (std::size_t i = 0; i < x.size(); ++i)
         x[i] = bf16ToFloat(floatToBf16(hashUniform(11, i)));
@@ -359,21 +360,32 @@ void TestEngineKernels::bf16KernelIsExactOnBf16Values()
     }
 }
 
-void TestEngineKernels::amxTilesGiveEachTokenItsOwnSum()
+void TestEngineKernels::bf16TilesGiveEachTokenItsOwnSum_data()
+{
+    QTest::addColumn<int>("kernel");
+    QTest::newRow("amx") << static_cast<int>(Kernel::amx);
+    QTest::newRow("avx512-bf16") << static_cast<int>(Kernel::avx512bf16);
+}
+
+void TestEngineKernels::bf16TilesGiveEachTokenItsOwnSum()
 {
     // The AMX kernel takes rows in groups of 64 (several token blocks) or tiles of 16 (one), a last
     // tile of fewer rows, columns in chunks of 256 (512 for fp8's tiles of 16 rows) and tokens in
-    // blocks of 16, its sums kept in the
-    // tiles or loaded and stored around each chunk. None of that may reach a result: every (row,
-    // token) must equal the token multiplied alone, bit for bit, or a token's result would depend on
-    // how many others its expert received (and N ranks would not give one rank's output). Shapes:
-    // 150 rows (two fp8 row blocks), columns of two whole chunks of 512 and a quarter of one (four
-    // and a half of 256), token counts of
-    // one block, a whole block, a block and one, and three blocks with a part one; y rows wider
-    // than the tokens, whose gap must stay untouched. Each result also within the bf16 bound of
-    // the portable kernel's.
-    if (!kernelSupported(Kernel::amx))
-        QSKIP("this CPU (or its kernel) gives no AMX tiles: the kernel cannot run here");
+    // blocks of 16, its sums kept in the tiles or loaded and stored around each chunk. The
+    // avx512-bf16 kernel takes tiles of 3-8 rows by 1-8 tokens and passes of 1024 columns, and sums
+    // a tile's accumulators 16 at a time in one transposed tree (a vector store where y holds just
+    // the tile's tokens, one float at a time where its rows are wider). None of that may reach a
+    // result: every (row, token) must equal the token multiplied alone, bit for bit, or a token's
+    // result would depend on how many others its expert received (and N ranks would not give one
+    // rank's output). Shapes: 150 rows (two fp8 row blocks), columns of two whole chunks of 512 and
+    // a quarter of one (four and a half of 256; one pass of 1024 and a part one), token counts of
+    // one block, a whole block, a block and one, and three blocks with a part one; y rows as wide as
+    // the tokens, and wider, whose gap must stay untouched. Each result also within the bf16 bound
+    // of the portable kernel's.
+    QFETCH(int, kernel);
+    const auto k = static_cast<Kernel>(kernel);
+    if (!kernelSupported(k))
+        QSKIP("this CPU (or its kernel) does not run this kernel");
     const int R = 150, C = 2 * 512 + 128;
     std::vector<float> x(static_cast<std::size_t>(40 * C));
     for (std::size_t i = 0; i < x.size(); ++i)
@@ -384,10 +396,11 @@ void TestEngineKernels::amxTilesGiveEachTokenItsOwnSum()
         const auto dense = w.dequantAll();
         std::vector<float> scratch, alone(1), exact(1);
         for (int n : {1, 8, 16, 17, 40})
-            for (auto [r0, nrows] : {std::pair{0, 150}, std::pair{5, 70}, std::pair{130, 20}, std::pair{64, 3}}) {
-                const std::size_t ldy = static_cast<std::size_t>(n) + 3;
+            for (auto [r0, nrows] : {std::pair{0, 150}, std::pair{5, 70}, std::pair{130, 20}, std::pair{64, 3}})
+            for (int gap : {0, 3}) {
+                const std::size_t ldy = static_cast<std::size_t>(n + gap);
                 std::vector<float> y(static_cast<std::size_t>(nrows) * ldy, -9.0f);
-                rowsDotsWith(Kernel::amx, w, r0, nrows, x.data(), n, C, y.data(), ldy, scratch);
+                rowsDotsWith(k, w, r0, nrows, x.data(), n, C, y.data(), ldy, scratch);
                 for (int i = 0; i < nrows; ++i)
                     for (int t = 0; t < static_cast<int>(ldy); ++t) {
                         const float got = y[static_cast<std::size_t>(i) * ldy + static_cast<std::size_t>(t)];
@@ -396,7 +409,7 @@ void TestEngineKernels::amxTilesGiveEachTokenItsOwnSum()
                             continue;
                         }
                         const float* xt = x.data() + static_cast<std::size_t>(t) * C;
-                        rowDotsWith(Kernel::amx, w, r0 + i, xt, 1, C, alone.data(), scratch);
+                        rowDotsWith(k, w, r0 + i, xt, 1, C, alone.data(), scratch);
                         QVERIFY2(got == alone[0], qPrintable(QStringLiteral("%1 n=%2 rows %3+%4: row %5 token %6: %7 alone %8")
                                                                  .arg(QLatin1String(toString(f))).arg(n).arg(r0).arg(nrows).arg(i).arg(t)
                                                                  .arg(got).arg(alone[0])));
@@ -411,7 +424,7 @@ void TestEngineKernels::amxTilesGiveEachTokenItsOwnSum()
                 ++checked;
             }
     }
-    QCOMPARE(checked, 3 * 5 * 4);
+    QCOMPARE(checked, 3 * 5 * 4 * 2);
 }
 
 void TestEngineKernels::gemmChoiceFollowsTheBf16DotRate()
