@@ -247,12 +247,15 @@ int benchEngine(const Args& args)
     // no rank waits for a core while it copies; the rows it copies over the slowest rank's copying
     // time (the pull after the counts barrier and the combine, barrier waits excluded).
     const int a2aRanks = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 4);
+    // At least 5 steps whatever --runs: one step's copy is one sample, and a step whose rows outgrow
+    // the buffers of the steps before it pays for fresh pages (a `--runs 1` run read 0.087 of
+    // the memcpy where runs of 3 read 0.9-1.1).
     std::vector<double> a2aGbs;
     double movedBytes = 0;
     {
         EpEngine engine(r1, DType::fp8, r1Placement(a2aRanks), cfg);
         engine.step(0, m);
-        for (int k = 0; k < runs; ++k) {
+        for (int k = 0; k < std::max(runs, 5); ++k) {
             engine.step(k + 1, m);
             double exchangeUs = 0;
             for (double us : engine.lastExchangeUs())
@@ -272,7 +275,7 @@ int benchEngine(const Args& args)
         const auto part = total / static_cast<std::size_t>(a2aRanks);
         std::vector<char> from(total, 1), to(total, 0);
         std::vector<double> gbs;
-        for (int k = 0; k < runs; ++k) {
+        for (int k = 0; k < std::max(runs, 5); ++k) {  // as many samples as the exchange's
             std::vector<std::thread> pool;
             const auto t0 = Clock::now();
             for (int q = 0; q < a2aRanks; ++q)
