@@ -89,6 +89,14 @@ struct AheadRows {
     }
 };
 
+// Whether a tile prefetches the next tile's rows. Not bf16 at one token: its tiles of 8 rows are
+// bound by the stream alone, and without the prefetches they ran 5-6% faster on a Zen 5 EPYC (in
+// 64-row calls and whole matrices, 9 alternating rounds each); every other case is slower without
+// them, by 25% for bf16 at 8 tokens, 12% for MXFP4 and 38-62% for fp8 (docs/PERFORMANCE.md, "Tile
+// sums transposed").
+template <WeightFormat F, int NT>
+constexpr bool kRowsAhead = !(F == WeightFormat::bf16 && NT == 1);
+
 template <WeightFormat F, int NT>
 MOEX_BF16_TARGET inline __m512bh load32(const Rows& r, int c)
 {
@@ -172,7 +180,7 @@ MOEX_BF16_TARGET void tile(const Pass& p, int r0, float* y, Ahead ahead)
     for (int c = p.c0; c < p.c1; c += 32) {
         __m512bh v[NR];
         for (int i = 0; i < NR; ++i) {
-            if (next.rows[i])
+            if (kRowsAhead<F, NT> && next.rows[i])
                 _mm_prefetch(reinterpret_cast<const char*>(next.rows[i] + static_cast<std::ptrdiff_t>(kHalfBytesPerColumn<F>) * (c + next.shift) / 2),
                              _MM_HINT_T0);
             // MXFP4's scales (a float per 32 columns, 128 bytes a row per pass) are a stream of
