@@ -90,7 +90,7 @@ struct AheadRows {
 };
 
 // Whether a tile prefetches the next tile's rows. Not bf16 at one token: its tiles of 8 rows are
-// bound by the stream alone, and without the prefetches they ran 5-6% faster on a Zen 5 EPYC (in
+// bound by the stream alone, and without the prefetches they ran 10-11% faster on a Zen 5 EPYC (in
 // 64-row calls and whole matrices, 9 alternating rounds each); every other case is slower without
 // them, by 25% for bf16 at 8 tokens, 12% for MXFP4 and 38-62% for fp8 (docs/PERFORMANCE.md, "Tile
 // sums transposed").
