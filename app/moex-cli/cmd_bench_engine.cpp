@@ -250,12 +250,13 @@ int benchEngine(const Args& args)
     // At least 5 steps whatever --runs: one step's copy is one sample, and a step whose rows outgrow
     // the buffers of the steps before it pays for fresh pages (a `--runs 1` run read 0.087 of
     // the memcpy where runs of 3 read 0.9-1.1).
+    const int a2aSamples = std::max(runs, 5);
     std::vector<double> a2aGbs;
     double movedBytes = 0;
     {
         EpEngine engine(r1, DType::fp8, r1Placement(a2aRanks), cfg);
         engine.step(0, m);
-        for (int k = 0; k < std::max(runs, 5); ++k) {
+        for (int k = 0; k < a2aSamples; ++k) {
             engine.step(k + 1, m);
             double exchangeUs = 0;
             for (double us : engine.lastExchangeUs())
@@ -275,7 +276,7 @@ int benchEngine(const Args& args)
         const auto part = total / static_cast<std::size_t>(a2aRanks);
         std::vector<char> from(total, 1), to(total, 0);
         std::vector<double> gbs;
-        for (int k = 0; k < std::max(runs, 5); ++k) {  // as many samples as the exchange's
+        for (int k = 0; k < a2aSamples; ++k) {
             std::vector<std::thread> pool;
             const auto t0 = Clock::now();
             for (int q = 0; q < a2aRanks; ++q)
