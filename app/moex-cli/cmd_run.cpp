@@ -15,6 +15,7 @@
 #include "run/run_loop.h"
 #include "scenario/scenario_yaml.h"
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -99,8 +100,12 @@ int cmdRun(const Argv& argv)
     const int warmup = args.intValue("warmup", 1, 0, 1000);
     // The engine at real shapes takes seconds to minutes a step: say what is happening on stderr.
     RunProgress progress;
+    // Making (or reading) the weights takes seconds to minutes at real shapes: say how long it took.
+    const auto setupStart = std::chrono::steady_clock::now();
     progress.configured = [&](const MetricsSource& src) {
-        std::cerr << "moex-cli run: " << src.detail() << "; " << warmup << " warm-up + " << steps << " steps\n";
+        const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - setupStart).count();
+        std::cerr << "moex-cli run: " << src.detail() << "; set up in " << fixed(setup, 1) << " s; " << warmup << " warm-up + "
+                  << steps << " steps\n";
     };
     // A warm-up step at prefill sizes takes minutes: say it ended and what it took.
     progress.warmedUp = [&](int i, const StepMetrics& m) {

@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -16,12 +17,25 @@ constexpr int kMxBlock = 32;
 constexpr float kE4m3Max = 448.0f;
 constexpr std::array<float, 8> kE2m1 = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
 
-std::uint64_t splitmix(std::uint64_t z)
+// floatToE4m3 without branches, inlined into the quantising loops (seeded weights convert every
+// element through it). Saturating at +-448, round to nearest even; NaN gives a signed zero.
+inline std::uint8_t e4m3Code(float v)
 {
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
+    const auto sign = static_cast<std::uint32_t>((bits >> 24) & 0x80u);
+    const float fa = std::fabs(v);
+    const float a = fa > kE4m3Max ? kE4m3Max : fa;  // NaN stays NaN, and then fails a > 0 below
+    // Subnormals are m x 2^-9, m = 0..7, rounded to even by the 1.5 x 2^23 trick (exact below
+    // 2^22, the result nearbyint gives); m = 8 is the smallest normal, code 8 as well.
+    const float sub = (a * 512.0f + 0x1.8p23f) - 0x1.8p23f;
+    const auto subCode = static_cast<std::uint32_t>(static_cast<int>(sub));
+    // Normals: the float's 23-bit mantissa rounded to 3 bits, to nearest even, the exponent
+    // rebiased; never above 448 (exponent 15, mantissa 6) since a is clamped to it.
+    std::uint32_t u = std::bit_cast<std::uint32_t>(a);
+    u += 0x7ffffu + ((u >> 20) & 1u);
+    const std::uint32_t normCode = ((((u >> 23) & 0xffu) - 120u) << 3 | ((u >> 20) & 7u)) & 0x7fu;
+    const std::uint32_t code = a < 0x1p-6f ? subCode : normCode;
+    return static_cast<std::uint8_t>(sign | (a > 0 ? code : 0u));
 }
 
 const std::array<float, 256>& e4m3Table()
@@ -71,12 +85,6 @@ const char* toString(WeightFormat f)
     return "?";
 }
 
-float hashUniform(std::uint64_t seed, std::uint64_t index)
-{
-    const std::uint64_t h = splitmix(splitmix(seed) ^ index);
-    return static_cast<float>(static_cast<double>(h >> 40) * 0x1.0p-23 - 1.0);  // 24 bits -> [-1, 1)
-}
-
 std::uint16_t floatToBf16(float v)
 {
     std::uint32_t u = std::bit_cast<std::uint32_t>(v);
@@ -98,22 +106,7 @@ float e4m3ToFloat(std::uint8_t v)
 
 std::uint8_t floatToE4m3(float v)
 {
-    const std::uint8_t sign = std::signbit(v) ? 0x80 : 0;
-    const float a = std::min(std::fabs(v), kE4m3Max);
-    if (!(a > 0))
-        return sign;
-    if (a < 0x1p-6f) {
-        // Subnormals are m x 2^-9, m = 0..7; m = 8 is the smallest normal, code 8 as well.
-        return static_cast<std::uint8_t>(sign | static_cast<int>(std::nearbyint(a * 512.0f)));
-    }
-    // Round the float's 23-bit mantissa to 3 bits, to nearest even, then rebias the exponent.
-    std::uint32_t u = std::bit_cast<std::uint32_t>(a);
-    u += 0x7ffffu + ((u >> 20) & 1u);
-    const int exp = static_cast<int>((u >> 23) & 0xffu) - 127 + 7;
-    const int man = static_cast<int>((u >> 20) & 7u);
-    if (exp > 15 || (exp == 15 && man > 6))
-        return static_cast<std::uint8_t>(sign | 0x7e);  // 448, the largest finite
-    return static_cast<std::uint8_t>(sign | (exp << 3) | man);
+    return e4m3Code(v);
 }
 
 float e2m1ToFloat(std::uint8_t v)
@@ -124,87 +117,115 @@ float e2m1ToFloat(std::uint8_t v)
 
 std::uint8_t floatToE2m1(float v)
 {
+    // The nearest of the eight magnitudes, a tie to the smaller: the count of midpoints between
+    // them that |v| lies above. NaN and infinity give 0, as the distance search this replaced did.
     const std::uint8_t sign = std::signbit(v) ? 8 : 0;
     const float a = std::fabs(v);
-    int best = 0;
-    for (int i = 1; i < 8; ++i)
-        if (std::fabs(kE2m1[static_cast<std::size_t>(i)] - a) < std::fabs(kE2m1[static_cast<std::size_t>(best)] - a))
-            best = i;
-    return static_cast<std::uint8_t>(sign | best);
+    if (!(a < std::numeric_limits<float>::infinity()))
+        return sign;
+    const int code = (a > 0.25f) + (a > 0.75f) + (a > 1.25f) + (a > 1.75f) + (a > 2.5f) + (a > 3.5f) + (a > 5.0f);
+    return static_cast<std::uint8_t>(sign | code);
 }
 
 QuantMatrix::QuantMatrix(WeightFormat fmt, int rows, int cols, const std::vector<float>& values)
-    : m_fmt(fmt), m_rows(rows), m_cols(cols)
 {
     if (rows <= 0 || cols <= 0 || values.size() != static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols))
         throw std::invalid_argument("QuantMatrix: " + std::to_string(values.size()) + " values for " +
                                     std::to_string(rows) + " x " + std::to_string(cols));
-    const auto R = static_cast<std::size_t>(rows), C = static_cast<std::size_t>(cols);
-    switch (fmt) {
-    case WeightFormat::f32:
-        m_rowBytes = C * 4;
-        m_data.resize(R * m_rowBytes);
-        std::copy(values.begin(), values.end(), reinterpret_cast<float*>(m_data.data()));
-        break;
-    case WeightFormat::bf16: {
-        m_rowBytes = C * 2;
-        m_data.resize(R * m_rowBytes);
-        auto* out = reinterpret_cast<std::uint16_t*>(m_data.data());
-        for (std::size_t i = 0; i < values.size(); ++i)
-            out[i] = floatToBf16(values[i]);
-        break;
-    }
-    case WeightFormat::fp8_block: {
-        m_rowBytes = C;
-        m_data.resize(R * C);
-        const std::size_t br = (R + kFp8Block - 1) / kFp8Block, bc = (C + kFp8Block - 1) / kFp8Block;
-        m_scales.assign(br * bc, 1.0f);
-        for (std::size_t bi = 0; bi < br; ++bi)
-            for (std::size_t bj = 0; bj < bc; ++bj) {
-                float amax = 0;
-                for (std::size_t r = bi * kFp8Block; r < std::min(R, (bi + 1) * kFp8Block); ++r)
-                    for (std::size_t c = bj * kFp8Block; c < std::min(C, (bj + 1) * kFp8Block); ++c)
-                        amax = std::max(amax, std::fabs(values[r * C + c]));
-                const float scale = amax > 0 ? amax / kE4m3Max : 1.0f;
-                m_scales[bi * bc + bj] = scale;
-                for (std::size_t r = bi * kFp8Block; r < std::min(R, (bi + 1) * kFp8Block); ++r)
-                    for (std::size_t c = bj * kFp8Block; c < std::min(C, (bj + 1) * kFp8Block); ++c)
-                        m_data[r * C + c] = floatToE4m3(values[r * C + c] / scale);
-            }
-        break;
-    }
-    case WeightFormat::mxfp4: {
-        if (C % kMxBlock != 0)
-            throw std::invalid_argument("QuantMatrix: mxfp4 needs columns in multiples of 32, not " + std::to_string(C));
-        m_rowBytes = C / 2;
-        m_data.assign(R * m_rowBytes, 0);
-        const std::size_t blocks = C / kMxBlock;
-        m_scales.assign(R * blocks, 1.0f);
-        for (std::size_t r = 0; r < R; ++r)
-            for (std::size_t b = 0; b < blocks; ++b) {
-                float amax = 0;
-                for (std::size_t c = b * kMxBlock; c < (b + 1) * kMxBlock; ++c)
-                    amax = std::max(amax, std::fabs(values[r * C + c]));
-                // OCP MX: shared exponent floor(log2(amax)) - 2, the largest e2m1 exponent.
-                const float scale = amax > 0 ? std::ldexp(1.0f, std::ilogb(amax) - 2) : 1.0f;
-                m_scales[r * blocks + b] = scale;
-                for (std::size_t c = b * kMxBlock; c < (b + 1) * kMxBlock; ++c) {
-                    const std::uint8_t q = floatToE2m1(values[r * C + c] / scale);
-                    m_data[r * m_rowBytes + c / 2] |= static_cast<std::uint8_t>(c % 2 ? q << 4 : q);
-                }
-            }
-        break;
-    }
-    }
+    allocate(fmt, rows, cols);
+    const auto C = static_cast<std::size_t>(cols);
+    quantise([&values, C](std::size_t r, std::size_t c) { return values[r * C + c]; });
 }
 
 QuantMatrix QuantMatrix::seeded(WeightFormat fmt, int rows, int cols, std::uint64_t seed, float a)
 {
-    std::vector<float> v(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
+    if (rows <= 0 || cols <= 0)
+        throw std::invalid_argument("QuantMatrix: no seeded matrix of " + std::to_string(rows) + " x " + std::to_string(cols));
+    QuantMatrix m;
+    m.allocate(fmt, rows, cols);
+    // Each element straight from its hash into the storage: no fp32 copy of the whole matrix, whose
+    // fresh pages cost more than the hash and the rounding together (docs/PERFORMANCE.md, "Seeded
+    // weights").
     const float amp = a * 1.7320508f;
-    for (std::size_t i = 0; i < v.size(); ++i)
-        v[i] = amp * hashUniform(seed, i);
-    return QuantMatrix(fmt, rows, cols, v);
+    const auto C = static_cast<std::size_t>(cols);
+    m.quantise([amp, seed, C](std::size_t r, std::size_t c) { return amp * hashUniform(seed, r * C + c); });
+    return m;
+}
+
+void QuantMatrix::allocate(WeightFormat fmt, int rows, int cols)
+{
+    if (fmt == WeightFormat::mxfp4 && cols % kMxBlock != 0)
+        throw std::invalid_argument("QuantMatrix: mxfp4 needs columns in multiples of 32, not " + std::to_string(cols));
+    m_fmt = fmt;
+    m_rows = rows;
+    m_cols = cols;
+    m_rowBytes = rowBytesOf(fmt, cols);
+    m_data.resize(static_cast<std::size_t>(rows) * m_rowBytes);
+    m_scales.assign(scaleCountOf(fmt, rows, cols), 1.0f);
+}
+
+template <typename Value>
+void QuantMatrix::quantise(Value value)
+{
+    const auto R = static_cast<std::size_t>(m_rows), C = static_cast<std::size_t>(m_cols);
+    switch (m_fmt) {
+    case WeightFormat::f32: {
+        auto* out = reinterpret_cast<float*>(m_data.data());
+        for (std::size_t r = 0; r < R; ++r)
+            for (std::size_t c = 0; c < C; ++c)
+                out[r * C + c] = value(r, c);
+        break;
+    }
+    case WeightFormat::bf16: {
+        auto* out = reinterpret_cast<std::uint16_t*>(m_data.data());
+        for (std::size_t r = 0; r < R; ++r)
+            for (std::size_t c = 0; c < C; ++c)
+                out[r * C + c] = floatToBf16(value(r, c));
+        break;
+    }
+    case WeightFormat::fp8_block: {
+        // One 128 x 128 block at a time: its values, their largest magnitude, then the block
+        // rounded against the scale that maps it onto +-448.
+        const std::size_t bc = (C + kFp8Block - 1) / kFp8Block;
+        std::vector<float> block(static_cast<std::size_t>(kFp8Block) * kFp8Block);
+        for (std::size_t r0 = 0; r0 < R; r0 += kFp8Block)
+            for (std::size_t c0 = 0; c0 < C; c0 += kFp8Block) {
+                const std::size_t r1 = std::min(R, r0 + kFp8Block), c1 = std::min(C, c0 + kFp8Block), w = c1 - c0;
+                float amax = 0;
+                for (std::size_t r = r0; r < r1; ++r)
+                    for (std::size_t c = c0; c < c1; ++c) {
+                        const float v = value(r, c);
+                        block[(r - r0) * w + (c - c0)] = v;
+                        amax = std::max(amax, std::fabs(v));
+                    }
+                const float scale = amax > 0 ? amax / kE4m3Max : 1.0f;
+                m_scales[(r0 / kFp8Block) * bc + c0 / kFp8Block] = scale;
+                for (std::size_t r = r0; r < r1; ++r)
+                    for (std::size_t c = c0; c < c1; ++c)
+                        m_data[r * C + c] = e4m3Code(block[(r - r0) * w + (c - c0)] / scale);
+            }
+        break;
+    }
+    case WeightFormat::mxfp4: {
+        const std::size_t blocks = C / kMxBlock;
+        float block[kMxBlock];
+        for (std::size_t r = 0; r < R; ++r)
+            for (std::size_t b = 0; b < blocks; ++b) {
+                float amax = 0;
+                for (std::size_t i = 0; i < kMxBlock; ++i) {
+                    block[i] = value(r, b * kMxBlock + i);
+                    amax = std::max(amax, std::fabs(block[i]));
+                }
+                // OCP MX: shared exponent floor(log2(amax)) - 2, the largest e2m1 exponent.
+                const float scale = amax > 0 ? std::ldexp(1.0f, std::ilogb(amax) - 2) : 1.0f;
+                m_scales[r * blocks + b] = scale;
+                std::uint8_t* out = m_data.data() + r * m_rowBytes + b * (kMxBlock / 2);
+                for (std::size_t i = 0; i < kMxBlock; i += 2)
+                    out[i / 2] = static_cast<std::uint8_t>(floatToE2m1(block[i] / scale) | floatToE2m1(block[i + 1] / scale) << 4);
+            }
+        break;
+    }
+    }
 }
 
 std::size_t QuantMatrix::rowBytesOf(WeightFormat fmt, int cols)

@@ -75,6 +75,11 @@ private:
     std::vector<std::uint8_t, HugePageAllocator<std::uint8_t>> m_data;
     std::vector<float> m_scales;  // fp8_block: [ceil(rows/128)][ceil(cols/128)]; mxfp4: [rows][cols/32]
 
+    // Sets the format and shape; the elements zero, the scales one.
+    void allocate(WeightFormat fmt, int rows, int cols);
+    // Every element from value(row, col) (each called once), rounded to the format in place.
+    template <typename Value>
+    void quantise(Value value);
     // Row bytes and scale count of a rows x cols matrix in `fmt`.
     static std::size_t rowBytesOf(WeightFormat fmt, int cols);
     static std::size_t scaleCountOf(WeightFormat fmt, int rows, int cols);
@@ -88,7 +93,22 @@ float e4m3ToFloat(std::uint8_t v);
 std::uint8_t floatToE2m1(float v);  // nearest of +-{0, 0.5, 1, 1.5, 2, 3, 4, 6}
 float e2m1ToFloat(std::uint8_t v);
 
-// Counter-based uniform in [-1, 1): the same value for the same (seed, index) everywhere.
-float hashUniform(std::uint64_t seed, std::uint64_t index);
+// Counter-based uniform in [-1, 1): the same value for the same (seed, index) everywhere. Inline:
+// seeded weights call it once per element (the outer splitmix of the seed then leaves the loop).
+namespace detail {
+inline std::uint64_t splitmix(std::uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+}  // namespace detail
+
+inline float hashUniform(std::uint64_t seed, std::uint64_t index)
+{
+    const std::uint64_t h = detail::splitmix(detail::splitmix(seed) ^ index);
+    return static_cast<float>(static_cast<double>(h >> 40) * 0x1.0p-23 - 1.0);  // 24 bits -> [-1, 1)
+}
 
 }  // namespace moex::engine
