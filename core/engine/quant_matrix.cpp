@@ -26,8 +26,10 @@ inline std::uint8_t e4m3Code(float v)
     const float fa = std::fabs(v);
     const float a = fa > kE4m3Max ? kE4m3Max : fa;  // NaN stays NaN, and then fails a > 0 below
     // Subnormals are m x 2^-9, m = 0..7, rounded to even by the 1.5 x 2^23 trick (exact below
-    // 2^22, the result nearbyint gives); m = 8 is the smallest normal, code 8 as well.
-    const float sub = (a * 512.0f + 0x1.8p23f) - 0x1.8p23f;
+    // 2^22, the result nearbyint gives); m = 8 is the smallest normal, code 8 as well. Taken of 0
+    // where a is not subnormal (NaN included), so that the cast to int always has a value in 0..8.
+    const float s = a < 0x1p-6f ? a : 0.0f;
+    const float sub = (s * 512.0f + 0x1.8p23f) - 0x1.8p23f;
     const auto subCode = static_cast<std::uint32_t>(static_cast<int>(sub));
     // Normals: the float's 23-bit mantissa rounded to 3 bits, to nearest even, the exponent
     // rebiased; never above 448 (exponent 15, mantissa 6) since a is clamped to it.
