@@ -179,7 +179,9 @@ public:
             throw InputError(engineLocation(s),
                              "the engine's weights need " + gb(need) + (cfg.shared_weights ? " (one layer, shared)" : "")
                                  + " but " + gb(budget) + " are available (80% of free memory, or engine.memory_gb); "
-                                 "run fewer layers (engine.layers) or use engine.weights: shared");
+                                 + (cfg.shared_weights ? "one layer's weights alone do not fit: use a smaller precision.weights, or a "
+                                                         "larger engine.memory_gb where this machine has the memory"
+                                                       : "run fewer layers (engine.layers) or use engine.weights: shared"));
         std::unique_ptr<RoutingSource> routing;
         if (spec.workload_routing) {
             routing = makeRoutingSource(s);

@@ -567,6 +567,13 @@ void TestEngine::badEngineInputIsLocated()
     const std::string tooBig = message(s);
     QVERIFY2(tooBig.find("weights need") != std::string::npos && tooBig.find("engine.memory_gb") != std::string::npos,
              tooBig.c_str());
+    // Automatic weights already fell back to one shared layer: the hint is not to share them.
+    QVERIFY2(tooBig.find("one layer's weights alone do not fit") != std::string::npos
+                 && tooBig.find("engine.weights: shared") == std::string::npos,
+             tooBig.c_str());
+    s.engine.weights = EngineWeights::own;  // every layer its own: fewer layers, or sharing, would help
+    QVERIFY2(message(s).find("engine.weights: shared") != std::string::npos, message(s).c_str());
+    s.engine.weights = EngineWeights::automatic;
     s.engine.memory_gb = 0;
     s.engine.backend = Backend::cuda;
     QVERIFY2(message(s).find("no CUDA engine backend") != std::string::npos, message(s).c_str());
