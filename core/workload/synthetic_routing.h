@@ -205,7 +205,12 @@ public:
     [[nodiscard]] int routingGroupsPerToken() const { return m_groupsPerToken; }
 
 private:
-    struct Layer {
+    // Layer and CountScratch start on their own cache line (64 bytes on x86-64). The workers draw
+    // neighbouring layers at once, and a Layer is 448 bytes: unaligned, one layer's Rng (written
+    // per source) shared a line with the previous layer's temporalMass and `active` (read per
+    // source), and the two threads spent some 10% more CPU a step than one thread
+    // (docs/PERFORMANCE.md, "Two workers, one cache line").
+    struct alignas(64) Layer {
         detail::Rng rng;
         std::vector<double> logPop;                   // per expert
         std::vector<double> pop;                      // normalised popularity b
@@ -236,7 +241,7 @@ private:
     };
 
     // Scratch of the counts sampler, one per worker thread.
-    struct CountScratch {
+    struct alignas(64) CountScratch {
         std::vector<double> mu;        // per expert: expected pairs for this source
         std::vector<int> cap;          // per routing group: tokens that chose it
         std::vector<int> subs;         // per routing group: sub-batches that chose it
