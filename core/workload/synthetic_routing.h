@@ -113,6 +113,10 @@ inline double powerBySquaring(double base, int exponent)
 // the same masks as the scalar loop.
 std::uint64_t race8(const float* exponential, std::uint64_t r0, std::uint64_t r1, const float* inverse,
                     const float* offset, int count, bool vector);
+// race8 of `n` sub-batches, the words of sub-batch b at words[2b] and words[2b + 1], into masks[b]:
+// the same masks as n calls of race8.
+void race8Many(const float* exponential, const std::uint64_t* words, int n, const float* inverse, const float* offset,
+               int count, bool vector, std::uint64_t* masks);
 bool race8HasAvx2();
 // The standard normal quantile of 12 random bits (4096 equiprobable cells; |z| <= 3.5).
 double normalQuantile(std::uint32_t random12);
@@ -264,6 +268,8 @@ private:
         std::vector<int> maskSubs;     // per subset of routing groups (up to kMaskedGroups): sub-batches that chose it
         std::vector<int> maskTokens;   // and their tokens
         std::vector<int> masks;        // the subsets chosen (room for every subset)
+        std::vector<std::uint64_t> raceWords;  // per sub-batch: the two random words of its 8-group race
+        std::vector<std::uint64_t> raceMasks;  // and the groups it chose
     };
 
     void initLayer(int index, Layer& layer) const;

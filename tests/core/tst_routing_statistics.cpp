@@ -214,6 +214,7 @@ private slots:
     void exponentialTable();
     void clippedBinomialMoments();
     void raceVectorMatchesScalar();
+    void raceManyMatchesOneByOne();
     void raceIsSequentialChoice();
     void countsMatchPairs_data();
     void countsMatchPairs();
@@ -330,6 +331,44 @@ void TestRoutingStatistics::raceVectorMatchesScalar()
         const std::uint64_t scalar = detail::race8(t.exponential, r0, r1, inverse, offset, count, false);
         QCOMPARE(v, scalar);
         QCOMPARE(std::popcount(scalar), count);
+    }
+}
+
+void TestRoutingStatistics::raceManyMatchesOneByOne()
+{
+    // The batched race (every sub-batch of a source in one call) gives race8's mask for each
+    // sub-batch, on both paths, ties included (equal bits in every lane of some sub-batches).
+    const detail::RandomTables& t = detail::RandomTables::get();
+    detail::Rng rng(11);
+    for (int source = 0; source < 2000; ++source) {
+        float inverse[8], offset[8];
+        for (int q = 0; q < 8; ++q) {
+            const int kind = static_cast<int>(rng.below(6));
+            inverse[q] = kind == 0 ? 0.0f : kind == 1 ? 2.0f : static_cast<float>(1.0 / (0.01 + rng.uniform()));
+            offset[q] = kind == 0 ? 3.0e38f : 0.0f;
+        }
+        const int n = 1 + static_cast<int>(rng.below(40));
+        const int count = 1 + static_cast<int>(rng.below(7));
+        std::vector<std::uint64_t> words(2 * static_cast<std::size_t>(n));
+        for (std::size_t i = 0; i < words.size(); i += 2) {
+            words[i] = rng.next();
+            words[i + 1] = rng.next();
+            if (rng.below(5) == 0)  // equal bits in every lane: ties wherever the weights are equal
+                words[i] = words[i + 1] = (words[i] & 0xffffu) * 0x0001000100010001ULL;
+        }
+        for (const bool vector : {false, true}) {
+            if (vector && !detail::race8HasAvx2())
+                continue;
+            std::vector<std::uint64_t> masks(static_cast<std::size_t>(n), 0);
+            detail::race8Many(t.exponential, words.data(), n, inverse, offset, count, vector, masks.data());
+            for (int b = 0; b < n; ++b) {
+                const auto i = static_cast<std::size_t>(b);
+                const std::uint64_t one = detail::race8(t.exponential, words[2 * i], words[2 * i + 1], inverse, offset,
+                                                        count, false);
+                QCOMPARE(masks[i], one);
+                QCOMPARE(std::popcount(one), count);
+            }
+        }
     }
 }
 
