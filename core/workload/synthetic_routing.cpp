@@ -94,6 +94,7 @@ SyntheticRouting::SyntheticRouting(const ModelSpec& model, const Workload& workl
     m_weightScratch.assign(std::max(ne, maxComponents), 0.0);
     m_componentTable.build(std::span<const double>(m_weightScratch.data(), maxComponents));  // sizes it
     m_raceAvx2 = detail::race8HasAvx2();
+    m_drawAvx512 = detail::poissonRowHasAvx512();
     reset();
 }
 

@@ -118,6 +118,12 @@ std::uint64_t race8(const float* exponential, std::uint64_t r0, std::uint64_t r1
 void race8Many(const float* exponential, const std::uint64_t* words, int n, const float* inverse, const float* offset,
                int count, bool vector, std::uint64_t* masks);
 bool race8HasAvx2();
+// The counts sampler's Poisson draws of n experts in a row: out[i] = min(poisson(scale * mu[i],
+// bits[i]), cap), and 0 where skip[i] >= 0 (the clipped experts, drawn apart); returns the sum.
+// `vector`: 16 at a time in AVX-512 (where poissonRowHasAvx512), the same counts.
+int poissonRow(const double* mu, double scale, const std::uint32_t* bits, const double* skip, int n, int cap,
+               std::uint16_t* out, bool vector);
+bool poissonRowHasAvx512();
 // The standard normal quantile of 12 random bits (4096 equiprobable cells; |z| <= 3.5).
 double normalQuantile(std::uint32_t random12);
 
@@ -316,6 +322,7 @@ private:
     std::vector<Layer> m_layers;
     std::unique_ptr<WorkerPool> m_pool;  // counts sampler with more than one thread
     bool m_raceAvx2 = false;             // the 8-group race in AVX2 (the same masks as the scalar one)
+    bool m_drawAvx512 = false;           // the Poisson draws 16 at a time (the same counts as one by one)
     std::vector<CountScratch> m_countScratch;  // per worker
     std::vector<int> m_identity;       // 0..E-1: the ids of the per-routing-group tables
     std::vector<std::uint8_t> m_flag;  // scratch, per expert

@@ -155,6 +155,125 @@ bool race8HasAvx2() { return raceHasAvx2(); }
 
 namespace {
 
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers build their reductions and conversions from _mm512_undefined_*, which
+// -Wuninitialized reports at every inlined use; nothing here reads an undefined lane.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// RandomTables::poisson of 16 cells at once, each lane the scalar draw's count: the mean in fixed
+// point, its grid bin and the guide-table start gathered, the CDF walk for the few lanes whose
+// uniform lies past the guide's start. Lanes outside `lanes`, or with skip >= 0, or a mean <= 0
+// give 0; lanes with a mean >= kPoissonTableMean are left to the caller (`large`).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) int poisson16(const detail::RandomTables& t, const double* mu,
+                                                                    double scale, const std::uint32_t* bits,
+                                                                    const double* skip, __mmask16 lanes, int cap,
+                                                                    std::uint16_t* out, __mmask16& large)
+{
+    using T = detail::RandomTables;
+    const auto lo = static_cast<__mmask8>(lanes);
+    const auto hi = static_cast<__mmask8>(lanes >> 8);
+    const __m512d zero = _mm512_setzero_pd();
+    const __m512d s = _mm512_set1_pd(scale);
+    const __m512d m0 = _mm512_mul_pd(s, _mm512_maskz_loadu_pd(lo, mu));
+    const __m512d m1 = _mm512_mul_pd(s, _mm512_maskz_loadu_pd(hi, mu + 8));
+    // Light lanes: skip < 0 (a lane outside `lanes` reads 0 and so is not light).
+    const auto light = static_cast<__mmask16>(
+        _mm512_mask_cmp_pd_mask(lo, _mm512_maskz_loadu_pd(lo, skip), zero, _CMP_LT_OQ) |
+        (_mm512_mask_cmp_pd_mask(hi, _mm512_maskz_loadu_pd(hi, skip + 8), zero, _CMP_LT_OQ) << 8));
+    const auto positive = static_cast<__mmask16>(_mm512_cmp_pd_mask(m0, zero, _CMP_GT_OQ) |
+                                                 (_mm512_cmp_pd_mask(m1, zero, _CMP_GT_OQ) << 8)) & light;
+    const __m512d top = _mm512_set1_pd(T::kPoissonTableMean);
+    const auto small = static_cast<__mmask16>(_mm512_cmp_pd_mask(m0, top, _CMP_LT_OQ) |
+                                              (_mm512_cmp_pd_mask(m1, top, _CMP_LT_OQ) << 8));
+    const __mmask16 table = positive & small;
+    large = positive & static_cast<__mmask16>(~small);
+    // The mean in 24.8 fixed point of grid steps, rounded up when the low 8 random bits fall
+    // below its fraction; the top 24 bits (| 0xff) the uniform.
+    const __m512d grid = _mm512_set1_pd(T::kPoissonGrid * 256.0);
+    const __m256i p0 = _mm512_maskz_cvttpd_epu32(static_cast<__mmask8>(table), _mm512_mul_pd(m0, grid));
+    const __m256i p1 = _mm512_maskz_cvttpd_epu32(static_cast<__mmask8>(table >> 8), _mm512_mul_pd(m1, grid));
+    const __m512i pos = _mm512_inserti64x4(_mm512_castsi256_si512(p0), p1, 1);
+    const __m512i r = _mm512_maskz_loadu_epi32(lanes, bits);
+    const __m512i low = _mm512_set1_epi32(0xff);
+    const __m512i one = _mm512_set1_epi32(1);
+    const __mmask16 up = _mm512_cmplt_epu32_mask(_mm512_and_si512(r, low), _mm512_and_si512(pos, low));
+    const __m512i bin = _mm512_mask_add_epi32(_mm512_srli_epi32(pos, 8), up, _mm512_srli_epi32(pos, 8), one);
+    const __m512i u = _mm512_or_si512(r, low);
+    // The guide's byte at [bin][u >> 24], read as 4 bytes (the table is followed by more of
+    // RandomTables, so the read stays inside it), its low byte kept.
+    const __m512i guideAt = _mm512_add_epi32(_mm512_slli_epi32(bin, 8), _mm512_srli_epi32(u, 24));
+    __m512i k = _mm512_and_si512(
+        _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), table, guideAt, &t.guide[0][0], 1), low);
+    const __m512i cdfRow = _mm512_mullo_epi32(bin, _mm512_set1_epi32(T::kPoissonTail));
+    __m512i c = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), table, _mm512_add_epi32(cdfRow, k), &t.cdf[0][0], 4);
+    __mmask16 walk = table & _mm512_cmpge_epu32_mask(u, c);
+    const __m512i last = _mm512_set1_epi32(T::kPoissonTail - 1);
+    while (walk != 0) {  // about one block in four
+        k = _mm512_mask_add_epi32(k, walk, k, one);
+        walk &= _mm512_cmpneq_epi32_mask(k, last);
+        c = _mm512_mask_i32gather_epi32(c, walk, _mm512_add_epi32(cdfRow, k), &t.cdf[0][0], 4);
+        walk &= _mm512_cmpge_epu32_mask(u, c);
+    }
+    k = _mm512_maskz_min_epi32(table, k, _mm512_set1_epi32(cap));
+    _mm256_mask_storeu_epi16(out, lanes, _mm512_cvtepi32_epi16(k));
+    return _mm512_reduce_add_epi32(k);
+}
+
+int poissonRowAvx512(const double* mu, double scale, const std::uint32_t* bits, const double* skip, int n, int cap,
+                     std::uint16_t* out)
+{
+    const detail::RandomTables& t = detail::RandomTables::get();
+    int sum = 0;
+    for (int x0 = 0; x0 < n; x0 += 16) {
+        const int count = std::min(16, n - x0);
+        const auto lanes = static_cast<__mmask16>(count == 16 ? 0xffffu : (1u << count) - 1u);
+        __mmask16 large = 0;
+        sum += poisson16(t, mu + x0, scale, bits + x0, skip + x0, lanes, cap, out + x0, large);
+        for (unsigned m = large; m != 0; m &= m - 1) {
+            const int x = x0 + std::countr_zero(m);
+            const int k = std::min(t.poisson(scale * mu[x], bits[x]), cap);
+            out[x] = static_cast<std::uint16_t>(k);
+            sum += k;
+        }
+    }
+    return sum;
+}
+#pragma GCC diagnostic pop
+bool poissonHasAvx512()
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+#else
+int poissonRowAvx512(const double*, double, const std::uint32_t*, const double*, int, int, std::uint16_t*) { return 0; }
+bool poissonHasAvx512() { return false; }
+#endif
+
+}  // namespace
+
+namespace detail {
+
+int poissonRow(const double* mu, double scale, const std::uint32_t* bits, const double* skip, int n, int cap,
+               std::uint16_t* out, bool vector)
+{
+    if (vector)
+        return poissonRowAvx512(mu, scale, bits, skip, n, cap, out);
+    const RandomTables& t = RandomTables::get();
+    int sum = 0;
+    for (int x = 0; x < n; ++x) {
+        const int k = skip[x] < 0.0 ? std::min(t.poisson(scale * mu[x], bits[x]), cap) : 0;
+        out[x] = static_cast<std::uint16_t>(k);
+        sum += k;
+    }
+    return sum;
+}
+
+bool poissonRowHasAvx512() { return poissonHasAvx512(); }
+
+}  // namespace detail
+
+namespace {
+
 // Bit i set where v[i] >= threshold (n <= 64); two at a time where SSE2 is there.
 std::uint64_t atLeast(const double* v, std::size_t n, double threshold)
 {
@@ -433,11 +552,13 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
         c.capX[x] = k;         // full
         c.clipMean[x] = -1.0;  // back to "not clipped" for the next row
     };
-    // Where many experts are clipped (one-token sub-batches), which one is is a coin flip the
-    // branch predictor keeps missing: then a group's random words are drawn first, the Poisson
-    // draws run over a list of the experts not clipped and the normal ones over the clipped, with
-    // the same bits per expert (so the same counts).
-    const bool manyClipped = c.numHeavy * 8 >= m_numExperts;
+    // Two experts a random word, in the same order on every path, so every path gives the same
+    // counts. With AVX-512, a group's words first, then its Poisson draws 16 at a time (the clipped
+    // experts read 0), the clipped experts' normal draws on the same bits at the end. Where many
+    // experts are clipped (one-token sub-batches), which one is is a coin flip the branch predictor
+    // keeps missing: the scalar draws then also take the words first and run over a list of the
+    // experts not clipped. Otherwise one expert after the other.
+    const bool bitsFirst = m_drawAvx512 || c.numHeavy * 8 >= m_numExperts;
     std::uint32_t* bits = c.bits.data();
     int* light = c.light.data();
     for (std::size_t j = 0; j < ng; ++j) {
@@ -448,12 +569,17 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
             std::fill_n(row + begin, gs, 0);
             continue;
         }
-        if (manyClipped) {
+        if (bitsFirst) {
             for (std::size_t x = begin; x < begin + gs; x += 2) {  // bits has room for an odd group's spare half
                 const std::uint64_t r = rng.next();
                 bits[x] = static_cast<std::uint32_t>(r);
                 bits[x + 1] = static_cast<std::uint32_t>(r >> 32);
             }
+        }
+        if (m_drawAvx512) {
+            drawn += detail::poissonRow(c.mu.data() + begin, scale, bits + begin, c.clipMean.data() + begin,
+                                        static_cast<int>(gs), cap, row + begin, true);
+        } else if (bitsFirst) {
             std::size_t numLight = 0;
             for (std::size_t x = begin; x < begin + gs; ++x) {
                 light[numLight] = static_cast<int>(x);
@@ -465,24 +591,24 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
                 row[x] = static_cast<RoutingSample::Count>(k);
                 drawn += k;
             }
-            continue;
-        }
-        std::uint64_t r = 0;
-        for (std::size_t x = begin; x < begin + gs; ++x) {
-            if (((x - begin) & 1u) == 0)
-                r = rng.next();
-            else
-                r >>= 32;
-            if (c.clipMean[x] < 0.0) {
-                const int k = std::min(tables.poisson(scale * c.mu[x], static_cast<std::uint32_t>(r)), cap);
-                row[x] = static_cast<RoutingSample::Count>(k);
-                drawn += k;
-            } else {
-                drawClipped(x, static_cast<std::uint32_t>(r), cap);
+        } else {
+            std::uint64_t r = 0;
+            for (std::size_t x = begin; x < begin + gs; ++x) {
+                if (((x - begin) & 1u) == 0)
+                    r = rng.next();
+                else
+                    r >>= 32;
+                if (c.clipMean[x] < 0.0) {
+                    const int k = std::min(tables.poisson(scale * c.mu[x], static_cast<std::uint32_t>(r)), cap);
+                    row[x] = static_cast<RoutingSample::Count>(k);
+                    drawn += k;
+                } else {
+                    drawClipped(x, static_cast<std::uint32_t>(r), cap);
+                }
             }
         }
     }
-    if (manyClipped)
+    if (bitsFirst)
         for (std::size_t i = 0; i < static_cast<std::size_t>(c.numHeavy); ++i) {
             const auto x = static_cast<std::size_t>(c.heavy[i]);
             drawClipped(x, bits[x], c.cap[static_cast<std::size_t>(c.heavyGroup[i])]);

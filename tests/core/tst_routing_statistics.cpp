@@ -215,6 +215,7 @@ private slots:
     void clippedBinomialMoments();
     void raceVectorMatchesScalar();
     void raceManyMatchesOneByOne();
+    void poissonRowVectorMatchesScalar();
     void raceIsSequentialChoice();
     void countsMatchPairs_data();
     void countsMatchPairs();
@@ -370,6 +371,49 @@ void TestRoutingStatistics::raceManyMatchesOneByOne()
             }
         }
     }
+}
+
+void TestRoutingStatistics::poissonRowVectorMatchesScalar()
+{
+    // The AVX-512 draws give the scalar ones' counts and sum: rows of every length up to 40 (a
+    // part-filled last block), means 0, negative, NaN, tiny, on both sides of the table's end
+    // (16: the scalar normal approximation takes over), clipped experts skipped, caps from 1,
+    // and the largest uniform (the CDF walk to its end).
+    if (!detail::poissonRowHasAvx512())
+        QSKIP("this CPU has no AVX-512");
+    detail::Rng rng(21);
+    long draws = 0;
+    for (int trial = 0; trial < 20000; ++trial) {
+        const int n = 1 + static_cast<int>(rng.below(40));
+        std::vector<double> mu(static_cast<std::size_t>(n)), skip(static_cast<std::size_t>(n));
+        std::vector<std::uint32_t> bits(static_cast<std::size_t>(n));
+        for (std::size_t i = 0; i < mu.size(); ++i) {
+            const std::uint32_t kind = rng.below(16);
+            mu[i] = kind == 0 ? 0.0
+                    : kind == 1 ? -1.0
+                    : kind == 2 ? std::nan("")
+                    : kind == 3 ? 1e-6 * rng.uniform()
+                    : kind == 4 ? 15.9 + 0.2 * rng.uniform()
+                    : kind == 5 ? 16.0 + 200.0 * rng.uniform()
+                                : 8.0 * rng.uniform();
+            skip[i] = rng.below(8) == 0 ? 2.5 : -1.0;
+            bits[i] = rng.below(64) == 0 ? 0xffffffffu : static_cast<std::uint32_t>(rng.next());
+        }
+        const int cap = rng.below(4) == 0 ? 1000 : 1 + static_cast<int>(rng.below(30));
+        const double scale = 0.9 + 0.2 * rng.uniform();
+        std::vector<std::uint16_t> scalar(mu.size()), vector(mu.size(), 7);
+        const int a = detail::poissonRow(mu.data(), scale, bits.data(), skip.data(), n, cap, scalar.data(), false);
+        const int b = detail::poissonRow(mu.data(), scale, bits.data(), skip.data(), n, cap, vector.data(), true);
+        QCOMPARE(b, a);
+        for (std::size_t i = 0; i < mu.size(); ++i) {
+            QCOMPARE(vector[i], scalar[i]);
+            QVERIFY(scalar[i] <= cap);
+            if (skip[i] >= 0.0 || !(mu[i] > 0.0))
+                QCOMPARE(int{scalar[i]}, 0);
+        }
+        draws += n;
+    }
+    QVERIFY(draws > 300000);
 }
 
 void TestRoutingStatistics::raceIsSequentialChoice()
