@@ -95,6 +95,7 @@ SyntheticRouting::SyntheticRouting(const ModelSpec& model, const Workload& workl
     m_componentTable.build(std::span<const double>(m_weightScratch.data(), maxComponents));  // sizes it
     m_raceAvx2 = detail::race8HasAvx2();
     m_drawAvx512 = detail::poissonRowHasAvx512();
+    m_wordsAvx512 = detail::counterWordsHasAvx512();
     reset();
 }
 

@@ -54,6 +54,14 @@ struct RandomTables;
 // One step of splitmix64: advances `x` and returns a well-mixed 64-bit value (seeds, sub-seeds).
 std::uint64_t splitmix64(std::uint64_t& x);
 
+// A counter-based stream of random words: out[i] is splitmix64's output at state seed + (first + i +
+// 1) * 0x9e3779b97f4a7c15, i.e. what n calls of splitmix64 return from x = seed + first * that
+// constant. The words do not depend on one another, so the counts sampler draws a source's words
+// at once (xoshiro's are a serial chain): 8 at a time in AVX-512 where `vector` (where
+// counterWordsHasAvx512), the same words.
+void counterWords(std::uint64_t seed, std::uint64_t first, int n, std::uint64_t* out, bool vector);
+bool counterWordsHasAvx512();
+
 // xoshiro256**: fast and statistically sound; seeded through splitmix64 so any seed is fine.
 class Rng {
 public:
@@ -274,7 +282,7 @@ private:
         std::vector<int> maskSubs;     // per subset of routing groups (up to kMaskedGroups): sub-batches that chose it
         std::vector<int> maskTokens;   // and their tokens
         std::vector<int> masks;        // the subsets chosen (room for every subset)
-        std::vector<std::uint64_t> raceWords;  // per sub-batch: the two random words of its 8-group race
+        std::vector<std::uint64_t> words;      // a source's counter-based random words: its races', then its draws'
         std::vector<std::uint64_t> raceMasks;  // and the groups it chose
     };
 
@@ -286,7 +294,7 @@ private:
     void sourceGroupMass(const Layer& layer, const int* active, double perSlot, double* mass) const;
     void nextCounts(RoutingSample& out);
     void sampleSourceCounts(Layer& layer, int src, RoutingSample::Count* row, CountScratch& scratch) const;
-    void chooseGroupsCounts(detail::Rng& rng, CountScratch& scratch) const;
+    void chooseGroupsCounts(detail::Rng& rng, const std::uint64_t* words, CountScratch& scratch) const;
     void addSubBatch(std::uint64_t mask, int tokens, CountScratch& scratch) const;
     static constexpr int kMaskedGroups = 10;  // up to this many routing groups, sub-batches are tallied per subset
     double capScale(CountScratch& scratch, int n, double start) const;
@@ -323,6 +331,7 @@ private:
     std::unique_ptr<WorkerPool> m_pool;  // counts sampler with more than one thread
     bool m_raceAvx2 = false;             // the 8-group race in AVX2 (the same masks as the scalar one)
     bool m_drawAvx512 = false;           // the Poisson draws 16 at a time (the same counts as one by one)
+    bool m_wordsAvx512 = false;          // a source's random words 8 at a time (the same words)
     std::vector<CountScratch> m_countScratch;  // per worker
     std::vector<int> m_identity;       // 0..E-1: the ids of the per-routing-group tables
     std::vector<std::uint8_t> m_flag;  // scratch, per expert

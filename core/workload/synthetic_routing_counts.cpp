@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <span>
 
 #if defined(__SSE2__)
@@ -328,7 +329,7 @@ void SyntheticRouting::nextCounts(RoutingSample& out)
             c.groupW.assign(ng, 0.0);
             c.expected.assign(ng, 0.0);
             const auto subBatches = static_cast<std::size_t>(std::min(m_options.group_subbatches, std::max(m_tokensPerGpu, 1)));
-            c.raceWords.assign(2 * subBatches, 0);
+            c.words.assign(2 * subBatches + ng * ((static_cast<std::size_t>(m_groupSize) + 1) / 2), 0);
             c.raceMasks.assign(subBatches, 0);
         }
     }
@@ -345,7 +346,7 @@ void SyntheticRouting::nextCounts(RoutingSample& out)
     });
 }
 
-void SyntheticRouting::chooseGroupsCounts(detail::Rng& rng, CountScratch& c) const
+void SyntheticRouting::chooseGroupsCounts(detail::Rng& rng, const std::uint64_t* words, CountScratch& c) const
 {
     // Per routing group: the tokens of the sub-batches that chose it (the cap of each of its
     // experts: a token picks an expert once) and the pairs they send it in expectation (a
@@ -382,10 +383,7 @@ void SyntheticRouting::chooseGroupsCounts(detail::Rng& rng, CountScratch& c) con
     const int extra = m_tokensPerGpu % numSub;  // the first `extra` sub-batches have one token more
     int* masks = c.masks.data();  // the subsets chosen, in the order first chosen
     std::size_t numMasks = 0;
-    if (numGroups == 8) {  // every sub-batch's race in one call, on the words they would draw one by one
-        std::uint64_t* words = c.raceWords.data();  // sized for numSub when the scratch was made
-        for (int i = 0; i < 2 * numSub; ++i)
-            words[i] = rng.next();
+    if (numGroups == 8) {  // every sub-batch's race in one call, on the source's first 2 numSub words
         detail::race8Many(tables.exponential, words, numSub, inverse, offset, perToken, m_raceAvx2,
                           c.raceMasks.data());
     }
@@ -468,9 +466,16 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
     const int* active = layer.active.data() + static_cast<std::size_t>(src) * static_cast<std::size_t>(m_activeGroups);
     const double perSlot = m_activeGroups > 0 ? m_options.group_share * layer.temporalMass / m_activeGroups : 0.0;
     detail::Rng rng = layer.rng;
+    // The source's random words, counter-based from one word of the layer's stream: two a
+    // sub-batch for the 8-group races, then one for every two experts of a routing group.
+    const int numSub = std::min(m_options.group_subbatches, std::max(m_tokensPerGpu, 1));
+    const std::size_t raceWords = m_routingGroups == 8 ? 2 * static_cast<std::size_t>(numSub) : 0;
+    const std::size_t half = (gs + 1) / 2;
+    const std::uint64_t* words = c.words.data();
+    detail::counterWords(rng.next(), 0, static_cast<int>(raceWords + ng * half), c.words.data(), m_wordsAvx512);
 
     sourceGroupMass(layer, active, perSlot, c.groupW.data());
-    chooseGroupsCounts(rng, c);
+    chooseGroupsCounts(rng, words, c);
 
     // Expected pairs per expert: the group's expected pairs in proportion to the expert's mass.
     for (std::size_t j = 0; j < ng; ++j) {
@@ -552,14 +557,19 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
         c.capX[x] = k;         // full
         c.clipMean[x] = -1.0;  // back to "not clipped" for the next row
     };
-    // Two experts a random word, in the same order on every path, so every path gives the same
-    // counts. With AVX-512, a group's words first, then its Poisson draws 16 at a time (the clipped
-    // experts read 0), the clipped experts' normal draws on the same bits at the end. Where many
-    // experts are clipped (one-token sub-batches), which one is is a coin flip the branch predictor
-    // keeps missing: the scalar draws then also take the words first and run over a list of the
-    // experts not clipped. Otherwise one expert after the other.
+    // Two experts a random word (the low half first), the same counts on every path. With AVX-512
+    // the bits of every expert first, then per group the Poisson draws of the experts not clipped
+    // (the clipped read 0) 16 at a time, and the clipped experts' normal draws on their bits at
+    // the end. Where many experts are clipped (one-token sub-batches), which one is is a coin
+    // flip the branch predictor keeps missing: the scalar draws then also take the bits first and
+    // run over a list of the experts not clipped. Otherwise one expert after the other.
     const bool bitsFirst = m_drawAvx512 || c.numHeavy * 8 >= m_numExperts;
     std::uint32_t* bits = c.bits.data();
+    if (bitsFirst && gs % 2 == 0)
+        std::memcpy(bits, words + raceWords, static_cast<std::size_t>(m_numExperts) * sizeof(std::uint32_t));
+    else if (bitsFirst)  // an odd group's last word has a spare half
+        for (std::size_t j = 0; j < ng; ++j)
+            std::memcpy(bits + j * gs, words + raceWords + j * half, gs * sizeof(std::uint32_t));
     int* light = c.light.data();
     for (std::size_t j = 0; j < ng; ++j) {
         const int cap = c.cap[j];
@@ -568,13 +578,6 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
         if (cap == 0) {
             std::fill_n(row + begin, gs, 0);
             continue;
-        }
-        if (bitsFirst) {
-            for (std::size_t x = begin; x < begin + gs; x += 2) {  // bits has room for an odd group's spare half
-                const std::uint64_t r = rng.next();
-                bits[x] = static_cast<std::uint32_t>(r);
-                bits[x + 1] = static_cast<std::uint32_t>(r >> 32);
-            }
         }
         if (m_drawAvx512) {
             drawn += detail::poissonRow(c.mu.data() + begin, scale, bits + begin, c.clipMean.data() + begin,
@@ -592,12 +595,10 @@ void SyntheticRouting::sampleSourceCounts(Layer& layer, int src, RoutingSample::
                 drawn += k;
             }
         } else {
+            const std::uint64_t* word = words + raceWords + j * half;
             std::uint64_t r = 0;
             for (std::size_t x = begin; x < begin + gs; ++x) {
-                if (((x - begin) & 1u) == 0)
-                    r = rng.next();
-                else
-                    r >>= 32;
+                r = ((x - begin) & 1u) == 0 ? *word++ : r >> 32;
                 if (c.clipMean[x] < 0.0) {
                     const int k = std::min(tables.poisson(scale * c.mu[x], static_cast<std::uint32_t>(r)), cap);
                     row[x] = static_cast<RoutingSample::Count>(k);

@@ -216,6 +216,7 @@ private slots:
     void raceVectorMatchesScalar();
     void raceManyMatchesOneByOne();
     void poissonRowVectorMatchesScalar();
+    void counterWordsAreSplitmix();
     void raceIsSequentialChoice();
     void countsMatchPairs_data();
     void countsMatchPairs();
@@ -414,6 +415,37 @@ void TestRoutingStatistics::poissonRowVectorMatchesScalar()
         draws += n;
     }
     QVERIFY(draws > 300000);
+}
+
+void TestRoutingStatistics::counterWordsAreSplitmix()
+{
+    // The counter-based words are splitmix64's outputs from seed + first * gamma, on both paths,
+    // for every length up to 40 (a part-filled last vector) and any start.
+    detail::Rng rng(5);
+    for (int trial = 0; trial < 2000; ++trial) {
+        const std::uint64_t seed = rng.next();
+        const std::uint64_t first = rng.below(1000);
+        const int n = static_cast<int>(rng.below(41));
+        std::vector<std::uint64_t> expected(static_cast<std::size_t>(n));
+        std::uint64_t state = seed + first * 0x9e3779b97f4a7c15ULL;
+        for (std::uint64_t& word : expected)
+            word = detail::splitmix64(state);
+        for (const bool vector : {false, true}) {
+            if (vector && !detail::counterWordsHasAvx512())
+                continue;
+            std::vector<std::uint64_t> words(static_cast<std::size_t>(n) + 1, 42);
+            detail::counterWords(seed, first, n, words.data(), vector);
+            for (std::size_t i = 0; i < expected.size(); ++i)
+                QCOMPARE(words[i], expected[i]);
+            QCOMPARE(words.back(), std::uint64_t{42});  // nothing written past n
+        }
+    }
+    // Consecutive calls continue one stream: words [0, 24) in one call = [0, 10) then [10, 24).
+    std::uint64_t once[24], twice[24];
+    detail::counterWords(77, 0, 24, once, detail::counterWordsHasAvx512());
+    detail::counterWords(77, 0, 10, twice, false);
+    detail::counterWords(77, 10, 14, twice + 10, detail::counterWordsHasAvx512());
+    QVERIFY(std::equal(once, once + 24, twice));
 }
 
 void TestRoutingStatistics::raceIsSequentialChoice()
