@@ -165,11 +165,12 @@ namespace {
 // RandomTables::poisson of 16 cells at once, each lane the scalar draw's count: the mean in fixed
 // point, its grid bin and the guide-table start gathered, the CDF walk for the few lanes whose
 // uniform lies past the guide's start. Lanes outside `lanes`, or with skip >= 0, or a mean <= 0
-// give 0; lanes with a mean >= kPoissonTableMean are left to the caller (`large`).
+// give 0; lanes with a mean >= kPoissonTableMean take the scalar draw's normal approximation, in the
+// same operations and order.
 __attribute__((target("avx512f,avx512bw,avx512vl"))) int poisson16(const detail::RandomTables& t, const double* mu,
                                                                     double scale, const std::uint32_t* bits,
                                                                     const double* skip, __mmask16 lanes, int cap,
-                                                                    std::uint16_t* out, __mmask16& large)
+                                                                    std::uint16_t* out)
 {
     using T = detail::RandomTables;
     const auto lo = static_cast<__mmask8>(lanes);
@@ -188,7 +189,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) int poisson16(const detail:
     const auto small = static_cast<__mmask16>(_mm512_cmp_pd_mask(m0, top, _CMP_LT_OQ) |
                                               (_mm512_cmp_pd_mask(m1, top, _CMP_LT_OQ) << 8));
     const __mmask16 table = positive & small;
-    large = positive & static_cast<__mmask16>(~small);
+    const __mmask16 large = positive & static_cast<__mmask16>(~small);
     // The mean in 24.8 fixed point of grid steps, rounded up when the low 8 random bits fall
     // below its fraction; the top 24 bits (| 0xff) the uniform.
     const __m512d grid = _mm512_set1_pd(T::kPoissonGrid * 256.0);
@@ -217,6 +218,31 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) int poisson16(const detail:
         walk &= _mm512_cmpge_epu32_mask(u, c);
     }
     k = _mm512_maskz_min_epi32(table, k, _mm512_set1_epi32(cap));
+    if (large != 0) {
+        // From the table's end on (prefill's means), the scalar draw's Cornish-Fisher rounding, 8
+        // lanes at a time: mean + sqrt(mean) z + (z^2 - 1) / 6 + 0.5, truncated, clamped.
+        const __m512i cell = _mm512_srli_epi32(r, 20);
+        __m256i part[2];
+        for (int h = 0; h < 2; ++h) {
+            const auto these = static_cast<__mmask8>(large >> (8 * h));
+            part[h] = _mm256_setzero_si256();
+            if (these == 0)
+                continue;
+            const __m512d m = h == 0 ? m0 : m1;
+            const __m256i at = h == 0 ? _mm512_castsi512_si256(cell) : _mm512_extracti64x4_epi64(cell, 1);
+            const __m512d z = _mm512_mask_i32gather_pd(zero, these, at, t.quantile, 8);
+            const __m512d skew = _mm512_div_pd(_mm512_sub_pd(_mm512_mul_pd(z, z), _mm512_set1_pd(1.0)), _mm512_set1_pd(6.0));
+            const __m512d x = _mm512_add_pd(
+                _mm512_add_pd(_mm512_add_pd(m, _mm512_mul_pd(_mm512_sqrt_pd(m), z)), skew), _mm512_set1_pd(0.5));
+            const __mmask8 above = _mm512_mask_cmp_pd_mask(these, x, zero, _CMP_GT_OQ);
+            const __mmask8 huge = _mm512_mask_cmp_pd_mask(above, x, _mm512_set1_pd(2147483647.0), _CMP_GE_OQ);
+            __m256i whole = _mm512_maskz_cvttpd_epi32(above, x);
+            whole = _mm256_mask_mov_epi32(whole, huge, _mm256_set1_epi32(2147483647));
+            part[h] = _mm256_min_epi32(whole, _mm256_set1_epi32(cap));
+        }
+        const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(part[0]), part[1], 1);
+        k = _mm512_mask_mov_epi32(k, large, both);
+    }
     _mm256_mask_storeu_epi16(out, lanes, _mm512_cvtepi32_epi16(k));
     return _mm512_reduce_add_epi32(k);
 }
@@ -229,14 +255,7 @@ int poissonRowAvx512(const double* mu, double scale, const std::uint32_t* bits, 
     for (int x0 = 0; x0 < n; x0 += 16) {
         const int count = std::min(16, n - x0);
         const auto lanes = static_cast<__mmask16>(count == 16 ? 0xffffu : (1u << count) - 1u);
-        __mmask16 large = 0;
-        sum += poisson16(t, mu + x0, scale, bits + x0, skip + x0, lanes, cap, out + x0, large);
-        for (unsigned m = large; m != 0; m &= m - 1) {
-            const int x = x0 + std::countr_zero(m);
-            const int k = std::min(t.poisson(scale * mu[x], bits[x]), cap);
-            out[x] = static_cast<std::uint16_t>(k);
-            sum += k;
-        }
+        sum += poisson16(t, mu + x0, scale, bits + x0, skip + x0, lanes, cap, out + x0);
     }
     return sum;
 }
