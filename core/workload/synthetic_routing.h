@@ -294,6 +294,8 @@ private:
     void sourceGroupMass(const Layer& layer, const int* active, double perSlot, double* mass) const;
     void nextCounts(RoutingSample& out);
     void sampleSourceCounts(Layer& layer, int src, RoutingSample::Count* row, CountScratch& scratch) const;
+    // Sub-batches of a source's batch (group-limited routing): group_subbatches, at most one a token.
+    [[nodiscard]] int subBatchCount() const { return std::min(m_options.group_subbatches, std::max(m_tokensPerGpu, 1)); }
     void chooseGroupsCounts(detail::Rng& rng, const std::uint64_t* words, CountScratch& scratch) const;
     void addSubBatch(std::uint64_t mask, int tokens, CountScratch& scratch) const;
     static constexpr int kMaskedGroups = 10;  // up to this many routing groups, sub-batches are tallied per subset

@@ -48,7 +48,7 @@ std::uint64_t SyntheticRouting::chooseRoutingGroups(const Layer& layer, const in
 
 void SyntheticRouting::sampleSource(Layer& layer, int src, RoutingSample::Count* row)
 {
-    const int numSub = std::min(m_options.group_subbatches, std::max(m_tokensPerGpu, 1));
+    const int numSub = subBatchCount();
     const auto ng = static_cast<std::size_t>(m_routingGroups);
     const int* active = layer.active.data() + static_cast<std::size_t>(src) * static_cast<std::size_t>(m_activeGroups);
     // Mass that follows the active groups, split evenly over the active slots.
