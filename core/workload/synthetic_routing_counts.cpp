@@ -60,34 +60,13 @@ std::uint64_t smallestKeys(const float* keys, int n, int count)
 
 constexpr std::uint64_t kTie = ~std::uint64_t{0};
 
-// The race of 8 groups in one AVX2 register: keys e * inverse + offset (multiply then add, no fused
-// multiply-add: the roundings of the scalar keys), e the table's exponential of each 16 random bits
-// (groups 0-3 from r0, 4-7 from r1, low bits first), ranks by 8 compares of every key against all.
-// The mask of the `count` smallest, or kTie when equal keys straddle the boundary.
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) std::uint64_t race8Avx2(const float* exponential, std::uint64_t r0,
-                                                        std::uint64_t r1, const float* inverse, const float* offset,
-                                                        int count)
-{
-    // Eight scalar loads: AMD's vgatherdps is slower than them.
-    const auto at = [&](std::uint64_t r, int q) { return exponential[(r >> (16 * q)) & 0xffffu]; };
-    const __m256 e = _mm256_set_ps(at(r1, 3), at(r1, 2), at(r1, 1), at(r1, 0), at(r0, 3), at(r0, 2), at(r0, 1), at(r0, 0));
-    const __m256 keys = _mm256_add_ps(_mm256_mul_ps(e, _mm256_loadu_ps(inverse)), _mm256_loadu_ps(offset));
-    __m256i rank = _mm256_setzero_si256();
-    for (int i = 0; i < 8; ++i) {
-        const __m256 ki = _mm256_permutevar8x32_ps(keys, _mm256_set1_epi32(i));
-        rank = _mm256_sub_epi32(rank, _mm256_castps_si256(_mm256_cmp_ps(ki, keys, _CMP_LT_OQ)));
-    }
-    const auto bits = static_cast<unsigned>(
-        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(count), rank))));
-    unsigned pop = bits - ((bits >> 1) & 0x55u);
-    pop = (pop & 0x33u) + ((pop >> 2) & 0x33u);
-    pop = (pop + (pop >> 4)) & 0x0fu;
-    return static_cast<int>(pop) == count ? bits : kTie;
-}
-// race8Avx2 for `n` sub-batches of one source in one call (their words two by two): the weights
-// are loaded once and the sub-batches' independent races overlap, where a call each cost about
-// 70 cycles a sub-batch. kTie where equal keys straddle the boundary.
+// The race of 8 groups in one AVX2 register, for `n` sub-batches of one source in one call (their
+// words two by two: a call each cost about 70 cycles a sub-batch): keys e * inverse + offset
+// (multiply then add, no fused multiply-add: the roundings of the scalar keys), e the table's
+// exponential of each 16 random bits (groups 0-3 from r0, 4-7 from r1, low bits first), ranks by
+// 8 compares of every key against all; eight scalar loads, as AMD's vgatherdps is slower. The
+// mask of the `count` smallest, or kTie where equal keys straddle the boundary.
 __attribute__((target("avx2"))) void race8ManyAvx2(const float* exponential, const std::uint64_t* words, int n,
                                                    const float* inverse, const float* offset, int count,
                                                    std::uint64_t* masks)
@@ -112,7 +91,6 @@ __attribute__((target("avx2"))) void race8ManyAvx2(const float* exponential, con
 }
 bool raceHasAvx2() { return __builtin_cpu_supports("avx2") != 0; }
 #else
-std::uint64_t race8Avx2(const float*, std::uint64_t, std::uint64_t, const float*, const float*, int) { return kTie; }
 void race8ManyAvx2(const float*, const std::uint64_t*, int n, const float*, const float*, int, std::uint64_t* masks)
 {
     std::fill_n(masks, n, kTie);
@@ -128,7 +106,9 @@ std::uint64_t race8(const float* exponential, std::uint64_t r0, std::uint64_t r1
                     const float* offset, int count, bool vector)
 {
     if (vector) {
-        const std::uint64_t mask = race8Avx2(exponential, r0, r1, inverse, offset, count);
+        const std::uint64_t words[2] = {r0, r1};
+        std::uint64_t mask = kTie;
+        race8ManyAvx2(exponential, words, 1, inverse, offset, count, &mask);
         if (mask != kTie)
             return mask;
     }
