@@ -216,6 +216,7 @@ private slots:
     void raceVectorMatchesScalar();
     void raceManyMatchesOneByOne();
     void poissonRowVectorMatchesScalar();
+    void poissonRowVectorMatchesScalarAtBoundaries();
     void counterWordsAreSplitmix();
     void raceIsSequentialChoice();
     void countsMatchPairs_data();
@@ -415,6 +416,52 @@ void TestRoutingStatistics::poissonRowVectorMatchesScalar()
         draws += n;
     }
     QVERIFY(draws > 300000);
+}
+
+void TestRoutingStatistics::poissonRowVectorMatchesScalarAtBoundaries()
+{
+    // Means from 16 on take the normal approximation, mean + sqrt(mean) z + (z^2 - 1) / 6 + 0.5,
+    // truncated. Where that lands within a few ulps of an integer, any other rounding (a fused
+    // multiply-add, which GCC makes of a * b + c wherever the target has FMA) changes the count by
+    // one. For quantile cells across the range and integers K up to 3000, the means around the
+    // root of x(mean) = K, 128 adjacent doubles each: both paths must give the same counts.
+    if (!detail::poissonRowHasAvx512())
+        QSKIP("this CPU has no AVX-512");
+    const detail::RandomTables& tables = detail::RandomTables::get();
+    constexpr int kRow = 128;
+    long compared = 0;
+    long straddled = 0;  // rows whose scalar counts change along the row: the boundary was inside
+    std::vector<double> mu(kRow);
+    const std::vector<double> skip(kRow, -1.0);
+    std::vector<std::uint16_t> scalar(kRow), vector(kRow);
+    for (int cell = 0; cell < detail::RandomTables::kQuantileCells; cell += 37) {
+        const double z = tables.quantile[cell];
+        const std::vector<std::uint32_t> bits(kRow, static_cast<std::uint32_t>(cell) << 20);
+        const auto x = [z](double m) { return m + std::sqrt(m) * z + (z * z - 1.0) / 6.0 + 0.5; };
+        for (int k = 20; k < 3000; k += 97) {
+            double lo = detail::RandomTables::kPoissonTableMean;
+            double hi = 4000.0;
+            if (x(lo) > k || x(hi) < k)
+                continue;
+            for (int i = 0; i < 200; ++i)
+                (x(0.5 * (lo + hi)) < k ? lo : hi) = 0.5 * (lo + hi);
+            double m = lo;
+            for (int i = 0; i < kRow / 2; ++i)
+                m = std::nextafter(m, 0.0);
+            for (double& v : mu) {
+                v = m;
+                m = std::nextafter(m, 1e9);
+            }
+            detail::poissonRow(mu.data(), 1.0, bits.data(), skip.data(), kRow, 60000, scalar.data(), false);
+            detail::poissonRow(mu.data(), 1.0, bits.data(), skip.data(), kRow, 60000, vector.data(), true);
+            for (int i = 0; i < kRow; ++i)
+                QCOMPARE(vector[static_cast<std::size_t>(i)], scalar[static_cast<std::size_t>(i)]);
+            compared += kRow;
+            straddled += scalar.front() != scalar.back() ? 1 : 0;
+        }
+    }
+    QVERIFY(compared > 400000);
+    QVERIFY(straddled > compared / kRow / 2);  // most rows hold their integer's boundary
 }
 
 void TestRoutingStatistics::counterWordsAreSplitmix()
