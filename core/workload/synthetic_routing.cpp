@@ -93,9 +93,9 @@ SyntheticRouting::SyntheticRouting(const ModelSpec& model, const Workload& workl
     m_components.reserve(maxComponents);
     m_weightScratch.assign(std::max(ne, maxComponents), 0.0);
     m_componentTable.build(std::span<const double>(m_weightScratch.data(), maxComponents));  // sizes it
-    m_raceAvx2 = detail::race8HasAvx2();
-    m_drawAvx512 = detail::poissonRowHasAvx512();
-    m_wordsAvx512 = detail::counterWordsHasAvx512();
+    m_raceAvx2 = options.vector_kernels && detail::race8HasAvx2();
+    m_drawAvx512 = options.vector_kernels && detail::poissonRowHasAvx512();
+    m_wordsAvx512 = options.vector_kernels && detail::counterWordsHasAvx512();
     reset();
 }
 

@@ -187,6 +187,10 @@ struct SyntheticRoutingOptions {
     RoutingSampler sampler = RoutingSampler::counts;
     int threads = 0;            // counts sampler: layers in parallel on this many threads; 0 = the machine's, at most 8
     std::uint64_t stream = 0;   // != 0: the same model (experts' ranks, co-activation groups), another random stream
+    // false: the scalar code only, where the CPU has AVX2 or AVX-512 kernels. The counts are the
+    // same on every path (tst_routing_statistics vectorKernelsDoNotChangeTheCounts): a scenario's
+    // steps do not depend on the CPU that draws them.
+    bool vector_kernels = true;
 };
 
 class SyntheticRouting {

@@ -222,6 +222,7 @@ private slots:
     void countsMatchPairs_data();
     void countsMatchPairs();
     void threadsDoNotChangeTheCounts();
+    void vectorKernelsDoNotChangeTheCounts();
 };
 
 void TestRoutingStatistics::poissonMoments_data()
@@ -630,6 +631,47 @@ void TestRoutingStatistics::threadsDoNotChangeTheCounts()
     }
     QVERIFY(runs[0] == runs[1]);
     QVERIFY(runs[0] == runs[2]);
+}
+
+void TestRoutingStatistics::vectorKernelsDoNotChangeTheCounts()
+{
+    // The whole generator with its AVX2 / AVX-512 kernels against the scalar code alone, on the
+    // samples' routing shapes: every count of every step the same, so a scenario's steps do not
+    // depend on the CPU. Each kernel is also tested against its scalar twin above; this checks
+    // how the generator lays out their words and bits and which experts it sends to each.
+    if (!detail::race8HasAvx2() && !detail::poissonRowHasAvx512() && !detail::counterWordsHasAvx512())
+        QSKIP("this CPU has none of the vector kernels");
+    struct Shape {
+        const char* name;
+        int experts, topK, groups, groupsPerToken, tokens, subbatches;
+        double skew;
+    };
+    const Shape shapes[] = {
+        {"DeepSeek-R1 decode", 256, 8, 8, 4, 128, 32, 0.59},
+        {"DeepSeek-V3.2, one-token sub-batches", 256, 8, 8, 4, 16, 16, 0.59},
+        {"DeepSeek-R1 prefill (means past the table)", 256, 8, 8, 4, 4096, 32, 0.59},
+        {"Kimi K2, one routing group", 384, 8, 1, 1, 128, 32, 0.5},
+        {"four routing groups (the scalar race)", 64, 4, 4, 2, 64, 8, 0.8},
+        {"Mixtral", 8, 2, 1, 1, 128, 1, 0.3},
+    };
+    for (const Shape& sh : shapes) {
+        const Workload w = test::makeWork(sh.tokens, sh.skew, 0.03, 16, 0.01, 7);
+        std::vector<RoutingSample::Count> counts[2];
+        for (const bool vector : {true, false}) {
+            SyntheticRoutingOptions o;
+            o.group_subbatches = sh.subbatches;
+            o.vector_kernels = vector;
+            SyntheticRouting gen(test::routingModel(4, sh.experts, sh.topK, sh.groups, sh.groupsPerToken), w, 12, o);
+            RoutingSample s;
+            for (int t = 0; t < 5; ++t) {
+                gen.next(s);
+                QVERIFY2(test::violation(s).isEmpty(), qPrintable(test::violation(s)));
+                counts[vector ? 0 : 1].insert(counts[vector ? 0 : 1].end(), s.all_counts.begin(), s.all_counts.end());
+            }
+        }
+        QVERIFY2(counts[0] == counts[1], sh.name);
+        QVERIFY(counts[0].size() == 5u * 4u * 12u * static_cast<std::size_t>(sh.experts));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestRoutingStatistics)
