@@ -96,6 +96,7 @@ SyntheticRouting::SyntheticRouting(const ModelSpec& model, const Workload& workl
     m_raceAvx2 = options.vector_kernels && detail::race8HasAvx2();
     m_drawAvx512 = options.vector_kernels && detail::poissonRowHasAvx512();
     m_wordsAvx512 = options.vector_kernels && detail::counterWordsHasAvx512();
+    m_clipAvx512 = options.vector_kernels && detail::clippedBinomialHasAvx512();
     reset();
 }
 

@@ -103,6 +103,11 @@ int binomial(Rng& rng, int n, double p);
 int poisson(double mean, std::uint32_t random);
 // The first two moments of min(X, t) for X ~ Binomial(n, p), and P(X < t).
 void clippedBinomial(int n, double p, int t, double& m1, double& m2, double& below);
+// clippedBinomial of `count` experts: (m1, m2, below)[i] of (n, p, t)[i]. `vector`: 8 at a time in
+// AVX-512 (where clippedBinomialHasAvx512), the same bits.
+void clippedBinomialMany(const int* n, const double* p, const int* t, int count, double* m1, double* m2, double* below,
+                         bool vector);
+bool clippedBinomialHasAvx512();
 // base^exponent for exponent >= 0 by repeated squaring: (1 - p)^n of a binomial's few pairs
 // without exp and log (about log2(n) multiplications).
 inline double powerBySquaring(double base, int exponent)
@@ -274,6 +279,11 @@ private:
         std::vector<int> heavyGroup;   // and the routing group of each
         std::vector<int> subTokens;    // per routing group: tokens of one of its sub-batches (capScale)
         std::vector<double> heavyRate, heavySubs, heavyMu, heavyNone;  // per heavy expert (capScaleOneToken)
+        // per heavy expert (capScale): the clipped moments at the current scale, and the inputs and
+        // results of those evaluated by clippedBinomialMany, packed
+        std::vector<double> heavyM1, heavyM2, heavyBelow;
+        std::vector<int> binomialN, binomialT, binomialAt;
+        std::vector<double> binomialP, binomialM1, binomialM2, binomialBelow;
         std::vector<std::uint32_t> bits;  // per expert: the 32 random bits of its draw
         std::vector<int> light;           // the experts of a group drawn by Poisson (not clipped)
         int numHeavy = 0;
@@ -305,8 +315,6 @@ private:
     static constexpr int kMaskedGroups = 10;  // up to this many routing groups, sub-batches are tallied per subset
     double capScale(CountScratch& scratch, int n, double start) const;
     double capScaleOneToken(CountScratch& scratch, int n, double start, double lightMu) const;
-    void clippedRate(const detail::RandomTables& tables, double rate, int tokens, double& m1, double& m2,
-                     double& below) const;
     void removePairs(RoutingSample::Count* row, int excess, int drawn, detail::Rng& rng, CountScratch& scratch) const;
     void addPairs(RoutingSample::Count* row, int missing, const int* cap, detail::Rng& rng, CountScratch& scratch) const;
     std::size_t withRoomByMean(const RoutingSample::Count* row, const int* cap, const double* mu, detail::Rng& rng) const;
@@ -338,6 +346,7 @@ private:
     bool m_raceAvx2 = false;             // the 8-group race in AVX2 (the same masks as the scalar one)
     bool m_drawAvx512 = false;           // the Poisson draws 16 at a time (the same counts as one by one)
     bool m_wordsAvx512 = false;          // a source's random words 8 at a time (the same words)
+    bool m_clipAvx512 = false;           // capScale's clipped binomials 8 at a time (the same moments)
     std::vector<CountScratch> m_countScratch;  // per worker
     std::vector<int> m_identity;       // 0..E-1: the ids of the per-routing-group tables
     std::vector<std::uint8_t> m_flag;  // scratch, per expert

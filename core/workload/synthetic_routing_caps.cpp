@@ -10,19 +10,16 @@
 
 namespace moex {
 
-void SyntheticRouting::clippedRate(const detail::RandomTables& tables, double rate, int tokens, double& m1,
-                                          double& m2, double& below) const
+namespace {
+
+// Below p = 0.05 the binomial is the Poisson to within 5% in variance: a heavy expert's clipped
+// moments are then read from the Poisson tables (within their means and caps).
+bool poissonClose(double p, double rate, int tokens)
 {
-    // One sub-batch of `tokens` tokens: tokens * top_k pairs, each on the expert with probability
-    // rate / pairs, at most `tokens` of them kept.
-    const int pairs = tokens * m_topK;
-    const double p = rate / pairs;
-    // Below p = 0.05 the binomial is the Poisson to within 5% in variance: read from the tables.
-    if (p < 0.05 && rate < detail::RandomTables::kPoissonTableMean && tokens < detail::RandomTables::kPoissonTail - 1)
-        tables.clippedPoissonFromTable(rate, tokens, m1, m2, below);
-    else
-        detail::clippedBinomial(pairs, std::min(1.0, p), tokens, m1, m2, below);
+    return p < 0.05 && rate < detail::RandomTables::kPoissonTableMean && tokens < detail::RandomTables::kPoissonTail - 1;
 }
+
+}  // namespace
 
 double SyntheticRouting::capScale(CountScratch& c, int n, double start) const
 {
@@ -50,20 +47,47 @@ double SyntheticRouting::capScale(CountScratch& c, int n, double start) const
     if (oneToken)
         return capScaleOneToken(c, n, start, lightMu);
     const detail::RandomTables& tables = detail::RandomTables::get();
+    double* m1s = c.heavyM1.data();
+    double* m2s = c.heavyM2.data();
+    double* belows = c.heavyBelow.data();  // P(X < t): about d E[min(X, t)] / d rate
     double s = start;
     for (int iteration = 0; iteration < 30; ++iteration) {
+        // Each heavy expert's clipped moments at rate s mu: from the Poisson table where that is
+        // close enough, else the binomial's, those evaluated together.
+        int numBinomial = 0;
+        for (std::size_t i = 0; i < numHeavy; ++i) {
+            const auto x = static_cast<std::size_t>(heavy[i]);
+            const auto j = static_cast<std::size_t>(group[i]);
+            const int tokens = c.subTokens[j];
+            const double rate = s * c.mu[x] / c.subs[j];
+            const int pairs = tokens * m_topK;
+            const double p = rate / pairs;
+            if (poissonClose(p, rate, tokens)) {
+                tables.clippedPoissonFromTable(rate, tokens, m1s[i], m2s[i], belows[i]);
+            } else {
+                const auto b = static_cast<std::size_t>(numBinomial++);
+                c.binomialN[b] = pairs;
+                c.binomialP[b] = std::min(1.0, p);
+                c.binomialT[b] = tokens;
+                c.binomialAt[b] = static_cast<int>(i);
+            }
+        }
+        detail::clippedBinomialMany(c.binomialN.data(), c.binomialP.data(), c.binomialT.data(), numBinomial,
+                                    c.binomialM1.data(), c.binomialM2.data(), c.binomialBelow.data(), m_clipAvx512);
+        for (std::size_t b = 0; b < static_cast<std::size_t>(numBinomial); ++b) {
+            const auto i = static_cast<std::size_t>(c.binomialAt[b]);
+            m1s[i] = c.binomialM1[b];
+            m2s[i] = c.binomialM2[b];
+            belows[i] = c.binomialBelow[b];
+        }
         double f = s * lightMu - static_cast<double>(n);
         double slope = lightMu;
         for (std::size_t i = 0; i < numHeavy; ++i) {
             const auto x = static_cast<std::size_t>(heavy[i]);
-            const auto j = static_cast<std::size_t>(group[i]);
-            const int subs = c.subs[j];
-            const int tokens = c.subTokens[j];
-            const double rate = s * c.mu[x] / subs;
-            double m1 = 0.0;
-            double m2 = 0.0;
-            double below = 0.0;  // P(X < t): about d E[min(X, t)] / d rate
-            clippedRate(tables, rate, tokens, m1, m2, below);
+            const int subs = c.subs[static_cast<std::size_t>(group[i])];
+            const double m1 = m1s[i];
+            const double m2 = m2s[i];
+            const double below = belows[i];
             c.clipMean[x] = subs * m1;
             c.clipSd[x] = subs * (m2 - m1 * m1);  // the variance: its root once s is final
             f += subs * m1;

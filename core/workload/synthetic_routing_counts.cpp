@@ -176,6 +176,10 @@ void SyntheticRouting::nextCounts(RoutingSample& out)
             c.heavySubs.assign(ne + 1, 0.0);
             c.heavyMu.assign(ne + 1, 0.0);
             c.heavyNone.assign(ne + 1, 0.0);
+            for (auto* v : {&c.heavyM1, &c.heavyM2, &c.heavyBelow, &c.binomialP, &c.binomialM1, &c.binomialM2, &c.binomialBelow})
+                v->assign(ne + 1, 0.0);
+            for (auto* v : {&c.binomialN, &c.binomialT, &c.binomialAt})
+                v->assign(ne + 1, 0);
             c.prefixPairs.assign(ne, 0);
             c.prefixMu.assign(ne, 0.0);
             // Bits for the pairs of a Poisson draw: it stays below twice the row's pairs plus 256

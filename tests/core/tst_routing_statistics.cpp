@@ -217,6 +217,7 @@ private slots:
     void raceManyMatchesOneByOne();
     void poissonRowVectorMatchesScalar();
     void poissonRowVectorMatchesScalarAtBoundaries();
+    void clippedBinomialManyMatchesOneByOne();
     void counterWordsAreSplitmix();
     void raceIsSequentialChoice();
     void countsMatchPairs_data();
@@ -463,6 +464,49 @@ void TestRoutingStatistics::poissonRowVectorMatchesScalarAtBoundaries()
     }
     QVERIFY(compared > 400000);
     QVERIFY(straddled > compared / kRow / 2);  // most rows hold their integer's boundary
+}
+
+void TestRoutingStatistics::clippedBinomialManyMatchesOneByOne()
+{
+    // capScale's clipped moments, 8 at a time in AVX-512, give clippedBinomial's bits: batches of
+    // 1-20 (part-filled vectors), lanes of unequal loops (caps 0-200 against 1-5000 pairs, caps
+    // past the pairs), p of 0, negative, NaN, tiny, near and at 1, and the exp path past 1024 pairs.
+    if (!detail::clippedBinomialHasAvx512())
+        QSKIP("this CPU has no AVX-512");
+    detail::Rng rng(33);
+    long compared = 0;
+    for (int trial = 0; trial < 3000; ++trial) {
+        const int count = 1 + static_cast<int>(rng.below(20));
+        std::vector<int> n(static_cast<std::size_t>(count)), t(n.size());
+        std::vector<double> p(n.size());
+        for (std::size_t i = 0; i < n.size(); ++i) {
+            const std::uint32_t kind = rng.below(12);
+            n[i] = kind == 0 ? 1 + static_cast<int>(rng.below(5000)) : 1 + static_cast<int>(rng.below(1024));
+            t[i] = rng.below(8) == 0 ? static_cast<int>(rng.below(3)) : static_cast<int>(rng.below(200));
+            p[i] = kind == 1 ? 0.0
+                   : kind == 2 ? -0.5
+                   : kind == 3 ? std::nan("")
+                   : kind == 4 ? 1.0
+                   : kind == 5 ? 1.0 - 1e-12 * rng.uniform()
+                   : kind == 6 ? 1e-7 * rng.uniform()
+                               : rng.uniform() * 0.3;
+        }
+        std::vector<double> a1(n.size()), a2(n.size()), aBelow(n.size()), b1(n.size(), 7.0), b2(n.size(), 7.0),
+            bBelow(n.size(), 7.0);
+        detail::clippedBinomialMany(n.data(), p.data(), t.data(), count, a1.data(), a2.data(), aBelow.data(), false);
+        detail::clippedBinomialMany(n.data(), p.data(), t.data(), count, b1.data(), b2.data(), bBelow.data(), true);
+        for (std::size_t i = 0; i < n.size(); ++i) {
+            double m1 = 0, m2 = 0, below = 0;
+            detail::clippedBinomial(n[i], p[i], t[i], m1, m2, below);
+            const QString what = QStringLiteral("n %1 p %2 t %3").arg(n[i]).arg(p[i], 0, 'g', 17).arg(t[i]);
+            QVERIFY2(std::bit_cast<std::uint64_t>(a1[i]) == std::bit_cast<std::uint64_t>(m1), qPrintable(what));
+            QVERIFY2(std::bit_cast<std::uint64_t>(b1[i]) == std::bit_cast<std::uint64_t>(m1), qPrintable(what));
+            QVERIFY2(std::bit_cast<std::uint64_t>(b2[i]) == std::bit_cast<std::uint64_t>(m2), qPrintable(what));
+            QVERIFY2(std::bit_cast<std::uint64_t>(bBelow[i]) == std::bit_cast<std::uint64_t>(below), qPrintable(what));
+            ++compared;
+        }
+    }
+    QVERIFY(compared > 25000);
 }
 
 void TestRoutingStatistics::counterWordsAreSplitmix()
