@@ -113,6 +113,27 @@ void Args::checkOutputs() const
     }
 }
 
+void refuseOutputOverInputs(const std::string& command, const std::string& flag, const std::string& out, const Scenario& s)
+{
+    if (out == "-")
+        return;
+    for (const FileRead& f : filesRead(s)) {
+        std::error_code ec;
+        if (std::filesystem::equivalent(out, f.path, ec) && !ec)
+            fail(command, "'" + flag + " " + out + "' is " + f.role + " (" + f.path + ")"
+                              + (f.role == "the scenario" || s.file.empty() ? std::string() : " of " + s.file)
+                              + ": writing it would replace that input; name another file");
+    }
+}
+
+void Args::checkOutputsAgainst(const Scenario& s) const
+{
+    if (const auto out = value("json"))
+        refuseOutputOverInputs(m_command, "--json", *out, s);
+    if (const auto out = value("output"))
+        refuseOutputOverInputs(m_command, "-o", *out, s);
+}
+
 std::optional<std::string> Args::value(const std::string& name) const
 {
     const auto it = m_values.find(name);

@@ -18,6 +18,11 @@ struct OptionSpec {
     char short_name = 0;     // e.g. 'o'
 };
 
+// Throws (location "moex-cli COMMAND") when `out` (given with `flag`, "--json" or "-o") is a file
+// the scenario reads (filesRead: the scenario, its model, topology, routing file, ...) by any name:
+// writing it would replace that input. "-" (standard output) is never one.
+void refuseOutputOverInputs(const std::string& command, const std::string& flag, const std::string& out, const Scenario& s);
+
 class Args {
 public:
     // Throws InputError (location "moex-cli COMMAND") on unknown options or missing values.
@@ -31,6 +36,9 @@ public:
     [[nodiscard]] double doubleValue(const std::string& name, double fallback, double min, double max) const;
     [[nodiscard]] Overrides overrides() const;  // every --set KEY=VALUE
     void requirePositionals(std::size_t min, std::size_t max, const std::string& usage) const;
+    // Throws when --json or -o names a file the scenario reads (filesRead: its model, topology,
+    // routing file, ...), by any name: writing it would replace that input.
+    void checkOutputsAgainst(const Scenario& s) const;
 
 private:
     // Throws when --json or -o names the same file as an input (a positional or another option),

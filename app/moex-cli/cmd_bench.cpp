@@ -119,6 +119,7 @@ SimBench measureSim(const Args& args)
     const int endToEndSteps = args.intValue("end-to-end-steps", 100, 1, 100000);
     const int configRuns = args.intValue("config-runs", 5, 1, 1000);
     const Scenario s = loadScenarioFile(path, args.overrides());
+    args.checkOutputsAgainst(s);
     const Calibration cal = resolveCalibration(s);
     auto routing = makeRoutingSource(s);
     const Placement placement = resolvePlacement(s);

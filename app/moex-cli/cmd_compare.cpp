@@ -54,6 +54,8 @@ int cmdCompare(const Argv& argv)
     const std::string cal = args.value("calibration").value_or("");
     const Scenario sa = loadScenarioFile(args.positionals()[0], args.overrides());
     const Scenario sb = loadScenarioFile(args.positionals()[1], args.overrides());
+    args.checkOutputsAgainst(sa);
+    args.checkOutputsAgainst(sb);
     const SimRun a = runSimulation(sa, steps, seed, cal);
     const SimRun b = runSimulation(sb, steps, seed, cal);
     const std::vector<CompareTerm> terms = compareTerms(sa, a.mean, sb, b.mean);

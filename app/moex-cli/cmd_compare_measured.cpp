@@ -21,6 +21,8 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <limits>
+#include <type_traits>
 
 namespace moex::cli {
 
@@ -31,16 +33,49 @@ namespace {
     throw InputError(Location{file, 0, 0}, message);
 }
 
+// An integer of type T, refused unless the JSON holds an integer T can hold: nlohmann's get<int>()
+// would wrap 4294967297 to 1 and truncate 1.5 to 1.
+template <typename T>
+T integerOf(const nlohmann::json& v, const std::string& file, const std::string& what)
+{
+    if (!v.is_number_integer())
+        badRun(file, what + " must be an integer, not " + v.dump());
+    const bool fits = v.is_number_unsigned()
+                          ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())
+                          : v.get<std::int64_t>() >= static_cast<std::int64_t>(std::numeric_limits<T>::min())
+                                && v.get<std::int64_t>() <= static_cast<std::int64_t>(std::numeric_limits<T>::max());
+    if (!fits)
+        badRun(file, what + " = " + v.dump() + " is out of range");
+    return v.is_number_unsigned() ? static_cast<T>(v.get<std::uint64_t>()) : static_cast<T>(v.get<std::int64_t>());
+}
+
+template <typename T>
+struct IsIntegerVector : std::false_type {};
+template <typename T>
+struct IsIntegerVector<std::vector<T>> : std::is_integral<T> {};
+
 template <typename T>
 T field(const nlohmann::json& j, const char* key, const std::string& file, const std::string& where)
 {
     const auto it = j.find(key);
     if (it == j.end())
         badRun(file, where + " has no '" + key + "': not a `moex-cli run --json` file of this version");
-    try {
-        return it->get<T>();
-    } catch (const nlohmann::json::exception&) {
-        badRun(file, where + "'s '" + key + "' has the wrong type");
+    const std::string what = where + "'s '" + key + "'";
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        return integerOf<T>(*it, file, what);
+    } else if constexpr (IsIntegerVector<T>::value) {
+        if (!it->is_array())
+            badRun(file, what + " must be a list of integers");
+        T out;
+        for (std::size_t i = 0; i < it->size(); ++i)
+            out.push_back(integerOf<typename T::value_type>((*it)[i], file, what + "[" + std::to_string(i) + "]"));
+        return out;
+    } else {
+        try {
+            return it->get<T>();
+        } catch (const nlohmann::json::exception&) {
+            badRun(file, what + " has the wrong type");
+        }
     }
 }
 
@@ -101,8 +136,14 @@ void checkMeasuredRun(const Scenario& s, const StepMetrics& measured, const std:
             if (!std::isfinite(v) || v < 0 || v > kMaxUs)
                 badRun(file, "layer " + std::to_string(l.decoder_layer) + " has a time of " + shortNumber(v)
                                  + " us: times are 0 to an hour");
-    if (j.contains("steps") && (!j["steps"].is_number_integer() || j["steps"].get<std::int64_t>() < 1))
-        badRun(file, "\"steps\" must be a whole number of steps, 1 or more");
+    if (j.contains("steps")) {
+        const nlohmann::json& steps = j["steps"];
+        const bool whole = steps.is_number_unsigned() ? steps.get<std::uint64_t>() >= 1 && steps.get<std::uint64_t>() <= 1000000000u
+                           : steps.is_number_integer() ? steps.get<std::int64_t>() >= 1 && steps.get<std::int64_t>() <= 1000000000
+                                                       : false;
+        if (!whole)
+            badRun(file, "\"steps\" = " + steps.dump() + " must be a whole number of steps, 1 to 1,000,000,000");
+    }
 }
 
 }  // namespace
@@ -122,6 +163,8 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
         sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     }
     Scenario s = loadScenarioFile(field<std::string>(run, "scenario_file", runFile, "\"run\""), sets);
+    if (jsonOut)
+        refuseOutputOverInputs("compare", "--json", *jsonOut, s);
     s.engine.ranks = field<int>(run, "ranks", runFile, "\"run\"");
     s.engine.layers = field<std::vector<int>>(run, "layers", runFile, "\"run\"");
 

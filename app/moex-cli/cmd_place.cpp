@@ -88,6 +88,7 @@ int cmdPlace(const Argv& argv)
     }
 
     Scenario s = loadScenarioFile(args.positionals().front(), args.overrides());
+    args.checkOutputsAgainst(s);
     const int E = s.model.routed_experts;
     const int G = s.topology.numGpus();
     // As many redundant slots as a scenario's placement.redundant_slots allows (16 per expert): a

@@ -49,6 +49,7 @@ int cmdRun(const Argv& argv)
               {{"backend"}, {"ranks"}, {"steps"}, {"warmup"}, {"tokens"}, {"layers"}, {"json"}, {"set", true, true}});
     args.requirePositionals(1, 1, kUsage);
     Scenario s = loadScenarioFile(args.positionals().front(), args.overrides());
+    args.checkOutputsAgainst(s);
     if (auto b = args.value("backend")) {
         if (*b == "cpu")
             s.engine.backend = Backend::cpu;

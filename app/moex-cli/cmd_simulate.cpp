@@ -31,6 +31,7 @@ int cmdSimulate(const Argv& argv)
     const int steps = args.intValue("steps", 10, 1, 100000);
     const long long seed = args.has("seed") ? args.intValue("seed", 0, 0, 2147483647) : -1;
     const Scenario s = loadScenarioFile(args.positionals().front(), args.overrides());
+    args.checkOutputsAgainst(s);
     const SimRun run = runSimulation(s, steps, seed, args.value("calibration").value_or(""));
     if (auto json = args.value("json")) {
         nlohmann::json j = metricsToJson(run.last, nodeNames(s));

@@ -5,7 +5,9 @@
 #include "common/atomic_file.h"
 #include "common/diagnostics.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -89,7 +91,18 @@ int main(int argc, char** argv)
         if (name != c.name)
             continue;
         try {
-            return c.run(rest);
+            const int code = c.run(rest);
+            // Output to standard output (a summary, `--json -`, `-o -`) that did not reach it (a full
+            // disk, a closed descriptor) is lost: an error, never exit 0.
+            errno = 0;
+            std::cout.flush();
+            if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+                const int error = errno;
+                std::cerr << "moex-cli " << name << ": error: cannot write to standard output"
+                          << (error != 0 ? std::string(": ") + std::strerror(error) : std::string()) << '\n';
+                return 2;
+            }
+            return code;
         } catch (const moex::InputError& e) {
             std::cerr << e.diagnostics().format();
             return 2;

@@ -19,6 +19,25 @@ int Scenario::slotsPerGpu() const
     return (total + g - 1) / g;
 }
 
+std::vector<FileRead> filesRead(const Scenario& s)
+{
+    std::vector<FileRead> files;
+    const auto add = [&files](const char* role, const std::string& path) {
+        if (!path.empty())
+            files.push_back({role, path});
+    };
+    add("the scenario", s.file);
+    if (s.model_source.kind == SourceRef::Kind::path || s.model_source.kind == SourceRef::Kind::hf_config)
+        add("its model", s.model_source.path);
+    if (s.topology_source.kind == SourceRef::Kind::path)
+        add("its topology", s.topology_source.path);
+    if (s.workload.routing.kind != RoutingKind::synthetic)
+        add("its routing file", s.workload.routing.file);
+    add("its calibration", s.calibration);
+    add("its checkpoint", s.engine.checkpoint);
+    return files;
+}
+
 std::string_view toString(Overlap o)
 {
     return o == Overlap::none ? "none" : "two-batch";

@@ -102,6 +102,15 @@ struct Scenario {
     [[nodiscard]] int slotsPerGpu() const;  // ceil((E + redundant) / G)
 };
 
+// A file the scenario was read from or points to, and what it is to the scenario.
+struct FileRead {
+    std::string role;  // "the scenario", "its model", "its topology", "its routing file", ...
+    std::string path;  // absolute
+};
+// Its own file, the model's and topology's files, the routing trace or counts file (or statistics
+// folder), the calibration and the checkpoint folder: what an output must not replace (moex-cli).
+std::vector<FileRead> filesRead(const Scenario& s);
+
 std::string_view toString(Overlap o);
 std::string_view toString(A2AKernel k);
 std::string_view toString(Backend b);

@@ -147,7 +147,10 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
             // A TensorRT-LLM statistics folder is a counts source too (meta_info.json + rank files);
             // a trace must be a file. (The kind may be set after the file, by a later --set.)
             const bool folderOk = rs.kind != RoutingKind::trace && fs::is_directory(p, ec);
-            if (!folderOk && !fs::is_regular_file(p, ec))
+            if (!folderOk && fs::is_directory(p, ec))
+                c.r.error(f, "routing file '" + f.Scalar() + "' is a directory, not a file (" + p.string()
+                                 + "); only a TensorRT-LLM statistics folder (kind counts) may be one");
+            else if (!folderOk && !fs::is_regular_file(p, ec))
                 c.r.error(f, "routing file '" + f.Scalar() + "' does not exist (looked for "
                                  + p.lexically_normal().string() + ")");
             rs.file = p.lexically_normal().string();

@@ -43,6 +43,8 @@ private slots:
     void setOverrides();
     void unwritableOutputIsBadInput();
     void outputThatIsTheInputIsRefused();
+    void outputThatTheScenarioReadsIsRefused();
+    void standardOutputThatFailsIsAnError();
     void placeToStdout();
     void filesFromPipesAreReadOnce();
     void versionIsPrinted();
@@ -306,6 +308,93 @@ void TestCli::outputThatIsTheInputIsRefused()
     QVERIFY2(hf.err.contains(QStringLiteral("'-o ")) && hf.err.contains(QStringLiteral("is the input file")), qPrintable(hf.err));
     QVERIFY(in.open(QIODevice::ReadOnly));
     QCOMPARE(in.readAll(), before);
+}
+
+void TestCli::outputThatTheScenarioReadsIsRefused()
+{
+    // Not only the file named on the command line: the model, topology and routing file the
+    // scenario points to are inputs too. simulate, compare and place refuse to write over them,
+    // by any name, and leave them byte for byte.
+    QTemporaryDir dir;
+    QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("scenarios")));
+    QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("models")));
+    const QString scenario = dir.filePath(QStringLiteral("scenarios/s.yaml"));
+    const QString model = dir.filePath(QStringLiteral("models/mixtral-8x7b.yaml"));
+    QVERIFY(QFile::copy(src(QStringLiteral("samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml")), scenario));
+    QVERIFY(QFile::copy(src(QStringLiteral("samples/models/mixtral-8x7b.yaml")), model));
+    const QString counts = dir.filePath(QStringLiteral("counts.json"));
+    {
+        QFile f(counts);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        QByteArray rows = "[";
+        for (int l = 0; l < 32; ++l)
+            rows += QByteArray(l ? "," : "") + "[10,20,30,40,50,60,70,80]";
+        f.write(rows + "]\n");
+    }
+    const auto bytes = [](const QString& path) {
+        QFile f(path);
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    };
+    const QByteArray modelBefore = bytes(model);
+    const QByteArray countsBefore = bytes(counts);
+    const QStringList steps = {QStringLiteral("--steps"), QStringLiteral("2")};
+    const QStringList countsSets = {QStringLiteral("--set"), QStringLiteral("workload.routing.kind=counts"), QStringLiteral("--set"),
+                                    QStringLiteral("workload.routing.file=") + counts};
+    struct Case {
+        QStringList args;
+        QString role;
+    };
+    const QList<Case> cases = {
+        {QStringList{QStringLiteral("simulate"), scenario} + steps + QStringList{QStringLiteral("--json"), QStringLiteral("models/mixtral-8x7b.yaml")},
+         QStringLiteral("is its model")},
+        {QStringList{QStringLiteral("simulate"), scenario} + steps + QStringList{QStringLiteral("--json"), QStringLiteral("./models/../models/mixtral-8x7b.yaml")},
+         QStringLiteral("is its model")},
+        {QStringList{QStringLiteral("compare"), scenario, scenario} + steps + QStringList{QStringLiteral("--json"), model},
+         QStringLiteral("is its model")},
+        {QStringList{QStringLiteral("place"), scenario, QStringLiteral("--strategy"), QStringLiteral("eplb"), QStringLiteral("--format"),
+                     QStringLiteral("native"), QStringLiteral("-o"), model},
+         QStringLiteral("is its model")},
+        {QStringList{QStringLiteral("simulate"), scenario} + steps + countsSets + QStringList{QStringLiteral("--json"), QStringLiteral("counts.json")},
+         QStringLiteral("is its routing file")},
+    };
+    for (const Case& c : cases) {
+        const Result r = runCli(c.args, dir.path());
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(c.role) && r.err.contains(QStringLiteral("writing it would replace that input")), qPrintable(r.err));
+    }
+    QCOMPARE(bytes(model), modelBefore);
+    QCOMPARE(bytes(counts), countsBefore);
+    // The same run with an output of its own writes it.
+    const Result ok = runCli(QStringList{QStringLiteral("simulate"), scenario} + steps + countsSets + QStringList{QStringLiteral("--json"), QStringLiteral("out.json")},
+                             dir.path());
+    QCOMPARE(ok.exitCode, 0);
+    QVERIFY(bytes(dir.filePath(QStringLiteral("out.json"))).contains("\"summary\""));
+}
+
+void TestCli::standardOutputThatFailsIsAnError()
+{
+    // `--json -`, `-o -` or the summary written to a standard output that takes nothing (a full
+    // disk, here /dev/full): exit 2 and a message, not exit 0 with the output lost.
+    if (!QFileInfo::exists(QStringLiteral("/dev/full")))
+        QSKIP("no /dev/full on this system");
+    const QString scenario = src(QStringLiteral("samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml"));
+    const QList<QStringList> commands = {
+        {QStringLiteral("simulate"), scenario, QStringLiteral("--steps"), QStringLiteral("2"), QStringLiteral("--json"), QStringLiteral("-")},
+        {QStringLiteral("simulate"), scenario, QStringLiteral("--steps"), QStringLiteral("2")},
+        {QStringLiteral("place"), scenario, QStringLiteral("--strategy"), QStringLiteral("eplb"), QStringLiteral("--format"),
+         QStringLiteral("sglang"), QStringLiteral("-o"), QStringLiteral("-")},
+        {QStringLiteral("import-hf"), src(QStringLiteral("tests/data/hf-configs/MiniMaxAI--MiniMax-M2.5.json"))},
+    };
+    for (const QStringList& args : commands) {
+        QProcess p;
+        p.setStandardOutputFile(QStringLiteral("/dev/full"));
+        p.start(QStringLiteral(MOEX_CLI_PATH), args);
+        QVERIFY(p.waitForFinished(120000));
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QVERIFY2(p.exitCode() == 2, qPrintable(args.front() + QStringLiteral(": exit %1, ").arg(p.exitCode()) + err));
+        QVERIFY2(err.contains(QStringLiteral("cannot write to standard output")), qPrintable(err));
+    }
 }
 
 void TestCli::placeToStdout()

@@ -325,6 +325,11 @@ private slots:
         edited([](QJsonObject& o) { o[QStringLiteral("measured")] = QStringLiteral("true"); }, QStringLiteral("not a measured run"));
         edited(inRun("ranks", 0), QStringLiteral("\"run\".ranks = 0"));
         edited(inRun("ranks", 99), QStringLiteral("\"run\".ranks = 99"));
+        // Integers that nlohmann's get<int>() would wrap (2^32 + 1 -> 1) or truncate (1.5 -> 1).
+        edited(inRun("ranks", 4294967297.0), QStringLiteral("'ranks' = 4294967297 is out of range"));
+        edited(inRun("ranks", 1.5), QStringLiteral("'ranks' must be an integer, not 1.5"));
+        edited(inRun("layers", QJsonArray{4294967297.0}), QStringLiteral("'layers'[0] = 4294967297 is out of range"));
+        edited([](QJsonObject& o) { o[QStringLiteral("steps")] = 4294967297.0; }, QStringLiteral("\"steps\" = 4294967297"));
         edited(inRun("layers", QJsonArray{1, 500}), QStringLiteral("decoder layer 500 is not an MoE layer"));
         edited(inRun("layers", QJsonArray{1, 1}), QStringLiteral("listed twice"));
         edited(firstTime(-5.0), QStringLiteral("times are 0 to an hour"));

@@ -145,6 +145,8 @@ void TestScenarioErrors::malformed_data()
     row("routing trace without file", base + QStringLiteral("workload:\n  routing: {kind: trace}\n"), 5, "needs a 'file'");
     row("routing file missing", base + QStringLiteral("workload:\n  routing: {kind: trace, file: nope.jsonl}\n"), 5,
         "does not exist");
+    row("routing file a directory", base + QStringLiteral("workload:\n  routing: {kind: trace, file: ../models}\n"), 5,
+        "is a directory, not a file");
     row("calibration missing", base + QStringLiteral("calibration: nope.yaml\n"), 4, "does not exist");
     // Capacity
     row("experts do not fit",
