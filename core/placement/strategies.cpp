@@ -127,12 +127,17 @@ void checkPlacementShape(const PlacementRequest& rq)
     if (rq.strategy == "contiguous" || rq.strategy == "round-robin" || rq.num_gpus <= 0)
         return;
     // eplb, gem and search: every GPU holds R / G slots, as the serving systems require.
-    if (slots % rq.num_gpus != 0)
+    if (slots % rq.num_gpus != 0) {
+        // The nearest slot counts that do, and the redundant slots (beyond one per expert) each means.
+        const int below = slots / rq.num_gpus * rq.num_gpus;
+        const int above = below + rq.num_gpus;
+        const bool belowOk = below >= rq.num_experts;
         fail(rq.strategy + " needs the slots to divide evenly over the GPUs: " + std::to_string(slots) + " slots on "
-             + std::to_string(rq.num_gpus) + " GPUs (try "
-             + (slots / rq.num_gpus * rq.num_gpus >= rq.num_experts ? std::to_string(slots / rq.num_gpus * rq.num_gpus) + " or "
-                                                                     : std::string())
-             + std::to_string((slots / rq.num_gpus + 1) * rq.num_gpus) + ")");
+             + std::to_string(rq.num_gpus) + " GPUs (try " + (belowOk ? std::to_string(below) + " or " : std::string())
+             + std::to_string(above) + " slots: redundant slots "
+             + (belowOk ? std::to_string(below - rq.num_experts) + " or " : std::string()) + std::to_string(above - rq.num_experts)
+             + ")");
+    }
 }
 
 Placement makePlacement(const PlacementRequest& rq)

@@ -35,6 +35,9 @@ struct PlacementSpec {
     std::optional<Placement> explicit_slots;
     int line = 0;  // where placement.strategy (or placement) was set, for located errors; 0 = not from a file
     int column = 0;
+    // The --set flags that shaped it (placement.strategy or redundant_slots, topology.*, model.*), e.g.
+    // "--set placement.redundant_slots=33": where a placement the strategies refuse is blamed.
+    std::string flags;
 };
 
 struct GpuSpeeds {

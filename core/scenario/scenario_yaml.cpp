@@ -235,6 +235,14 @@ Scenario loadScenarioText(const std::string& text, const std::string& file, cons
 
     if (!diags.empty())
         throw InputError(diags);
+    // A slot count the strategies refuse (eplb: slots a multiple of the GPUs) is the flag's doing
+    // where a flag changed the experts, the GPUs or the slots.
+    for (const auto& [key, value] : overrides) {
+        const bool shapes = key == "placement" || key.starts_with("placement.strategy") || key.starts_with("placement.redundant_slots")
+                            || key == "topology" || key.starts_with("topology.") || key == "model" || key.starts_with("model.");
+        if (shapes)
+            s.placement.flags += (s.placement.flags.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
+    }
     return s;
 }
 

@@ -240,12 +240,17 @@ void TestCli::setOverrides()
     QCOMPARE(r.exitCode, 2);
     QVERIFY2(r.err.contains(QStringLiteral("model file '../models' is a directory, not a file")), qPrintable(r.err));
     // What simulate refuses before its first step, validate refuses too (it said "ok"): 289 slots
-    // for eplb on 72 GPUs, with the multiples on either side.
+    // for eplb on 72 GPUs, with the multiples on either side and the redundant slots each means,
+    // blamed on the flag that made the count (it was the file's placement line, which holds 32).
     r = runCli({QStringLiteral("validate"), s, QStringLiteral("--set"), QStringLiteral("placement.redundant_slots=33")});
     QCOMPARE(r.exitCode, 2);
-    QVERIFY2(r.err.contains(QStringLiteral("eplb needs the slots to divide evenly over the GPUs: 289 slots on 72 GPUs "
-                                           "(try 288 or 360)")),
+    QVERIFY2(r.err.contains(QStringLiteral("--set placement.redundant_slots=33: error: placement: eplb needs the slots to divide "
+                                           "evenly over the GPUs: 289 slots on 72 GPUs (try 288 or 360 slots: redundant slots 32 or 104)")),
              qPrintable(r.err));
+    r = runCli({QStringLiteral("validate"), s, QStringLiteral("--set"), QStringLiteral("topology.racks=16"), QStringLiteral("--set"),
+                QStringLiteral("placement.budget_ms=5")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--set topology.racks=16: error: placement: eplb needs")), qPrintable(r.err));
     r = runCli({QStringLiteral("validate"), s, QStringLiteral("--set"), QStringLiteral("placement.redundant_slots=33"),
                 QStringLiteral("--set"), QStringLiteral("placement.strategy=contiguous")});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));  // contiguous takes any count
