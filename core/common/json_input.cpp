@@ -1,6 +1,7 @@
 #include "common/json_input.h"
 
 #include <algorithm>
+#include <cctype>
 #include <unordered_set>
 #include <vector>
 
@@ -123,8 +124,26 @@ nlohmann::json parseJsonInput(std::string_view text, const std::string& file, in
                 detail = detail.substr(colon + 2);
         throw JsonSyntaxError(at, what, offset, detail);
     } catch (const nlohmann::json::exception& e) {
-        // out_of_range.406: a number that overflows a double (1e309, a 400-digit integer).
-        throw InputError(Location{file, line, 0}, what + ": " + jsonErrorText(e));
+        // out_of_range.406: a number that overflows a double (1e309, a 400-digit integer). nlohmann
+        // gives no position, only the number as written: located at its first occurrence as a
+        // whole token.
+        const std::string message = jsonErrorText(e);
+        Location at{file, line, 0};
+        if (const auto open = message.find("parsing '"); open != std::string::npos) {
+            const auto close = message.find('\'', open + 9);
+            const std::string token = close == std::string::npos ? std::string() : message.substr(open + 9, close - open - 9);
+            const auto numberChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '+' || c == '-'; };
+            for (std::size_t pos = token.empty() ? std::string_view::npos : text.find(token); pos != std::string_view::npos;
+                 pos = text.find(token, pos + 1)) {
+                const bool whole = (pos == 0 || !numberChar(text[pos - 1]))
+                                   && (pos + token.size() == text.size() || !numberChar(text[pos + token.size()]));
+                if (whole) {
+                    at = line > 0 ? Location{file, line, static_cast<int>(pos) + 1} : locationOfOffset(text, pos, file);
+                    break;
+                }
+            }
+        }
+        throw InputError(at, what + ": " + message);
     }
 }
 

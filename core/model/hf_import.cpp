@@ -241,6 +241,11 @@ void readAttention(ConfigReader& c, ModelSpec& m)
     AttentionShape& a = m.attention;
     a.num_heads = static_cast<int>(*heads);
     a.num_kv_heads = static_cast<int>(c.integer("num_key_value_heads", 1, kMaxCount).value_or(*heads));
+    // Said here in the config's names and at its line (the model's own check says it in moex's).
+    if (c.has("num_key_value_heads") && a.num_kv_heads > 0 && a.num_heads % a.num_kv_heads != 0)
+        c.error("num_key_value_heads", "num_key_value_heads = " + std::to_string(a.num_kv_heads)
+                                           + " must divide num_attention_heads = " + std::to_string(a.num_heads)
+                                           + " (each key/value head serves a whole group of query heads)");
     const auto kvLora = c.integer("kv_lora_rank", 0, kMaxDim).value_or(0);
     if (kvLora > 0) {
         a.kind = AttentionKind::mla;
@@ -452,6 +457,8 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
         m.routing = routingPriorForFamily(family.type);
         m.non_expert_params = m.estimateNonExpertParams();
 
+        if (!diags.empty())  // said at the config's keys: the model's checks would say it again, unlocated
+            throw InputError(std::move(diags));
         YamlReader checks(file, diags);  // semantic checks shared with model YAML, located at the file
         checkModel(m, YAML::Node(), checks);
         if (!diags.empty())

@@ -169,8 +169,12 @@ private:
             return error("\"expert_usage_by_layer\"", "\"expert_usage_by_layer\" must be an object keyed by layer");
         int maxExpert = -1;
         if (const auto it = j.find("num_experts"); it != j.end()) {
-            if (!it->is_number_integer() || !setExperts(it->get<int>(), "\"num_experts\""))
-                return error("\"num_experts\"", "\"num_experts\" must be a positive integer");
+            if (!it->is_number_integer())
+                return error("\"num_experts\"", "\"num_experts\" must be a positive integer, found " + jsonSnippet(*it));
+            // setExperts says what is wrong with the count (out of range, or not the model's).
+            if (!setExperts(static_cast<int>(std::clamp<std::int64_t>(it->get<std::int64_t>(), -1, kMaxExpertId + 1)),
+                            "\"num_experts\""))
+                return;
         } else if (m_numExperts > 0) {
             m_out.num_experts = m_numExperts;
         }
@@ -265,8 +269,12 @@ private:
         if (!stats.is_object())
             return error("\"layer_statistics\"", "\"layer_statistics\" must be an object keyed by layer");
         if (const auto it = j.find("num_experts"); it != j.end()) {
-            if (!it->is_number_integer() || !setExperts(it->get<int>(), "\"num_experts\""))
-                return error("\"num_experts\"", "\"num_experts\" must be a positive integer");
+            if (!it->is_number_integer())
+                return error("\"num_experts\"", "\"num_experts\" must be a positive integer, found " + jsonSnippet(*it));
+            // setExperts says what is wrong with the count (out of range, or not the model's).
+            if (!setExperts(static_cast<int>(std::clamp<std::int64_t>(it->get<std::int64_t>(), -1, kMaxExpertId + 1)),
+                            "\"num_experts\""))
+                return;
         } else if (m_numExperts > 0) {
             m_out.num_experts = m_numExperts;
         } else {

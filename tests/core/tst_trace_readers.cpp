@@ -384,6 +384,10 @@ void TestTraceReaders::countsErrors_data()
                                    << 1 << QStringLiteral("layer 2 is listed");
     QTest::addRow("unknown format") << QByteArray("{\"foo\": 1}") << 1 << QStringLiteral("unrecognised counts file");
     QTest::addRow("empty matrix") << QByteArray("[]") << 1 << QStringLiteral("no layers");
+    QTest::addRow("num_experts not a count") << QByteArray("{\"num_experts\": \"8\",\n\"expert_usage_by_layer\": {}}") << 1
+                                            << QStringLiteral("\"num_experts\" must be a positive integer, found \"8\"");
+    QTest::addRow("num_experts past 2^32") << QByteArray("{\"num_experts\": 4294967297,\n\"expert_usage_by_layer\": {}}") << 1
+                                          << QStringLiteral("num_experts must be in [1, ");
 }
 
 void TestTraceReaders::countsErrors()
@@ -396,7 +400,7 @@ void TestTraceReaders::countsErrors()
         QFAIL("no error");
     } catch (const InputError& e) {
         const auto& d = e.diagnostics().items();
-        QVERIFY(!d.empty());
+        QCOMPARE(d.size(), std::size_t{1});  // one error for one fault (a second, false one followed some)
         QCOMPARE(d.front().where.file, std::string("c.json"));
         QCOMPARE(d.front().where.line, line);
         QVERIFY2(QString::fromStdString(d.front().message).contains(fragment), e.what());
