@@ -18,14 +18,15 @@ InputFile readInputFile(const std::string& path)
 FileKind detectFileKind(const std::string& text, const std::string& path)
 {
     const auto dot = path.rfind('.');
-    if (dot != std::string::npos && path.substr(dot) == ".json")
-        return FileKind::hf_config;
+    const bool json = dot != std::string::npos && path.substr(dot) == ".json";
     Diagnostics ignored;
     const auto node = parseYaml(text, path, ignored);
     switch (node ? classifyInput(*node) : InputKind::unknown) {
     case InputKind::model: return FileKind::model;
     case InputKind::topology: return FileKind::topology;
     case InputKind::hf_config: return FileKind::hf_config;
+    // A .json that is none of moex's kinds is read as a config.json (its errors say what it lacks).
+    case InputKind::unknown: return json ? FileKind::hf_config : FileKind::scenario;
     default: return FileKind::scenario;  // the scenario loader names any other kind in one error
     }
 }

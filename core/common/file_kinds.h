@@ -9,7 +9,20 @@
 
 namespace moex {
 
-enum class InputKind { unknown, scenario, model, topology, hf_config, calibration, tour };
+enum class InputKind {
+    unknown,
+    scenario,
+    model,
+    topology,
+    hf_config,
+    calibration,
+    tour,
+    placement,        // moex's placement export (a scenario's 'placement:' part)
+    serving_export,   // a placement for a serving system (SGLang, TensorRT-LLM, vllm-ascend, DeepSeek EPLB)
+    moex_output,      // what moex-cli simulate / run / compare write with --json
+    routing_trace,    // per-token routing, JSON lines
+    expert_counts,    // per-layer expert counts (JSON)
+};
 
 InputKind classifyInput(const YAML::Node& root);
 const char* toString(InputKind k);  // "scenario", "model file", "topology file", ...

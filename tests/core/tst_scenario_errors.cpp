@@ -140,6 +140,18 @@ void TestScenarioErrors::malformed_data()
         "this is a topology file, not a scenario");
     row("a calibration file", QStringLiteral("name: c\nnvlink_efficiency: 0.7\n"), 0, "this is a calibration file");
     row("a tour", QStringLiteral("title: T\nsteps: []\n"), 0, "this is a tour, not a scenario");
+    // Files moex writes or replays, given where a scenario belongs (they were "unknown key" per key,
+    // or "not an MoE model" for a .json).
+    row("moex's placement export", QStringLiteral("placement:\n  strategy: explicit\n  layers: []\n"), 0,
+        "this is a moex placement file, not a scenario: it goes into a scenario as its 'placement:' part");
+    row("SGLang's placement", QStringLiteral(R"({"physical_to_logical_map": [[0, 1]]})"), 0,
+        "this is a serving system's placement file");
+    row("a simulate --json output", QStringLiteral(R"({"steps": 2, "summary": {}, "gpus": []})"), 0,
+        "this is a moex-cli --json output");
+    row("a routing trace", QStringLiteral(R"({"layer": 0, "experts": [7, 0], "token_idx": 0})"), 0,
+        "this is a per-token routing trace, not a scenario: a scenario replays it as workload.routing: {kind: trace");
+    row("a counts file", QStringLiteral(R"({"num_experts": 8, "expert_usage_by_layer": {}})"), 0,
+        "this is an expert counts file");
     row("a config.json", QStringLiteral(R"({"model_type": "mixtral", "num_local_experts": 8})"), 0,
         "this is a Hugging Face config.json, not a scenario: `moex-cli import-hf`");
     row("routing trace without file", base + QStringLiteral("workload:\n  routing: {kind: trace}\n"), 5, "needs a 'file'");
