@@ -117,13 +117,10 @@ void refuseOutputOverInputs(const std::string& command, const std::string& flag,
 {
     if (out == "-")
         return;
-    for (const FileRead& f : filesRead(s)) {
-        std::error_code ec;
-        if (std::filesystem::equivalent(out, f.path, ec) && !ec)
-            fail(command, "'" + flag + " " + out + "' is " + f.role + " (" + f.path + ")"
-                              + (f.role == "the scenario" || s.file.empty() ? std::string() : " of " + s.file)
-                              + ": writing it would replace that input; name another file");
-    }
+    if (const auto f = inputNamed(s, out))
+        fail(command, "'" + flag + " " + out + "' is " + f->role + " (" + f->path + ")"
+                          + (f->role == "the scenario" || s.file.empty() ? std::string() : " of " + s.file)
+                          + ": writing it would replace that input; name another file");
 }
 
 void Args::checkOutputsAgainst(const Scenario& s) const

@@ -1,5 +1,6 @@
 #include "command_line.h"
 
+#include <QFileInfo>
 #include <QRegularExpression>
 
 namespace moex::app {
@@ -46,6 +47,7 @@ CommandLine parseCommandLine(const QStringList& args)
         return args[++i];
     };
     bool screenshotOnly = false;
+    bool tourStepGiven = false;
     for (int i = 0; i < args.size() && c.error.isEmpty(); ++i) {
         const QString a = args[i];
         const QString flag = a.section(QLatin1Char('='), 0, 0);
@@ -72,7 +74,7 @@ CommandLine parseCommandLine(const QStringList& args)
         } else if (flag == QLatin1String("--size")) {
             const QString v = value(i, flag);
             sizeGiven = true;
-            static const QRegularExpression re(QStringLiteral("^(\\d{2,5})[xX](\\d{2,5})$"));
+            static const QRegularExpression re(QStringLiteral("^(\\d{1,9})[xX](\\d{1,9})$"));
             const auto m = re.match(v);
             if (!c.error.isEmpty())
                 break;
@@ -103,6 +105,7 @@ CommandLine parseCommandLine(const QStringList& args)
             const QString v = value(i, flag);
             bool ok = false;
             c.tourStep = v.toInt(&ok);
+            tourStepGiven = true;
             if (c.error.isEmpty() && (!ok || c.tourStep < 1 || c.tourStep > 99))
                 c.error = QStringLiteral("--tour-step '%1' must be a step number from 1").arg(v);
             screenshotOnly = true;
@@ -116,6 +119,21 @@ CommandLine parseCommandLine(const QStringList& args)
     }
     if (c.error.isEmpty() && c.screenshot.isEmpty() && (viewGiven || sizeGiven || screenshotOnly))
         c.error = QStringLiteral("--view, --size, --presentation, --tour, --gpu and --load-stats only apply with --screenshot OUT.png");
+    if (c.error.isEmpty() && tourStepGiven && c.tour.isEmpty())
+        c.error = QStringLiteral("--tour-step applies with --tour TOUR.yaml");
+    if (c.error.isEmpty() && !c.tour.isEmpty() && !c.scenario.isEmpty())
+        c.error = QStringLiteral("--tour plays its own steps' scenarios: give no SCENARIO with it ('%1')").arg(c.scenario);
+    // The screenshot is a PNG, and never a file it reads: `moex --screenshot SCENARIO` (the output
+    // name left out) wrote a PNG over the scenario.
+    if (c.error.isEmpty() && !c.screenshot.isEmpty()) {
+        if (!c.screenshot.endsWith(QLatin1String(".png"), Qt::CaseInsensitive))
+            c.error = QStringLiteral("--screenshot '%1' must name a .png file").arg(c.screenshot);
+        const QString out = QFileInfo(c.screenshot).canonicalFilePath();
+        for (const QString& in : {c.scenario, c.tour, c.loadStats})
+            if (c.error.isEmpty() && !out.isEmpty() && !in.isEmpty() && QFileInfo(in).canonicalFilePath() == out)
+                c.error = QStringLiteral("--screenshot '%1' is the input file %2: writing it would replace the input; name another file")
+                              .arg(c.screenshot, in);
+    }
     return c;
 }
 

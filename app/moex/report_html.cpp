@@ -369,11 +369,30 @@ int runReportCommand(const QStringList& args)
         for (const QString& kv : sets)
             overrides.push_back(parseOverride(kv.toStdString()));
         const Scenario s = loadScenarioFile(scenario.toStdString(), overrides);
+        // The report never replaces what it reads: the statistics, the scenario and its files.
+        const QString target = QFileInfo(QDir::current().absoluteFilePath(output)).canonicalFilePath();
+        if (!target.isEmpty() && QFileInfo(stats).canonicalFilePath() == target)
+            throw InputError(Location{"-o", 0, 0}, "'" + output.toStdString() + "' is the statistics file " + stats.toStdString()
+                                                       + ": writing it would replace the input; name another file");
+        if (const auto f = inputNamed(s, output.toStdString()))
+            throw InputError(Location{"-o", 0, 0}, "'" + output.toStdString() + "' is " + f->role + " (" + f->path
+                                                       + "): writing it would replace that input; name another file");
         LoadReportOptions options;
+        if (strategies.isEmpty() && args.contains(QStringLiteral("--strategies")))
+            throw InputError(Location{"--strategies", 0, 0}, "no strategy given: name one or more of eplb, search, gem");
         if (!strategies.isEmpty()) {
             options.strategies.clear();
-            for (const QString& name : strategies.split(QLatin1Char(','), Qt::SkipEmptyParts))
-                options.strategies.push_back(name.trimmed().toStdString());
+            for (const QString& part : strategies.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+                const std::string name = part.trimmed().toStdString();
+                // A name the report does not try would leave it with nothing to compare, and a
+                // recommendation from nothing ("keep EPLB off").
+                if (name != "eplb" && name != "search" && name != "gem")
+                    throw InputError(Location{"--strategies", 0, 0}, "'" + name + "' is not a strategy the report tries: eplb, search, gem");
+                if (std::find(options.strategies.begin(), options.strategies.end(), name) == options.strategies.end())
+                    options.strategies.push_back(name);
+            }
+            if (options.strategies.empty())
+                throw InputError(Location{"--strategies", 0, 0}, "no strategy given: name one or more of eplb, search, gem");
         }
         if (!slotList.isEmpty()) {
             // Total slots per layer (as `moex-cli place --slots`): each a multiple of the GPUs, at least the experts.
@@ -388,6 +407,9 @@ int runReportCommand(const QStringList& args)
                                      "'" + part.toStdString() + "' is not a slot count of " + std::to_string(G)
                                          + " GPUs holding " + std::to_string(E) + " experts: give multiples of "
                                          + std::to_string(G) + " from " + std::to_string(fewest * G));
+                if (std::find(options.extra_slots_per_gpu.begin(), options.extra_slots_per_gpu.end(), total / G - fewest)
+                    != options.extra_slots_per_gpu.end())
+                    throw InputError(Location{"--slots", 0, 0}, "'" + part.toStdString() + "' is given twice");
                 options.extra_slots_per_gpu.push_back(total / G - fewest);
             }
         }

@@ -11,6 +11,7 @@
 #include "load_stats_view.h"
 #include "tour_bar.h"
 
+#include "common/atomic_file.h"
 #include "metrics/step_metrics.h"
 #include "views/topology_canvas.h"
 
@@ -22,7 +23,7 @@
 #include <QFileInfo>
 #include <QFile>
 #include <QImage>
-#include <QSaveFile>
+#include <QBuffer>
 #include <QTimer>
 #include <QVBoxLayout>
 
@@ -112,11 +113,24 @@ int runScreenshot(const CommandLine& cmd, const QString& samplesDir, const QStri
             std::fprintf(stderr, "moex: --tour-step %d: the tour has %zu steps\n", cmd.tourStep, tour.steps.size());
             return 2;
         }
+        // A step whose scenario or settings fail to load is bad input, as a scenario given alone:
+        // exit 2 at once (it waited out the two minutes below and exited 0 on an empty window).
+        QString stepError;
+        QObject::connect(w.documentA(), &session::ScenarioDocument::errorOccurred,
+                         [&stepError](const QString& message) { stepError = message; });
         if (!w.startTour(cmd.tour))
             return 2;
         for (int s = 1; s < cmd.tourStep; ++s)
             w.tourBar()->next();
-        if (!waitFor([&] { return !w.documentA()->isBusy() && w.tourBar()->hasFigures() && w.latestMetrics(); }, 120000))
+        const bool arrived = waitFor(
+            [&] { return !stepError.isEmpty() || (!w.documentA()->isBusy() && w.tourBar()->hasFigures() && w.latestMetrics()); },
+            120000);
+        if (!stepError.isEmpty()) {
+            std::fprintf(stderr, "moex: --tour %s: a step's scenario failed to load: %s\n", qPrintable(cmd.tour),
+                         qPrintable(stepError));
+            return 2;
+        }
+        if (!arrived)
             std::fprintf(stderr, "moex: warning: the tour's step or its figures did not arrive within 2 minutes; the "
                                  "screenshot shows what there was\n");
     } else if (!w.openScenario(scenario, {}, false)) {  // bad input: exit 2, as moex-cli
@@ -184,9 +198,18 @@ int runScreenshot(const CommandLine& cmd, const QString& samplesDir, const QStri
     }
     if (image.size() != cmd.size)
         image = image.scaled(cmd.size, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
-    QSaveFile out(cmd.screenshot);
-    if (!out.open(QIODevice::WriteOnly) || !image.save(&out, "PNG") || !out.commit()) {
-        std::fprintf(stderr, "moex: cannot write %s: %s\n", qPrintable(cmd.screenshot), qPrintable(out.errorString()));
+    // Written as moex-cli writes its outputs (common/atomic_file.h): a regular file atomically, a
+    // device or FIFO straight through (/dev/full is an error, not replaced by a PNG).
+    QByteArray png;
+    QBuffer buffer(&png);
+    if (!buffer.open(QIODevice::WriteOnly) || !image.save(&buffer, "PNG")) {
+        std::fprintf(stderr, "moex: cannot encode the screenshot as PNG\n");
+        return 1;
+    }
+    try {
+        writeFileAtomically(cmd.screenshot.toStdString(), std::string_view(png.constData(), static_cast<std::size_t>(png.size())));
+    } catch (const FileWriteError& e) {
+        std::fprintf(stderr, "moex: %s\n", e.what());
         return 2;  // an output path the user gave, as moex-cli
     }
     return 0;

@@ -1,5 +1,7 @@
 #include "scenario/scenario.h"
 
+#include <filesystem>
+
 namespace moex {
 
 double GpuSpeeds::of(int gpu) const
@@ -36,6 +38,16 @@ std::vector<FileRead> filesRead(const Scenario& s)
     add("its calibration", s.calibration);
     add("its checkpoint", s.engine.checkpoint);
     return files;
+}
+
+std::optional<FileRead> inputNamed(const Scenario& s, const std::string& path)
+{
+    for (const FileRead& f : filesRead(s)) {
+        std::error_code ec;
+        if (std::filesystem::equivalent(path, f.path, ec) && !ec)
+            return f;
+    }
+    return std::nullopt;
 }
 
 std::string_view toString(Overlap o)

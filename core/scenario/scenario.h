@@ -113,6 +113,8 @@ struct FileRead {
 // Its own file, the model's and topology's files, the routing trace or counts file (or statistics
 // folder), the calibration and the checkpoint folder: what an output must not replace (moex-cli).
 std::vector<FileRead> filesRead(const Scenario& s);
+// The file of filesRead(s) that `path` is, by any name (./x, a link), if any.
+std::optional<FileRead> inputNamed(const Scenario& s, const std::string& path);
 
 std::string_view toString(Overlap o);
 std::string_view toString(A2AKernel k);

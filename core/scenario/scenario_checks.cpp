@@ -393,7 +393,9 @@ void readPrecisionAndEngine(const YAML::Node& root, Scenario& s, ScenarioChecks&
             p = fs::path(c.baseDir) / p;
         p = p.lexically_normal();  // "dir/../x" must not need "dir" to exist
         std::error_code ec;
-        if (!fs::is_regular_file(p, ec))
+        if (fs::is_directory(p, ec))
+            c.r.error(f, "calibration file '" + f.Scalar() + "' is a directory, not a file (" + p.string() + ")");
+        else if (!fs::is_regular_file(p, ec))
             c.r.error(f, "calibration file '" + f.Scalar() + "' does not exist (looked for "
                              + p.lexically_normal().string() + ")");
         s.calibration = p.lexically_normal().string();

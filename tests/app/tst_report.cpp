@@ -209,6 +209,33 @@ void TestReport::commandLineErrors()
                  &err),
              2);
     QVERIFY2(err.contains(QStringLiteral("multiples of 8")), qPrintable(err));
+    // Strategies the report does not try, none, and a slot count twice: refused (a report from no
+    // strategy concluded "keep EPLB off").
+    const QString mixtral = kSamples + QStringLiteral("mixtral-8x7b-decode-hgx-h100.yaml");
+    for (const QStringList& extra : {QStringList{QStringLiteral("--strategies"), QStringLiteral("eplb,bogus")},
+                                     QStringList{QStringLiteral("--strategies"), QString()},
+                                     QStringList{QStringLiteral("--slots"), QStringLiteral("8,8,16")}}) {
+        QCOMPARE(run(QStringList{stats, QStringLiteral("--scenario"), mixtral} + extra, &err), 2);
+        QVERIFY2(err.contains(extra.front()), qPrintable(err));
+    }
+    // An output that is an input: the scenario or its model (copies, so that a failure could not
+    // touch the samples), left byte for byte.
+    QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("scenarios")) && QDir(dir.path()).mkpath(QStringLiteral("models")));
+    const QString scenarioCopy = dir.filePath(QStringLiteral("scenarios/s.yaml"));
+    const QString modelCopy = dir.filePath(QStringLiteral("models/mixtral-8x7b.yaml"));
+    QVERIFY(QFile::copy(mixtral, scenarioCopy));
+    QVERIFY(QFile::copy(QStringLiteral(MOEX_SOURCE_DIR "/samples/models/mixtral-8x7b.yaml"), modelCopy));
+    const auto bytes = [](const QString& path) {
+        QFile file(path);
+        return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+    };
+    const QByteArray scenarioBefore = bytes(scenarioCopy), modelBefore = bytes(modelCopy);
+    for (const QString& out : {scenarioCopy, modelCopy}) {
+        QCOMPARE(run({stats, QStringLiteral("--scenario"), scenarioCopy, QStringLiteral("-o"), out}, &err), 2);
+        QVERIFY2(err.contains(QStringLiteral("writing it would replace that input")), qPrintable(err));
+    }
+    QCOMPARE(bytes(scenarioCopy), scenarioBefore);
+    QCOMPARE(bytes(modelCopy), modelBefore);
     // No scenario.
     QCOMPARE(run({stats}, &err), 2);
     QVERIFY(err.contains(QStringLiteral("--scenario")));

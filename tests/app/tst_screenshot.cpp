@@ -3,6 +3,7 @@
 // with no display `moex SCENARIO` prints the headless summary.
 #include <QColor>
 #include <QImage>
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QSet>
@@ -116,13 +117,68 @@ private slots:
                                         QStringList{QStringLiteral("--screenshot"), QStringLiteral("x.png"),
                                                     QStringLiteral("--tour"), QStringLiteral("/nonexistent/tour.yaml")},
                                         QStringList{QStringLiteral("--screenshot"), QStringLiteral("x.png"),
-                                                    QStringLiteral("--tour-step"), QStringLiteral("zero")}}) {
+                                                    QStringLiteral("--tour-step"), QStringLiteral("zero")},
+                                        // --tour-step without --tour, and a scenario beside --tour: they were ignored
+                                        QStringList{QStringLiteral("--screenshot"), QStringLiteral("x.png"),
+                                                    QStringLiteral("--tour-step"), QStringLiteral("2")},
+                                        QStringList{QStringLiteral("--screenshot"), QStringLiteral("x.png"), QStringLiteral("--tour"),
+                                                    QStringLiteral("t.yaml"), QStringLiteral("s.yaml")},
+                                        // in the format but out of range (it said "must be WIDTHxHEIGHT")
+                                        QStringList{QStringLiteral("--screenshot"), QStringLiteral("x.png"),
+                                                    QStringLiteral("--size"), QStringLiteral("0x0")}}) {
             const Result r = run(args);
             QCOMPARE(r.code, 2);
             // A line says what is wrong (Qt may print its platform notes before it, usage after).
             QVERIFY2(r.err.startsWith(QStringLiteral("moex: ")) || r.err.contains(QStringLiteral("\nmoex: ")),
                      qPrintable(r.err));
         }
+    }
+
+    void screenshotNeverReplacesAnInput()
+    {
+        // `moex --screenshot SCENARIO` (the output name left out) wrote a PNG over the scenario;
+        // /dev/full was replaced by a PNG. The output must be a .png that is not an input.
+        QTemporaryDir dir;
+        const QString scenario = dir.filePath(QStringLiteral("s.yaml"));
+        QVERIFY(QFile::copy(QStringLiteral(MOEX_SOURCE_DIR "/samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml"), scenario));
+        QFile in(scenario);
+        QVERIFY(in.open(QIODevice::ReadOnly));
+        const QByteArray before = in.readAll();
+        in.close();
+        const QString png = dir.filePath(QStringLiteral("s.png"));
+        QVERIFY(QFile::link(scenario, png));  // a .png that is the scenario by another name
+        for (const QString& out : {scenario, png, QStringLiteral("/dev/full")}) {
+            const Result r = run({QStringLiteral("--screenshot"), out, scenario});
+            QCOMPARE(r.code, 2);
+            QVERIFY2(r.err.contains(QStringLiteral("must name a .png file")) || r.err.contains(QStringLiteral("is the input file")),
+                     qPrintable(r.err));
+        }
+        QVERIFY(in.open(QIODevice::ReadOnly));
+        QCOMPARE(in.readAll(), before);
+    }
+
+    void tourStepThatFailsExitsTwo()
+    {
+        // A tour whose second step cannot load: exit 2 at once with the step's error (it waited two
+        // minutes and exited 0 on an empty window).
+        QTemporaryDir dir;
+        const QString tour = dir.filePath(QStringLiteral("t.yaml"));
+        QFile f(tour);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("title: t\nsteps:\n"
+                "  - scenario: " MOEX_SOURCE_DIR "/samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml\n    title: one\n    caption: one\n"
+                "  - scenario: " MOEX_SOURCE_DIR "/samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml\n"
+                "    set: {placement.strategy: bogus}\n    title: two\n    caption: two\n");
+        f.close();
+        QElapsedTimer t;
+        t.start();
+        const Result r = run({QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("x.png")), QStringLiteral("--tour"), tour,
+                              QStringLiteral("--tour-step"), QStringLiteral("2")});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains(QStringLiteral("a step's scenario failed to load")) && r.err.contains(QStringLiteral("bogus")),
+                 qPrintable(r.err));
+        QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("x.png"))));
+        QVERIFY2(t.elapsed() < 100000, "it waited out the two-minute deadline");
     }
 
     void badScenarioFailsClearly()
