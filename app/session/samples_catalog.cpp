@@ -6,9 +6,12 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QRegularExpression>
 #include <QTextStream>
 
 #include <yaml-cpp/yaml.h>
+
+#include <algorithm>
 
 namespace moex::session {
 
@@ -75,6 +78,60 @@ std::vector<SampleInfo> listTours(const QString& toursDir)
     return out;
 }
 
+namespace {
+
+// Keys of a tour and of its steps: any other is a typo the tour would ignore in silence.
+void refuseUnknownKeys(const std::string& file, const YAML::Node& map, const std::vector<std::string>& known, const char* what)
+{
+    for (auto it = map.begin(); it != map.end(); ++it) {
+        const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
+        if (std::find(known.begin(), known.end(), key) != known.end())
+            continue;
+        std::string message = "unknown key '" + key + "' in " + what;
+        if (const std::string hint = didYouMean(key, known); !hint.empty())
+            message += "; did you mean '" + hint + "'?";
+        throw InputError(at(file, it->first), message + " (a tour has title and steps; a step scenario, title, caption, set)");
+    }
+}
+
+// A caption's placeholders (fillCaption, tour_figures.cpp): {NAME} or {NAME@STEP} with NAME one of
+// the figures, and {loss@A,B} / {recovered@A,B}, steps 1..count. A wrong one showed as "…".
+void checkCaption(const std::string& file, const YAML::Node& node, const QString& caption, int count)
+{
+    static const QStringList figures = {QStringLiteral("step_ms"), QStringLiteral("ktok_s"), QStringLiteral("imbalance"),
+                                        QStringLiteral("comm_ms"), QStringLiteral("moe_ms")};
+    static const QStringList pairs = {QStringLiteral("loss"), QStringLiteral("recovered")};
+    static const QRegularExpression open(QStringLiteral("\\{[A-Za-z_]"));
+    auto it = open.globalMatch(caption);
+    while (it.hasNext()) {
+        const qsizetype start = it.next().capturedStart();
+        const qsizetype close = caption.indexOf(QLatin1Char('}'), start);
+        const QString body = close < 0 ? QString() : caption.mid(start + 1, close - start - 1);
+        const auto bad = [&](const std::string& why) {
+            throw InputError(at(file, node), "caption placeholder '" + ss(close < 0 ? caption.mid(start, 20) : caption.mid(start, close - start + 1))
+                                                 + "': " + why);
+        };
+        if (close < 0)
+            bad("no closing '}'");
+        const QString name = body.section(QLatin1Char('@'), 0, 0);
+        const QStringList steps = body.contains(QLatin1Char('@')) ? body.section(QLatin1Char('@'), 1).split(QLatin1Char(',')) : QStringList();
+        if (!figures.contains(name) && !pairs.contains(name))
+            bad("not a figure (" + ss((figures + pairs).join(QStringLiteral(", "))) + ")");
+        if (pairs.contains(name) && steps.size() != 2)
+            bad("needs two steps, {" + ss(name) + "@A,B}");
+        if (figures.contains(name) && steps.size() > 1)
+            bad("takes one step at most, {" + ss(name) + "@N}");
+        for (const QString& step : steps) {
+            bool ok = false;
+            const int n = step.toInt(&ok);
+            if (!ok || n < 1 || n > count)
+                bad("step '" + ss(step) + "' is not a step of this tour (1.." + std::to_string(count) + ")");
+        }
+    }
+}
+
+}  // namespace
+
 Tour loadTour(const QString& path)
 {
     const std::string file = ss(path);
@@ -88,6 +145,7 @@ Tour loadTour(const QString& path)
     }
     if (!root.IsMap())
         throw InputError(at(file, root), "a tour is a mapping with 'title' and 'steps'");
+    refuseUnknownKeys(file, root, {"title", "steps"}, "the tour");
     Tour t;
     t.file = QFileInfo(path).absoluteFilePath();
     t.title = qs(scalar(file, root, "title", true));
@@ -98,12 +156,16 @@ Tour loadTour(const QString& path)
     for (const auto& n : steps) {
         if (!n.IsMap())
             throw InputError(at(file, n), "each step is a mapping with 'scenario' and 'caption'");
+        refuseUnknownKeys(file, n, {"scenario", "title", "caption", "set"}, "a step");
         TourStep s;
         const QString scen = qs(scalar(file, n, "scenario", true));
         s.scenario = QFileInfo(base, scen).absoluteFilePath();
         if (!QFileInfo::exists(s.scenario))
             throw InputError(at(file, n["scenario"]), "no scenario file " + ss(s.scenario));
+        if (QFileInfo(s.scenario).isDir())
+            throw InputError(at(file, n["scenario"]), "scenario '" + ss(scen) + "' is a directory, not a file");
         s.caption = qs(scalar(file, n, "caption", true));
+        checkCaption(file, n["caption"], s.caption, static_cast<int>(steps.size()));
         s.title = qs(scalar(file, n, "title", false));
         if (const YAML::Node set = n["set"]) {
             if (!set.IsMap())

@@ -224,6 +224,28 @@ private slots:
             const QString msg = QString::fromStdString(e.diagnostics().format());
             QVERIFY2(msg.contains(QStringLiteral("bad-tour.yaml:3:")), qPrintable(msg));
         }
+        // Typos and placeholders a tour would show as "…" or ignore: errors at their line.
+        const QString scenario = samples() + QStringLiteral("/scenarios/mixtral-8x7b-decode-hgx-h100.yaml");
+        const std::vector<std::pair<QString, QString>> rows = {
+            {QStringLiteral("title: x\nsteps:\n  - {scenario: S, caption: c, capton: d}\n"), QStringLiteral("3:")},
+            {QStringLiteral("title: x\nextra: 2\nsteps:\n  - {scenario: S, caption: c}\n"), QStringLiteral("2:")},
+            {QStringLiteral("title: x\nsteps:\n  - {scenario: S, caption: 'was {step_ms@9}'}\n"), QStringLiteral("3:")},
+            {QStringLiteral("title: x\nsteps:\n  - {scenario: S, caption: '{nosuch}'}\n"), QStringLiteral("3:")},
+            {QStringLiteral("title: x\nsteps:\n  - {scenario: S, caption: '{recovered@1}'}\n"), QStringLiteral("3:")},
+            {QStringLiteral("title: x\nsteps:\n  - {scenario: S, caption: 'open {imbalance'}\n"), QStringLiteral("3:")},
+        };
+        for (const auto& [text, line] : rows) {
+            QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            f.write(QString(text).replace(QStringLiteral("scenario: S"), QStringLiteral("scenario: ") + scenario).toUtf8());
+            f.close();
+            try {
+                loadTour(bad);
+                QFAIL(qPrintable(QStringLiteral("loaded: ") + text));
+            } catch (const moex::InputError& e) {
+                const QString msg = QString::fromStdString(e.diagnostics().format());
+                QVERIFY2(msg.contains(QStringLiteral("bad-tour.yaml:") + line), qPrintable(msg));
+            }
+        }
     }
 
     // Captions are filled from figures, hand-made here: step times 10, 20 and 14 ms recover
