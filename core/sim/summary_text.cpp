@@ -68,6 +68,11 @@ std::string summaryText(const Scenario& s, const StepTotals& t)
              "smaller format)";
     else if (t.memory_limited)
         o << "; batch limited by memory to " << t.batch_per_gpu << " per GPU";
+    else if (t.hbm_used_gb_max > s.topology.gpu.hbm_usable_gb)  // prefill: its tokens are not cut to what fits
+        o << "\n                 DOES NOT FIT: a GPU needs " << fixed(t.hbm_used_gb_max, 1) << " GB of its "
+          << fixed(s.topology.gpu.hbm_usable_gb, 0)
+          << " GB, so this step could not run as simulated (fewer tokens per GPU, a shorter context, more GPUs or a "
+             "smaller format)";
     o << '\n';
     o << "power            " << fixed(t.power_kw, 1) << " kW\n";
     return o.str();

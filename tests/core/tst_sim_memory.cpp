@@ -277,6 +277,18 @@ void TestSimMemory::memoryLimitsTheBatch()
     QCOMPARE(m.summary.tokens_per_s, 0.0);
     const std::string text = summaryText(none, m.summary);
     QVERIFY2(text.find("NO SEQUENCE FITS") != std::string::npos && text.find("batch limited") == std::string::npos, text.c_str());
+    // Prefill is not cut to what fits: a step whose tokens and context need more than a GPU has
+    // says so (it printed the memory and a step time as if it ran).
+    Overrides big;
+    big.emplace_back("workload.tokens_per_gpu", "65535");
+    big.emplace_back("workload.context_tokens", "16000000");
+    const Scenario prefill = load(kHgxPrefill, big);
+    const StepMetrics p = stepOf(prefill);
+    QVERIFY(p.summary.hbm_used_gb_max > prefill.topology.gpu.hbm_usable_gb);
+    const std::string prefillText = summaryText(prefill, p.summary);
+    QVERIFY2(prefillText.find("DOES NOT FIT: a GPU needs") != std::string::npos, prefillText.c_str());
+    const std::string fits = summaryText(load(kHgxPrefill), stepOf(load(kHgxPrefill)).summary);
+    QVERIFY2(fits.find("DOES NOT FIT") == std::string::npos, fits.c_str());
 }
 
 // A model state without KV cache (context 0 here) leaves the decode batch as the workload says:
