@@ -92,6 +92,14 @@ std::optional<YAML::Node> parseYaml(const std::string& text, const std::string& 
 {
     if (!withinYamlBounds(text, file, diags))
         return std::nullopt;
+    // YAML text holds no NUL byte: a PNG or another binary file given as a scenario said
+    // "unknown escape character: \x00" somewhere in its bytes.
+    if (const auto nul = text.find('\0'); nul != std::string::npos) {
+        const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n'));
+        diags.error(Location{file, line, 0}, "holds a NUL byte (at byte " + std::to_string(nul)
+                                                 + "): a binary file, not YAML text");
+        return std::nullopt;
+    }
     // A second document (after '---' or '...') is an error: moex reads one, and what follows was
     // silently ignored, even a syntax error. Found by its marker lines (document markers stand at
     // column 0 and may not occur inside any scalar), not by YAML::LoadAll: yaml-cpp 0.7's LoadAll

@@ -160,6 +160,7 @@ void TestScenarioErrors::malformed_data()
     row("routing file a directory", base + QStringLiteral("workload:\n  routing: {kind: trace, file: ../models}\n"), 5,
         "is a directory, not a file");
     row("calibration missing", base + QStringLiteral("calibration: nope.yaml\n"), 4, "does not exist");
+    row("a binary file", QString::fromLatin1("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16), 3, "a binary file, not YAML text");
     row("calibration a directory", base + QStringLiteral("calibration: ../models\n"), 4, "is a directory, not a file");
     // Capacity
     row("experts do not fit",
