@@ -378,9 +378,7 @@ int runReportCommand(const QStringList& args)
             throw InputError(Location{"-o", 0, 0}, "'" + output.toStdString() + "' is " + f->role + " (" + f->path
                                                        + "): writing it would replace that input; name another file");
         LoadReportOptions options;
-        if (strategies.isEmpty() && args.contains(QStringLiteral("--strategies")))
-            throw InputError(Location{"--strategies", 0, 0}, "no strategy given: name one or more of eplb, search, gem");
-        if (!strategies.isEmpty()) {
+        if (args.contains(QStringLiteral("--strategies"))) {
             options.strategies.clear();
             for (const QString& part : strategies.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
                 const std::string name = part.trimmed().toStdString();
