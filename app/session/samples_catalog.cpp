@@ -2,6 +2,8 @@
 
 #include "common/diagnostics.h"
 #include "qt_text.h"
+#include "scenario/scenario_yaml.h"
+#include "sim/scenario_run.h"
 
 #include <QDir>
 #include <QFile>
@@ -69,7 +71,7 @@ std::vector<SampleInfo> listTours(const QString& toursDir)
     std::vector<SampleInfo> out = listSamples(toursDir);
     for (auto& s : out) {
         try {
-            const Tour t = loadTour(s.path);
+            const Tour t = loadTour(s.path, false);
             if (!t.title.isEmpty())
                 s.summary = t.title;
         } catch (const std::exception&) {
@@ -130,9 +132,58 @@ void checkCaption(const std::string& file, const YAML::Node& node, const QString
     }
 }
 
+// The overrides of `step` that `where` names: one "--set KEY=VALUE", or several joined by spaces
+// (a placement's shape is blamed on every flag that changed it). Empty when it names others.
+std::vector<std::size_t> namedSets(const TourStep& step, const std::string& where)
+{
+    std::vector<std::size_t> named;
+    std::string rest = where;
+    while (!rest.empty()) {
+        bool found = false;
+        for (std::size_t i = 0; i < step.overrides.size() && !found; ++i) {
+            const std::string flag = "--set " + step.overrides[i].first + "=" + step.overrides[i].second;
+            if (rest.starts_with(flag) && (rest.size() == flag.size() || rest[flag.size()] == ' ')) {
+                named.push_back(i);
+                rest.erase(0, std::min(rest.size(), flag.size() + 1));
+                found = true;
+            }
+        }
+        if (!found)
+            return {};
+    }
+    return named;
+}
+
+// The step's scenario read with its `set` applied, and the placement's shape checked (what the
+// step would refuse before its first step; the placement itself is not made). An error a setting
+// caused is moved from "--set KEY=VALUE" to the tour's line for that setting.
+void checkStepSets(const TourStep& step)
+{
+    try {
+        checkPlacementShape(loadScenarioFile(ss(step.scenario), step.overrides));
+    } catch (const InputError& e) {
+        Diagnostics moved;
+        for (const Diagnostic& d : e.diagnostics().items()) {
+            const std::vector<std::size_t> named = d.where.line == 0 ? namedSets(step, d.where.file) : std::vector<std::size_t>{};
+            if (named.empty()) {
+                moved.error(d.where, d.message);
+                continue;
+            }
+            std::string sets;
+            for (const std::size_t i : named)
+                sets += (sets.empty() ? "set " : ", ") + step.overrides[i].first + ": " + step.overrides[i].second;
+            std::string message = d.message;
+            if (const auto flag = message.rfind(" with that flag)"); flag != std::string::npos)
+                message.replace(flag, 16, " with that setting)");
+            moved.error(step.overrideAt[named.front()], sets + ": " + message);
+        }
+        throw InputError(moved);
+    }
+}
+
 }  // namespace
 
-Tour loadTour(const QString& path)
+Tour loadTour(const QString& path, bool checkSets)
 {
     const std::string file = ss(path);
     YAML::Node root;
@@ -174,8 +225,11 @@ Tour loadTour(const QString& path)
                 if (!it->second.IsScalar())
                     throw InputError(at(file, it->second), "override values must be scalars");
                 s.overrides.emplace_back(it->first.Scalar(), it->second.Scalar());
+                s.overrideAt.push_back(at(file, it->second));
             }
         }
+        if (checkSets && !s.overrides.empty())
+            checkStepSets(s);
         t.steps.push_back(std::move(s));
     }
     return t;

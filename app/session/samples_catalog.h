@@ -2,6 +2,8 @@
 // file opens with, and samples/tours/*.yaml (scenario + overrides + caption per step).
 #pragma once
 
+#include "common/diagnostics.h"
+
 #include <QString>
 #include <QStringList>
 
@@ -25,6 +27,7 @@ QString firstCommentLine(const QString& path);
 struct TourStep {
     QString scenario;  // absolute path
     std::vector<std::pair<std::string, std::string>> overrides;
+    std::vector<Location> overrideAt;  // where in the tour file each override's value is
     QString title;
     QString caption;
 };
@@ -39,8 +42,10 @@ struct Tour {
 //   title: TEXT
 //   steps:
 //     - {scenario: PATH (relative to the tour file), set: {KEY: VALUE, ...}, title: TEXT, caption: TEXT}
-// Throws moex::InputError located at the offending line.
-Tour loadTour(const QString& path);
+// Throws moex::InputError located at the offending line. With `checkSets`, each step's scenario is
+// read with its `set` applied, and what is wrong with a setting is an error at the tour's line for
+// it (not at "--set KEY=VALUE", which a tour's author never wrote).
+Tour loadTour(const QString& path, bool checkSets = true);
 std::vector<SampleInfo> listTours(const QString& toursDir);
 
 }  // namespace moex::session

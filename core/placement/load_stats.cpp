@@ -75,6 +75,7 @@ LoadStats readJsonl(const std::string& path)
     const TokenTrace trace = parseTokenTrace(text, path);
     LoadStats out = fromLayerCounts(layerCountsFromTrace(trace), "trace", LayerIndexing::decoder_ids);
     out.top_k = trace.top_k;
+    out.max_expert_line = trace.max_expert_line;
     out.detail = "per-token routing trace, " + std::to_string(trace.tokens.size()) + " tokens, top-"
         + std::to_string(trace.top_k);
     return out;
@@ -158,7 +159,11 @@ void checkLoadShape(const LoadStats& stats, int numMoeLayers, int numExperts, co
     if (stats.numLayers() != numMoeLayers)
         d.error(at, "load statistics file has " + std::to_string(stats.numLayers()) + " layers but the model has "
                         + std::to_string(numMoeLayers) + " MoE layers");
-    if (stats.num_experts != numExperts)
+    if (stats.num_experts > numExperts && stats.max_expert_line > 0)
+        d.error(Location{file, stats.max_expert_line, 0},
+                "expert id " + std::to_string(stats.num_experts - 1) + " is out of range: the model has "
+                    + std::to_string(numExperts) + " experts (0.." + std::to_string(numExperts - 1) + ")");
+    else if (stats.num_experts != numExperts)
         d.error(at, "load statistics file has " + std::to_string(stats.num_experts) + " experts but the model has "
                         + std::to_string(numExperts));
     for (std::size_t l = 0; l < stats.load.size() && d.empty(); ++l) {

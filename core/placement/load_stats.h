@@ -31,6 +31,7 @@ struct LoadStats {
     std::vector<std::vector<double>> load;  // [row][expert], rows in file order
     std::vector<int> layer_ids;             // the file's layer of each row, when it names them
     int top_k = 0;                          // 0 = not in the file
+    int max_expert_line = 0;                // a trace's line with the largest expert id (0 = none)
     LayerIndexing indexing = LayerIndexing::moe_ordinal;
     // Only per-layer summary statistics were in the file: each layer's counts keep its total,
     // maximum and quartiles, but which expert holds which count is a fixed shuffle.
@@ -50,7 +51,8 @@ struct LoadStats {
 LoadStats readLoadStats(const std::string& path);
 
 // Throws InputError at `file` when the statistics do not have numMoeLayers rows of numExperts:
-// "has 32 layers but the model has 58 MoE layers", "has 8 experts but the model has 256".
+// "has 32 layers but the model has 58 MoE layers", "has 8 experts but the model has 256"; a trace
+// with an expert id past the model's is blamed at that record's line.
 void checkLoadShape(const LoadStats& stats, int numMoeLayers, int numExperts, const std::string& file);
 
 // The rows for the model's MoE layers, in order: drops SGLang's dense-layer rows, matches layer ids

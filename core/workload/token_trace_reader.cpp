@@ -145,7 +145,10 @@ public:
         p.lines.push_back(lineNo);
         p.experts.insert(p.experts.end(), m_experts.begin(), m_experts.end());
         for (auto id : m_experts)
-            m_maxExpert = std::max(m_maxExpert, static_cast<int>(id));
+            if (static_cast<int>(id) > m_maxExpert) {
+                m_maxExpert = static_cast<int>(id);
+                m_maxExpertLine = lineNo;
+            }
     }
 
     void lineTooLong(int lineNo)
@@ -162,6 +165,7 @@ public:
         TokenTrace t;
         t.source = m_source;
         t.num_experts = m_options.num_experts > 0 ? m_options.num_experts : m_maxExpert + 1;
+        t.max_expert_line = m_maxExpertLine;
         t.top_k = m_topK;
         t.num_layers = static_cast<int>(m_layers.size());
         t.tokens = std::move(m_tokens);
@@ -225,6 +229,7 @@ private:
     int m_topK = 0;
     int m_topKLine = 0;
     int m_maxExpert = -1;
+    int m_maxExpertLine = 0;
 };
 
 

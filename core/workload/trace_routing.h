@@ -38,6 +38,7 @@ struct TokenTrace {
     std::string source;  // file name, for messages
     int num_layers = 0;
     int num_experts = 0;  // as given to the reader, else max expert id + 1
+    int max_expert_line = 0;  // the line of the first record with the largest expert id
     int top_k = 0;
     std::vector<int> layer_ids;    // the file's "layer" of each trace layer, ascending
     std::vector<TokenKey> tokens;  // every distinct token, in order of first appearance

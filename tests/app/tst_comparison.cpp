@@ -233,6 +233,16 @@ private slots:
             {QStringLiteral("title: x\nsteps:\n  - {scenario: S, caption: '{nosuch}'}\n"), QStringLiteral("3:")},
             {QStringLiteral("title: x\nsteps:\n  - {scenario: S, caption: '{recovered@1}'}\n"), QStringLiteral("3:")},
             {QStringLiteral("title: x\nsteps:\n  - {scenario: S, caption: 'open {imbalance'}\n"), QStringLiteral("3:")},
+            // A setting the scenario refuses is the tour's line, at the value (column 36), not "--set".
+            {QStringLiteral("title: x\nsteps:\n  - scenario: S\n    caption: c\n    set: {workload.tokens_per_gpu: lots}\n"),
+             QStringLiteral("5:36: error: set workload.tokens_per_gpu: lots:")},
+            {QStringLiteral("title: x\nsteps:\n  - {scenario: S, caption: c}\n  - scenario: S\n    caption: c\n"
+                            "    set:\n      placement.strategy: eplb\n      workload.tokns_per_gpu: 8\n"),
+             QStringLiteral("8:31: error: set workload.tokns_per_gpu: 8:")},
+            // A placement shape the settings made (11 slots on 8 GPUs): blamed on both, at the first.
+            {QStringLiteral("title: x\nsteps:\n  - scenario: S\n    caption: c\n    set:\n      placement.strategy: eplb\n"
+                            "      placement.redundant_slots: 3\n"),
+             QStringLiteral("6:27: error: set placement.strategy: eplb, placement.redundant_slots: 3: placement: eplb needs the slots")},
         };
         for (const auto& [text, line] : rows) {
             QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));

@@ -175,10 +175,29 @@ private slots:
         const Result r = run({QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("x.png")), QStringLiteral("--tour"), tour,
                               QStringLiteral("--tour-step"), QStringLiteral("2")});
         QCOMPARE(r.code, 2);
-        QVERIFY2(r.err.contains(QStringLiteral("a step's scenario failed to load")) && r.err.contains(QStringLiteral("bogus")),
+        // Caught when the tour starts, at the tour's line for the setting (line 7, its value).
+        QVERIFY2(r.err.contains(QStringLiteral("t.yaml:7:")) && r.err.contains(QStringLiteral("set placement.strategy: bogus:")),
                  qPrintable(r.err));
         QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("x.png"))));
         QVERIFY2(t.elapsed() < 100000, "it waited out the two-minute deadline");
+
+        // A step without settings is read when it plays: a scenario that fails then is the step's
+        // own error, exit 2 at once.
+        QFile sf(dir.filePath(QStringLiteral("s.yaml")));
+        QVERIFY(sf.open(QIODevice::WriteOnly));
+        sf.write("name: broken\nmodel: nowhere.yaml\n");
+        sf.close();
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write("title: t\nsteps:\n"
+                "  - scenario: " MOEX_SOURCE_DIR "/samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml\n    caption: one\n"
+                "  - scenario: s.yaml\n    caption: two\n");
+        f.close();
+        const Result late = run({QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("x.png")), QStringLiteral("--tour"), tour,
+                                 QStringLiteral("--tour-step"), QStringLiteral("2")});
+        QCOMPARE(late.code, 2);
+        QVERIFY2(late.err.contains(QStringLiteral("a step's scenario failed to load")) && late.err.contains(QStringLiteral("s.yaml")),
+                 qPrintable(late.err));
+        QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("x.png"))));
     }
 
     void badScenarioFailsClearly()

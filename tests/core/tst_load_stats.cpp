@@ -74,6 +74,8 @@ void TestLoadStats::realTraceAndCounts()
     for (int l = 0; l < t.numLayers(); ++l)
         records += t.total(l) / 2;  // top-2: two experts per record
     QCOMPARE(records, 7889.0);
+    // The real trace's largest expert, 7, is first seen on line 1 ({"layer": 0, "experts": [7, 0]}).
+    QCOMPARE(t.max_expert_line, 1);
 
     const LoadStats c = readLoadStats(dataDir() + "/traces/switch_base128_comprehensive_expert_statistics.json");
     QCOMPARE(c.num_experts, 128);
@@ -132,6 +134,14 @@ void TestLoadStats::vllmJsonl()
     } catch (const InputError& e) {
         QCOMPARE(e.diagnostics().items().front().where.line, 2);
     }
+    // A per-token trace keeps the line where its largest expert id first shows (here 9, line 3).
+    writeBytes(base + "/t.jsonl", "{\"layer\": 0, \"token_idx\": 0, \"experts\": [1, 2]}\n"
+                                  "{\"layer\": 0, \"token_idx\": 1, \"experts\": [3, 0]}\n"
+                                  "{\"layer\": 0, \"token_idx\": 2, \"experts\": [2, 9]}\n"
+                                  "{\"layer\": 0, \"token_idx\": 3, \"experts\": [9, 4]}\n");
+    const LoadStats t = readLoadStats(base + "/t.jsonl");
+    QCOMPARE(t.num_experts, 10);
+    QCOMPARE(t.max_expert_line, 3);
 }
 
 void TestLoadStats::sglangSynthetic()
@@ -192,6 +202,22 @@ void TestLoadStats::shapeChecks()
         QVERIFY2(m.find("has 32 layers but the model has 58 MoE layers") != std::string::npos, m.c_str());
         QVERIFY2(m.find("has 8 experts but the model has 256") != std::string::npos, m.c_str());
         QCOMPARE(e.diagnostics().items().front().where.file, std::string("s.json"));
+    }
+
+    // A per-token trace names its experts: one past the model's is blamed at its record's line.
+    LoadStats trace = s;
+    trace.format = "trace";
+    trace.num_experts = 300;
+    trace.max_expert_line = 17;
+    trace.load.assign(32, std::vector<double>(300, 1.0));
+    try {
+        checkLoadShape(trace, 32, 256, "t.jsonl");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(e.diagnostics().size(), std::size_t{1});
+        const Diagnostic& d = e.diagnostics().items().front();
+        QCOMPARE(d.where.line, 17);
+        QVERIFY2(d.message.find("expert id 299 is out of range: the model has 256 experts") != std::string::npos, d.message.c_str());
     }
 
     // SGLang rows are decoder layers: the dense ones are dropped for the model's MoE layers.
