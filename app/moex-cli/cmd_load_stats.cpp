@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <iostream>
 
 namespace moex::cli {
@@ -69,16 +70,27 @@ void printTable(const std::string& path, const LoadStats& s)
               << "  experts: " << s.num_experts << (s.top_k > 0 ? ", top-" + std::to_string(s.top_k) : "") << "\n";
     if (s.reconstructed)
         std::cout << "  note:    the file has per-layer summaries only; per-expert counts are a reconstruction\n";
-    std::cout << "\n" << pad("layer", 6) << pad("total", 14) << pad("max", 12) << pad("mean", 12)
-              << pad("max/mean", 10) << "\n";
+    // Columns as wide as their widest cell and two spaces apart: counts summed over many buffer
+    // rows reach 20 digits and more, and ran into the next column at fixed widths.
+    std::vector<std::array<std::string, 5>> rows;
+    rows.push_back({"layer", "total", "max", "mean", "max/mean"});
     double worst = 0;
     double sum = 0;
     for (int l = 0; l < s.numLayers(); ++l) {
         const double ratio = s.maxOverMean(l);
         worst = std::max(worst, ratio);
         sum += ratio;
-        std::cout << pad(std::to_string(layerId(s, l)), 6) << pad(fixed(s.total(l), 0), 14) << pad(fixed(s.max(l), 0), 12)
-                  << pad(fixed(s.mean(l), 1), 12) << pad(fixed(ratio, 3), 10) << "\n";
+        rows.push_back({std::to_string(layerId(s, l)), fixed(s.total(l), 0), fixed(s.max(l), 0), fixed(s.mean(l), 1), fixed(ratio, 3)});
+    }
+    std::array<std::size_t, 5> width{5, 12, 10, 10, 8};
+    for (const auto& row : rows)
+        for (std::size_t c = 0; c < row.size(); ++c)
+            width[c] = std::max(width[c], row[c].size());
+    std::cout << "\n";
+    for (const auto& row : rows) {
+        for (std::size_t c = 0; c < row.size(); ++c)
+            std::cout << pad(row[c], width[c] + (c == 0 ? 1 : 2));
+        std::cout << "\n";
     }
     if (s.numLayers() > 0)
         std::cout << "\nmax/mean over layers: mean " << fixed(sum / s.numLayers(), 3) << ", worst " << fixed(worst, 3)

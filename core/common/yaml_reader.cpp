@@ -308,6 +308,10 @@ std::optional<std::string> YamlReader::getName(const YAML::Node& map, const std:
                         "into the files moex writes and onto the terminal; use plain text");
         return std::nullopt;
     }
+    if (v && v->find_first_not_of(' ') == std::string::npos) {
+        error(map[key], "'" + key + "' is empty: give a name");
+        return std::nullopt;
+    }
     return v;
 }
 

@@ -112,7 +112,7 @@ std::vector<int> moeLayers(ConfigReader& c, const Family& f, int layers)
             out.push_back(static_cast<int>(i));
         return out;
     }
-    std::vector<std::int64_t> mlpOnly = c.integerList("mlp_only_layers", 0, kMaxCount).value_or(std::vector<std::int64_t>{});
+    std::vector<std::int64_t> mlpOnly = c.integerList("mlp_only_layers", 0, std::max(layers - 1, 0)).value_or(std::vector<std::int64_t>{});
     auto dense = [&](int i) { return std::find(mlpOnly.begin(), mlpOnly.end(), i) != mlpOnly.end(); };
     if (const Json* freqList = c.find("moe_layer_freq"); freqList && freqList->is_array()) {
         // The per-layer form some checkpoints use: [0, 1, 1, ...], 1 = MoE (first_k_dense_replace,
@@ -149,14 +149,25 @@ std::vector<int> moeLayers(ConfigReader& c, const Family& f, int layers)
 DType torchDType(ConfigReader& c)
 {
     for (const char* key : {"torch_dtype", "dtype"}) {
-        if (auto s = c.find(key); s && s->is_string()) {
-            const std::string v = s->get<std::string>();
-            if (v == "float16")
-                return DType::fp16;
-            if (v == "float32")
-                return DType::fp32;
+        const Json* s = c.find(key);
+        if (!s)
+            continue;
+        if (!s->is_string()) {
+            c.error(key, std::string("'") + key + "' must be a string such as \"bfloat16\", got " + hf::describe(*s));
             return DType::bf16;
         }
+        const std::string v = s->get<std::string>();
+        if (v == "bfloat16")
+            return DType::bf16;
+        if (v == "float16")
+            return DType::fp16;
+        if (v == "float32")
+            return DType::fp32;
+        if (v == "float8_e4m3fn")
+            return DType::fp8;
+        c.error(key, std::string("'") + key + "' is \"" + v + "\": moex reads bfloat16, float16, float32 and float8_e4m3fn "
+                         "(it was read as bfloat16); set weight_dtype and non_expert_dtype by hand");
+        return DType::bf16;
     }
     return DType::bf16;
 }
@@ -182,11 +193,37 @@ void readDTypes(ConfigReader& c, ModelSpec& m)
     m.weight_dtype = base;
     m.non_expert_dtype = base;
     const Json* q = c.object("quantization_config");
-    if (!q)
+    if (!q) {
+        if (const Json* other = c.find("quantization_config"))  // a string, a list: not the mapping transformers writes
+            c.error("quantization_config", "'quantization_config' must be an object with quant_method, got " + hf::describe(*other));
         return;
-    std::string method;
-    if (auto it = q->find("quant_method"); it != q->end() && it->is_string())
-        method = it->get<std::string>();
+    }
+    // A member of the wrong type is an error naming it (nlohmann's "type must be number" said
+    // neither which key nor where); absent members read as not given.
+    bool typeError = false;
+    auto text = [&](const Json& obj, const char* key) -> std::string {
+        const auto it = obj.find(key);
+        if (it == obj.end() || it->is_null())
+            return {};
+        if (!it->is_string()) {
+            c.error(key, std::string("quantization_config's '") + key + "' must be a string, got " + hf::describe(*it));
+            typeError = true;
+            return {};
+        }
+        return it->get<std::string>();
+    };
+    auto whole = [&](const Json& obj, const char* key) -> std::int64_t {
+        const auto it = obj.find(key);
+        if (it == obj.end() || it->is_null())
+            return 0;
+        if (!it->is_number_integer()) {
+            c.error(key, std::string("quantization_config's '") + key + "' must be a whole number of bits, got " + hf::describe(*it));
+            typeError = true;
+            return 0;
+        }
+        return it->get<std::int64_t>();
+    };
+    const std::string method = text(*q, "quant_method");
     std::optional<DType> experts;
     if (method == "fp8") {
         experts = DType::fp8;
@@ -197,29 +234,35 @@ void readDTypes(ConfigReader& c, ModelSpec& m)
         auto groups = q->find("config_groups");
         if (groups != q->end() && groups->is_object()) {
             for (const auto& [name, group] : groups->items()) {
+                if (!group.is_object())
+                    continue;
                 auto w = group.find("weights");
                 if (w == group.end() || !w->is_object())
                     continue;
-                const int bits = w->value("num_bits", 0);
-                const std::string type = w->value("type", std::string("int"));
+                const std::int64_t bits = whole(*w, "num_bits");
+                std::string type = text(*w, "type");
+                if (type.empty())
+                    type = "int";
                 if (bits == 4)
                     experts = type == "float" ? DType::nvfp4 : DType::int4;
                 else if (bits == 8)
                     experts = DType::fp8;
-                if (experts)
+                if (experts || typeError)
                     break;
             }
         }
     } else if (method == "modelopt") {
-        const std::string algo = q->value("quant_algo", std::string());
+        const std::string algo = text(*q, "quant_algo");
         if (algo == "NVFP4")
             experts = DType::nvfp4;
         else if (algo == "FP8")
             experts = DType::fp8;
     } else if (method == "awq" || method == "gptq") {
-        if (q->value("bits", 0) == 4)
+        if (whole(*q, "bits") == 4)
             experts = DType::int4;
     }
+    if (typeError)
+        return;
     if (!experts) {
         c.error("quantization_config", "quantization_config with quant_method '" + method
                                            + "' is not understood (known: fp8, mxfp4, compressed-tensors with 4 or 8 "

@@ -121,7 +121,29 @@ double LoadStats::maxOverMean(int row) const
     return m > 0 ? max(row) / m : 0.0;
 }
 
+namespace {
+
+LoadStats readAnyLoadStats(const std::string& path);
+
+}  // namespace
+
 LoadStats readLoadStats(const std::string& path)
+{
+    LoadStats s = readAnyLoadStats(path);
+    // A file with no tokens (an SGLang dump of 0 buffer rows, a recorder that never ran) gave an
+    // all-zero table and a placement "fitted" to nothing with balance 1.000.
+    const bool any = std::any_of(s.load.begin(), s.load.end(),
+                                 [](const std::vector<double>& row) { return std::any_of(row.begin(), row.end(), [](double v) { return v > 0; }); });
+    if (!any)
+        throw InputError(Location{path, 0, 0}, "the statistics hold no tokens: every expert's count is 0 in every layer ("
+                                                   + std::to_string(s.numLayers()) + " layers, " + s.format
+                                                   + (s.detail.empty() ? std::string() : ", " + s.detail) + ")");
+    return s;
+}
+
+namespace {
+
+LoadStats readAnyLoadStats(const std::string& path)
 {
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);
@@ -151,6 +173,8 @@ LoadStats readLoadStats(const std::string& path)
                      "TensorRT-LLM folder (or its meta_info.json), a .jsonl (vLLM eplb_load_stats or a per-token "
                      "trace) or a .json (matrix or per-layer counts)");
 }
+
+}  // namespace
 
 void checkLoadShape(const LoadStats& stats, int numMoeLayers, int numExperts, const std::string& file)
 {

@@ -72,11 +72,13 @@ private:
             for (std::size_t c = 0; c < row.size(); ++c) {
                 const auto& v = row[c];
                 const double x = v.is_number() ? v.get<double>() : -1;
+                // Counts are tokens: whole numbers (1.5 was summed as is), as TensorRT-LLM's and
+                // SGLang's readers require.
                 if (!v.is_number() || !(x >= 0) || std::isinf(x) || (ids && (!v.is_number_integer() || x >= kMaxColumns))
-                    || (!ids && x > static_cast<double>(kMaxRecordedCount)))
+                    || (!ids && (x > static_cast<double>(kMaxRecordedCount) || x != std::floor(x))))
                     fail(std::string("\"") + name + "\" row " + std::to_string(l) + ", entry " + std::to_string(c)
                          + (ids ? " must be an expert id from 0 to " + std::to_string(kMaxColumns - 1)
-                                : std::string(" must be a count from 0 to 2^40"))
+                                : std::string(" must be a whole token count from 0 to 2^40"))
                          + ", found " + jsonSnippet(v));
                 r.push_back(x);
             }

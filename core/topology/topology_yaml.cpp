@@ -30,6 +30,10 @@ const std::vector<std::string> kLinkKinds{"nvlink", "network", "c2c", "pcie"};
 
 constexpr std::size_t kMaxCustomGpus = 2048;  // see readCustomTopology
 constexpr double kMaxRate = 1e9;  // GB/s, TFLOP/s, W: far above any real part, catches unit slips
+// The least bandwidth (GB/s) or compute rate (TFLOP/s) a link or a GPU may have: 1 MB/s, a
+// GFLOP/s, far below any real part (a 1 Gb/s Ethernet port is 0.125 GB/s). Below it a step's
+// time overflows to numbers that mean nothing (1e-300 GB/s gave a 63-digit step time).
+constexpr double kMinRate = 1e-3;
 
 std::string listOf(const std::vector<std::string>& items)
 {
@@ -60,6 +64,11 @@ std::optional<double> positive(YamlReader& r, const YAML::Node& map, const std::
     auto v = r.getDouble(map, key, required, std::numeric_limits<double>::lowest(), kMaxRate);
     if (v && !(*v > 0)) {
         r.error(child(map, key), what + " '" + key + "' must be positive, got " + shortestNumber(*v));
+        return std::nullopt;
+    }
+    if (v && *v < kMinRate) {
+        r.error(child(map, key), what + " '" + key + "' must be at least " + shortestNumber(kMinRate) + " GB/s (1 MB/s), got "
+                                     + shortestNumber(*v));
         return std::nullopt;
     }
     return v;
@@ -106,23 +115,31 @@ std::optional<GpuSpec> readGpuSpec(const YAML::Node& node, YamlReader& r)
     if (auto v = r.getChoice(node, "arch", false, {"hopper", "blackwell", "cpu"}))
         s.arch = *v == 0 ? GpuArch::hopper : *v == 1 ? GpuArch::blackwell : GpuArch::cpu;
     const bool usableGiven = YamlReader::has(node, "hbm_usable_gb");
-    auto number = [&](const char* key, bool required, double& field) {
-        if (auto v = r.getDouble(node, key, required, 0, kMaxRate))
+    // `least` > 0: a quantity every GPU has (memory, its bandwidth, the bf16 rate, power), at least
+    // that much; 0: one a part may lack (0 = no FP8 or FP4 rate, no NVLink, no idle figure).
+    auto number = [&](const char* key, bool required, double& field, double least) {
+        const auto v = r.getDouble(node, key, required, 0, kMaxRate);
+        if (v && *v < least) {
+            r.error(child(node, key), std::string("'") + key + "' must be at least " + shortestNumber(least) + ", got "
+                                          + shortestNumber(*v) + " (every GPU has it; 0 does not mean unset)");
+            return;
+        }
+        if (v)
             field = *v;
     };
-    number("hbm_gb", req, s.hbm_gb);
-    number("hbm_usable_gb", false, s.hbm_usable_gb);
+    number("hbm_gb", req, s.hbm_gb, kMinRate);
+    number("hbm_usable_gb", false, s.hbm_usable_gb, kMinRate);
     if (!hasBase && !usableGiven)
         s.hbm_usable_gb = s.hbm_gb;
-    number("hbm_bw_gbs", req, s.hbm_bw_gbs);
-    number("bf16_tflops", req, s.bf16_tflops);
-    number("fp8_tflops", false, s.fp8_tflops);
-    number("fp4_tflops", false, s.fp4_tflops);
-    number("nvlink_gbs_per_dir", false, s.nvlink_gbs_per_dir);
+    number("hbm_bw_gbs", req, s.hbm_bw_gbs, kMinRate);
+    number("bf16_tflops", req, s.bf16_tflops, kMinRate);
+    number("fp8_tflops", false, s.fp8_tflops, 0);
+    number("fp4_tflops", false, s.fp4_tflops, 0);
+    number("nvlink_gbs_per_dir", false, s.nvlink_gbs_per_dir, 0);
     if (auto v = r.getInt(node, "nvlink_links", false, 0, 1000))
         s.nvlink_links = static_cast<int>(*v);
-    number("tdp_w", req, s.tdp_w);
-    number("idle_w", false, s.idle_w);
+    number("tdp_w", req, s.tdp_w, 1);
+    number("idle_w", false, s.idle_w, 0);
     if (r.errorCount() == before && s.hbm_usable_gb > s.hbm_gb)
         r.error(node, "hbm_usable_gb (" + shortestNumber(s.hbm_usable_gb) + ") exceeds hbm_gb (" +
                           shortestNumber(s.hbm_gb) + ")");

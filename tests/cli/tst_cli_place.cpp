@@ -10,6 +10,8 @@
 
 #include "cli_runner.h"
 
+#include <algorithm>
+
 #include <QtTest>
 
 using namespace moex;
@@ -55,6 +57,7 @@ private slots:
     void everyFormatParsesBackToThePlacement_data();
     void everyFormatParsesBackToThePlacement();
     void loadFileIsUsed();
+    void loadStatsTableKeepsColumnsApart();
     void badInputExits2AndWritesNothing_data();
     void badInputExits2AndWritesNothing();
 };
@@ -136,6 +139,24 @@ void TestCliPlace::loadFileIsUsed()
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     QVERIFY(r.out.contains(load));
     QVERIFY(QFile::exists(out));
+}
+
+// Counts summed over many buffer rows reach 13 digits and more: each column stays two spaces from
+// the next (at fixed widths the max ran into the mean).
+void TestCliPlace::loadStatsTableKeepsColumnsApart()
+{
+    QTemporaryDir dir;
+    const QString load = dir.filePath(QStringLiteral("big.json"));
+    writeText(load, "[[1099511627776, 1099511627776, 3], [5, 1, 0]]");
+    const Result r = runCli({QStringLiteral("load-stats"), load});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QStringList lines = r.out.split(QLatin1Char('\n'));
+    const auto row = std::find_if(lines.begin(), lines.end(), [](const QString& l) { return l.trimmed().startsWith(QLatin1String("0 ")); });
+    QVERIFY2(row != lines.end(), qPrintable(r.out));
+    const QStringList cells = row->simplified().split(QLatin1Char(' '));
+    QCOMPARE(cells, (QStringList{QStringLiteral("0"), QStringLiteral("2199023255555"), QStringLiteral("1099511627776"),
+                                 QStringLiteral("733007751851.7"), QStringLiteral("1.500")}));
+    QVERIFY2(row->contains(QStringLiteral("1099511627776  733007751851.7")), qPrintable(*row));
 }
 
 void TestCliPlace::badInputExits2AndWritesNothing_data()

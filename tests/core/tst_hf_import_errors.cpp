@@ -122,6 +122,28 @@ void TestHfImportErrors::errors_data()
         << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
             "num_hidden_layers": 2, "hidden_size": 64, "quantization_config": {"quant_method": "bitsandbytes"}})")
         << QStringList{QStringLiteral("quant_method 'bitsandbytes' is not understood")} << 2 << 56;
+    // Values that were read as something else in silence, or with nlohmann's unlocated text.
+    const QByteArray moe = "{\"num_experts\": 8, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 64,\n"
+                           "\"num_hidden_layers\": 4, \"hidden_size\": 64,\n";
+    QTest::addRow("quantization_config a string")
+        << moe + "\"quantization_config\": \"fp8\"}"
+        << QStringList{QStringLiteral("'quantization_config' must be an object with quant_method, got string \"fp8\"")} << 3 << 1;
+    QTest::addRow("awq bits not whole")
+        << moe + "\"quantization_config\": {\"quant_method\": \"awq\",\n \"bits\": 4.7}}"
+        << QStringList{QStringLiteral("quantization_config's 'bits' must be a whole number of bits, got")} << 4 << 2;
+    QTest::addRow("num_bits a string")
+        << moe + "\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"config_groups\":\n"
+                 " {\"g\": {\"weights\": {\"num_bits\": \"4\"}}}}}"
+        << QStringList{QStringLiteral("quantization_config's 'num_bits' must be a whole number of bits, got string \"4\"")} << 4 << 21;
+    QTest::addRow("quant_method a number")
+        << moe + "\"quantization_config\": {\"quant_method\": 5}}"
+        << QStringList{QStringLiteral("quantization_config's 'quant_method' must be a string, got")} << 3 << 25;
+    QTest::addRow("torch_dtype int8")
+        << moe + "\"torch_dtype\": \"int8\"}"
+        << QStringList{QStringLiteral("'torch_dtype' is \"int8\": moex reads bfloat16, float16, float32")} << 3 << 1;
+    QTest::addRow("mlp_only_layers past the layers")
+        << moe + "\"mlp_only_layers\": [1, 100]}"
+        << QStringList{QStringLiteral("mlp_only_layers")} << 3 << 1;
     QTest::addRow("unknown scoring")
         << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
             "num_hidden_layers": 2, "hidden_size": 64, "scoring_func": "relu"})")

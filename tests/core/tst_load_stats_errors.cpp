@@ -135,9 +135,14 @@ void TestLoadStatsErrors::malformed_data()
     row("trtllm meta syntax", "trt/meta_info.json", "{\"num_experts\": 8,\n \"num_experts_per_token\": 2,,}",
         "meta_info.json:2:29: error: meta_info.json is not valid JSON: syntax error");
     row("vllm negative", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, -1]]})",
-        "must be a count from 0 to 2^40");
+        "must be a whole token count from 0 to 2^40");
     row("vllm count beyond any recording", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, 1e308]]})",
-        "must be a count from 0 to 2^40");
+        "must be a whole token count from 0 to 2^40");
+    row("vllm fractional count", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, 1.5]]})",
+        "entry 1 must be a whole token count from 0 to 2^40, found 1.5");
+    row("no tokens at all", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[0, 0], [0, 0]]})",
+        "the statistics hold no tokens: every expert's count is 0 in every layer (2 layers, vllm");
+    row("json no tokens", "m.json", "[[0, 0, 0], [0, 0, 0]]", "the statistics hold no tokens");
     row("vllm bad map", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, 1]], "p2l_map": [[0, -1]]})",
         "must be an expert id from 0 to 65535");
     row("vllm map id too large", "v.jsonl",

@@ -173,6 +173,16 @@ void TestTopologyYaml::malformedYaml_data()
                                   << 8 << QByteArray("link capacity 'gbs' must be positive, got -5");
     QTest::addRow("zero gbs") << head + "links:\n  - {from: gpu0, to: sw0, kind: nvlink, gbs: 0}\n"
                               << 8 << QByteArray("must be positive, got 0");
+    QTest::addRow("tiny gbs") << head + "links:\n  - {from: gpu0, to: sw0, kind: nvlink, gbs: 1e-300}\n"
+                              << 8 << QByteArray("link capacity 'gbs' must be at least 0.001 GB/s (1 MB/s), got 1.0e-300");
+    QTest::addRow("empty node name") << QByteArray("gpu: h200\nnodes:\n  - {name: g, kind: gpu}\n  - {name: \"\", kind: nvswitch}\n")
+                                     << 4 << QByteArray("'name' is empty: give a name");
+    QTest::addRow("zero HBM bandwidth") << QByteArray("gpu: {base: h100, hbm_bw_gbs: 0}\nnodes:\n  - {name: g, kind: gpu}\n")
+                                        << 1 << QByteArray("'hbm_bw_gbs' must be at least 0.001, got 0");
+    QTest::addRow("zero bf16 rate") << QByteArray("gpu: {base: h100, bf16_tflops: 0}\nnodes:\n  - {name: g, kind: gpu}\n")
+                                    << 1 << QByteArray("'bf16_tflops' must be at least 0.001, got 0");
+    QTest::addRow("zero power") << QByteArray("gpu: {base: h100, tdp_w: 0, idle_w: 0}\nnodes:\n  - {name: g, kind: gpu}\n")
+                                << 1 << QByteArray("'tdp_w' must be at least 1, got 0");
     QTest::addRow("nan gbs") << head + "links:\n  - {from: gpu0, to: sw0, kind: nvlink, gbs: .nan}\n"
                              << 8 << QByteArray("got NaN");
     QTest::addRow("unknown node key") << QByteArray("gpu: h200\nnodes:\n  - {name: g, kind: gpu, domian: 1}\n") << 3
