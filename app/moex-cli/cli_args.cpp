@@ -5,7 +5,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+
+#include <unistd.h>
 
 namespace moex::cli {
 
@@ -98,6 +101,8 @@ void Args::checkOutputs() const
         // A run or a calibration can take minutes: an output that cannot be written is an error
         // before, not after (the write itself is atomic and says why it failed).
         const std::string flag = output == std::string("json") ? "--json " : "-o ";
+        if (out->empty())
+            fail(m_command, flag + "\"\": the output's file name is empty");
         const std::filesystem::path target(*out);
         const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
         std::error_code ec;
@@ -105,6 +110,18 @@ void Args::checkOutputs() const
             fail(m_command, flag + *out + ": there is no directory " + dir.string());
         if (std::filesystem::is_directory(target, ec))
             fail(m_command, flag + *out + ": is a directory; name a file in it");
+        // The file is written next to itself and renamed over it: that directory must take a new
+        // file (/proc, a read-only mount did not, and said so after minutes of work). A device or
+        // FIFO is written straight through, so it needs no such room.
+        const auto kind = std::filesystem::status(target, ec).type();
+        if (kind == std::filesystem::file_type::not_found || kind == std::filesystem::file_type::regular) {
+            std::string probe = (dir / ".moex-write-check-XXXXXX").string();
+            const int fd = ::mkstemp(probe.data());
+            if (fd < 0)
+                fail(m_command, flag + *out + ": cannot write a file in " + dir.string() + ": " + std::strerror(errno));
+            ::close(fd);
+            ::unlink(probe.c_str());
+        }
         for (const std::string& in : inputs) {
             if (in != "-" && std::filesystem::equivalent(*out, in, ec) && !ec)
                 fail(m_command, "'" + flag + *out

@@ -130,12 +130,35 @@ void checkMeasuredRun(const Scenario& s, const StepMetrics& measured, const std:
                 badRun(file, "layer " + std::to_string(l.decoder_layer) + "'s expert_load holds " + std::to_string(v)
                                  + ": a count of token-expert pairs is 0 to the run's tokens");
     }
+    // Each token chose top-k experts in every layer: a layer's pairs are the ranks' tokens x top-k
+    // (an edited load or token count moved the prediction and was taken as measured).
+    std::int64_t tokens = 0;
+    for (const GpuMetrics& g : measured.gpus)
+        tokens += g.tokens;
+    const std::int64_t pairs = tokens * s.model.experts_per_token;
+    for (const LayerMetrics& l : measured.layers) {
+        std::int64_t sum = 0;
+        for (const std::int64_t v : l.expert_load)
+            sum += v;
+        if (sum != pairs)
+            badRun(file, "layer " + std::to_string(l.decoder_layer) + "'s expert_load sums to " + std::to_string(sum)
+                             + " token-expert pairs, but the \"gpus\" entries' " + std::to_string(tokens) + " tokens x top-"
+                             + std::to_string(s.model.experts_per_token) + " make " + std::to_string(pairs)
+                             + ": the file was edited");
+    }
     constexpr double kMaxUs = 3.6e9;  // an hour per layer: anything longer is not a measurement
-    for (const LayerMetrics& l : times)
+    for (const LayerMetrics& l : times) {
         for (const double v : {l.time_us, l.dispatch_us, l.compute_us, l.combine_us})
             if (!std::isfinite(v) || v < 0 || v > kMaxUs)
                 badRun(file, "layer " + std::to_string(l.decoder_layer) + " has a time of " + shortNumber(v)
                                  + " us: times are 0 to an hour");
+        if (!(l.time_us > 0))
+            badRun(file, "layer " + std::to_string(l.decoder_layer) + " has a time_us of 0: a layer that ran took time");
+        for (const double v : {l.dispatch_us, l.compute_us, l.combine_us})
+            if (v > l.time_us * 1.001 + 1.0)
+                badRun(file, "layer " + std::to_string(l.decoder_layer) + " has a phase of " + shortNumber(v)
+                                 + " us in a layer time_us of " + shortNumber(l.time_us) + ": a phase is part of its layer");
+    }
     if (j.contains("steps")) {
         const nlohmann::json& steps = j["steps"];
         const bool whole = steps.is_number_unsigned() ? steps.get<std::uint64_t>() >= 1 && steps.get<std::uint64_t>() <= 1000000000u
@@ -162,7 +185,19 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
             badRun(runFile, "\"run\".set entry '" + kv + "' is not KEY=VALUE");
         sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     }
-    Scenario s = loadScenarioFile(field<std::string>(run, "scenario_file", runFile, "\"run\""), sets);
+    Scenario s;
+    try {
+        s = loadScenarioFile(field<std::string>(run, "scenario_file", runFile, "\"run\""), sets);
+    } catch (const InputError& e) {
+        // The run's settings are the run file's "run".set, not flags of this command.
+        Diagnostics moved;
+        for (const Diagnostic& d : e.diagnostics().items()) {
+            const bool fromSet = d.where.line == 0 && d.where.file.starts_with("--set ");
+            moved.error(fromSet ? Location{runFile, 0, 0} : d.where,
+                        fromSet ? "\"run\".set entry '" + d.where.file.substr(6) + "': " + d.message : d.message);
+        }
+        throw InputError(moved);
+    }
     if (jsonOut)
         refuseOutputOverInputs("compare", "--json", *jsonOut, s);
     s.engine.ranks = field<int>(run, "ranks", runFile, "\"run\"");
@@ -170,6 +205,13 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
 
     // The measured step as the prediction needs it: ranks with their tokens, layers with loads.
     StepMetrics measured;
+    for (const char* key : {"gpus", "layers", "layers_median", "layers_mean"})
+        if (j.contains(key) && !j[key].is_array())
+            badRun(runFile, std::string("\"") + key + "\" must be a list, not " + std::string(j[key].type_name()));
+    if (j.contains("engine") && !j["engine"].is_string())
+        badRun(runFile, "\"engine\" must be a string (what ran), not " + std::string(j["engine"].type_name()));
+    if (run.contains("hardware_threads") && (!run["hardware_threads"].is_number_integer() || run["hardware_threads"].get<std::int64_t>() < 1))
+        badRun(runFile, "\"run\".hardware_threads = " + run["hardware_threads"].dump() + " must be a whole number, at least 1");
     const auto gpus = field<nlohmann::json>(j, "gpus", runFile, "the file");
     measured.num_gpus = static_cast<int>(gpus.size());
     for (const auto& g : gpus) {

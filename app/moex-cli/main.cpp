@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 
 namespace {
@@ -108,6 +109,9 @@ int main(int argc, char** argv)
             return 2;
         } catch (const moex::FileWriteError& e) {  // an output path the user gave cannot be written
             std::cerr << "moex-cli " << name << ": error: " << e.what() << '\n';
+            return 2;
+        } catch (const std::bad_alloc&) {  // not a bug: what was asked for needs more memory than there is
+            std::cerr << "moex-cli " << name << ": error: out of memory (a smaller run: fewer tokens, layers or ranks)\n";
             return 2;
         } catch (const std::exception& e) {
             std::cerr << "moex-cli " << name << ": internal error: " << e.what() << '\n';

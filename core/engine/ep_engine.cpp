@@ -4,14 +4,17 @@
 #include "engine/ep_telemetry.h"
 
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace moex::engine {
 
@@ -48,21 +51,26 @@ struct SendList {
 // Runs f(0) .. f(n - 1) on n threads. An exception escaping a std::thread ends the process, so the
 // first one thrown is carried out and rethrown here once every thread has finished.
 template <typename F>
-void onThreads(int n, F&& f)
+void onThreads(int n, F&& f, bool callerTakesFirst = false)
 {
+    // With callerTakesFirst, index 0 runs on the calling thread (a rank's first expert worker:
+    // no thread started for it, as before).
     std::exception_ptr first;
     std::mutex lock;
+    auto guarded = [&](int i) {
+        try {
+            f(i);
+        } catch (...) {
+            const std::lock_guard<std::mutex> hold(lock);
+            if (!first)
+                first = std::current_exception();
+        }
+    };
     std::vector<std::thread> pool;
-    for (int i = 0; i < n; ++i)
-        pool.emplace_back([&, i] {
-            try {
-                f(i);
-            } catch (...) {
-                const std::lock_guard<std::mutex> hold(lock);
-                if (!first)
-                    first = std::current_exception();
-            }
-        });
+    for (int i = callerTakesFirst ? 1 : 0; i < n; ++i)
+        pool.emplace_back(guarded, i);
+    if (callerTakesFirst && n > 0)
+        guarded(0);
     for (auto& t : pool)
         t.join();
     if (first)
@@ -191,7 +199,51 @@ struct EpEngine::Impl {
         }
     }
 
-    void runRank(int r, int step, std::barrier<>& sync)
+    // A rank that fails (std::bad_alloc in a buffer, a kernel's exception) must not leave the
+    // others waiting at a barrier or end the process (an exception leaving a std::thread calls
+    // std::terminate). It records the error, sets `failed` and arrives at the barrier the others
+    // wait at next (unless it failed after the step's last one). The barrier's completion copies
+    // `failed` into `stop` while every rank waits, so all ranks read the same `stop` after that
+    // barrier (a rank reading `failed` itself could see another rank's failure of the next phase,
+    // leave, and strand that rank at the next barrier), and return together. step() rethrows.
+    std::atomic<bool> failed{false};
+    bool stop = false;  // written only by the barrier's completion
+    std::exception_ptr failure;
+    std::mutex failureLock;
+    struct StopOnFailure {
+        Impl* impl;
+        void operator()() noexcept { impl->stop = impl->failed.load(); }
+    };
+    using Barrier = std::barrier<StopOnFailure>;
+
+    // One barrier of the step: false when a rank has failed (return at once).
+    bool pass(Barrier& sync, int& arrived)
+    {
+        sync.arrive_and_wait();
+        ++arrived;
+        return !stop;
+    }
+
+    void runRank(int r, int step, Barrier& sync)
+    {
+        int arrived = 0;
+        try {
+            runRankUnchecked(r, step, sync, arrived);
+        } catch (...) {
+            {
+                const std::lock_guard<std::mutex> hold(failureLock);
+                if (!failure)
+                    failure = std::current_exception();
+            }
+            failed.store(true);
+            if (arrived < kBarriersPerLayer * static_cast<int>(ordinals.size()))
+                sync.arrive_and_wait();
+        }
+    }
+
+    static constexpr int kBarriersPerLayer = 4;  // input ready, counts known, experts done, buffers free
+
+    void runRankUnchecked(int r, int step, Barrier& sync, int& arrived)
     {
         const int H = shape.hidden, K = shape.topk;
         const auto Hs = static_cast<std::size_t>(H);
@@ -209,7 +261,8 @@ struct EpEngine::Impl {
             // Every rank's input is ready: the layer's clock starts on all ranks together, as the
             // previous layer's combine lines them up in a server. Without this the first barrier
             // (counts) would charge the dispatch with another rank's input making.
-            sync.arrive_and_wait();
+            if (!pass(sync, arrived))
+                return;
             const auto layerStart = Clock::now();
 
             // Router.
@@ -251,7 +304,8 @@ struct EpEngine::Impl {
             auto& load = rankExpertLoad[static_cast<std::size_t>(r)][li];
             for (int v : id)
                 ++load[static_cast<std::size_t>(v)];
-            sync.arrive_and_wait();  // every source's lists (their sizes are the counts) known everywhere
+            if (!pass(sync, arrived))  // every source's lists (their sizes are the counts) known everywhere
+                return;
             const auto pullStart = Clock::now();
             const std::size_t numSlots = w.slots.size();
             auto& begin = slotBegin[static_cast<std::size_t>(r)];
@@ -294,6 +348,8 @@ struct EpEngine::Impl {
             if (buffers.size() < static_cast<std::size_t>(workers))
                 buffers.resize(static_cast<std::size_t>(workers));
             auto runSlots = [&](int worker) {
+                if (config.before_experts)
+                    config.before_experts(r, worker);
                 auto& local = buffers[static_cast<std::size_t>(worker)].ffn;
                 for (std::size_t j = static_cast<std::size_t>(worker); j < numSlots; j += static_cast<std::size_t>(workers)) {
                     const std::size_t first = begin[j], count = begin[j + 1] - begin[j];
@@ -306,12 +362,7 @@ struct EpEngine::Impl {
             if (workers == 1) {
                 runSlots(0);
             } else {
-                std::vector<std::thread> pool;
-                for (int k = 1; k < workers; ++k)
-                    pool.emplace_back(runSlots, k);
-                runSlots(0);
-                for (auto& t : pool)
-                    t.join();
+                onThreads(workers, runSlots, true);  // a worker's exception is rethrown here, after every join
             }
             auto& o = output[static_cast<std::size_t>(r)];
             o.assign(static_cast<std::size_t>(n) * Hs, 0.0f);
@@ -324,7 +375,8 @@ struct EpEngine::Impl {
 
             // Combine: wait for every rank's experts, pull this rank's results, sum per token.
             phase = Clock::now();
-            sync.arrive_and_wait();
+            if (!pass(sync, arrived))
+                return;
             pt.wait = usSince(phase);
             phase = Clock::now();
             // The results are read where the experts' ranks left them (each rank's result buffer,
@@ -351,7 +403,8 @@ struct EpEngine::Impl {
                 }
             }
             pt.combine = usSince(phase);
-            sync.arrive_and_wait();  // every rank done with this layer's buffers
+            if (!pass(sync, arrived))  // every rank done with this layer's buffers
+                return;
             pt.layer = usSince(layerStart);
             // The checksum is telemetry, not the layer: outside the clock (output[r] is this rank's own).
             for (int t = 0; t < n; ++t) {
@@ -472,6 +525,22 @@ std::size_t EpEngine::weightBytes() const
     return total;
 }
 
+std::size_t EpEngine::activationBytesNeeded(const ModelSpec& model, DType weights, const EngineConfig& config, int ranks,
+                                            int threads)
+{
+    const LayerShape s = layerShape(model, weights);
+    const double T = static_cast<double>(std::max<std::int64_t>(config.tokens, 0));
+    const double H = s.hidden, K = s.topk, E = s.experts, I = s.inter, Is = s.shared_inter;
+    const double workers = std::max(ranks, threads);
+    const double floats = 2 * T * H            // hidden states and outputs
+                          + 2 * T * K * H      // rows received and their results
+                          + 4 * T * K + T * E  // choices, gates, result pointers (two floats' room), router scores
+                          + workers * T * (3 * I + H + 128)                     // a worker's FFN buffers (ffnForward)
+                          + (Is > 0 ? static_cast<double>(ranks) * T / ranks * (3 * Is + H + 128) : 0.0);  // shared experts
+    const double bytes = floats * sizeof(float);
+    return bytes >= 1.8e19 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(bytes);
+}
+
 std::size_t EpEngine::weightBytesNeeded(const ModelSpec& model, DType weights, const Placement& placement,
                                         const EngineConfig& config)
 {
@@ -533,12 +602,18 @@ double EpEngine::step(int step, StepMetrics& out, std::vector<float>* lastOutput
                             std::vector<std::vector<std::int64_t>>(L, std::vector<std::int64_t>(static_cast<std::size_t>(E), 0)));
     const auto wall = Clock::now();
     {
-        std::barrier<> sync(R);
+        e.stop = false;
+        Impl::Barrier sync(R, Impl::StopOnFailure{&e});
         std::vector<std::thread> threads;
         for (int r = 0; r < R; ++r)
             threads.emplace_back([&e, r, step, &sync] { e.runRank(r, step, sync); });
         for (auto& t : threads)
             t.join();
+    }
+    if (e.failed.load()) {
+        e.failed.store(false);
+        std::exception_ptr failure = std::exchange(e.failure, nullptr);
+        std::rethrow_exception(failure);
     }
     const double wallUs = usSince(wall);
 

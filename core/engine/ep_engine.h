@@ -24,6 +24,7 @@
 #include "placement/placement.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,10 @@ struct EngineConfig {
     // What multiplies each expert's tokens (engine/openblas.h): sets the shape's
     // openblas_from_tokens; openblas where OpenBLAS does not load throws std::runtime_error.
     openblas::GemmChoice gemm = openblas::GemmChoice::automatic;
+    // Called by every expert worker of every rank before its slots run (rank, worker): what it
+    // throws is that worker's failure, as a std::bad_alloc would be. step() must rethrow it with no
+    // rank left waiting (tst_ep_engine); empty in every real run.
+    std::function<void(int rank, int worker)> before_experts;
 };
 
 class EpEngine {
@@ -64,6 +69,11 @@ public:
     // ranks would load is checked first (InputError as the constructor's).
     static std::size_t weightBytesNeeded(const ModelSpec& model, DType weights, const Placement& placement,
                                          const EngineConfig& config);
+    // An upper bound of the bytes a step's buffers take at config.tokens on `ranks` ranks with
+    // `threads` expert workers in all: hidden states and outputs, every (token, choice) row sent
+    // and its result, and each worker's FFN activations for a slot that gets every token.
+    static std::size_t activationBytesNeeded(const ModelSpec& model, DType weights, const EngineConfig& config, int ranks,
+                                             int threads);
 
     // Runs step `step` over every configured layer; fills `out` (source "cpu") and returns the
     // checksum: sum over layers, tokens (in global order) and elements of output x (1 + index mod 13).

@@ -27,9 +27,11 @@
 #include "sim/scenario_run.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace moex {
 
@@ -37,8 +39,13 @@ namespace {
 
 std::string gb(std::size_t bytes)
 {
+    // In GB down to 10 MB, in MB below it ("need 0.00 GB … 0.00 GB are available" said nothing).
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(bytes) / 1e9);
+    const double b = static_cast<double>(bytes);
+    if (b >= 1e7)
+        std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+    else
+        std::snprintf(buf, sizeof buf, "%.3f MB", b / 1e6);
     return buf;
 }
 
@@ -182,6 +189,15 @@ public:
                                  + (cfg.shared_weights ? "one layer's weights alone do not fit: use a smaller precision.weights, or a "
                                                          "larger engine.memory_gb where this machine has the memory"
                                                        : "run fewer layers (engine.layers) or use engine.weights: shared"));
+        // And a step's buffers beside them: a million tokens of a small model took 20 GB and ended
+        // in std::bad_alloc.
+        const std::size_t activations = engine::EpEngine::activationBytesNeeded(
+            s.model, dtype, cfg, ranks, std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+        if (budget > 0 && activations > budget - need)
+            throw InputError(engineLocation(s), "a step's buffers at " + std::to_string(cfg.tokens) + " tokens need up to "
+                                                    + gb(activations) + " beside the weights' " + gb(need) + ", but " + gb(budget)
+                                                    + " are available (80% of free memory, or engine.memory_gb); give fewer "
+                                                      "tokens (engine.tokens, moex-cli run --tokens)");
         std::unique_ptr<RoutingSource> routing;
         if (spec.workload_routing) {
             routing = makeRoutingSource(s);
@@ -268,6 +284,18 @@ private:
     void run(int step, StepMetrics& out)
     {
         m_checksum = m_routing ? m_engine->step(step, out, m_forced) : m_engine->step(step, out);
+        // The checksum sums every output element: NaN or infinity anywhere shows in it. Seeded
+        // weights never give one; a checkpoint with NaN or infinite weights or scales (an e8m0
+        // scale of 255, an e4m3 0x7f) or products past float's range does, and a run that printed
+        // "checksum nan" with exit 0 measured nothing.
+        if (!std::isfinite(m_checksum)) {
+            const std::string& ckpt = m_scenario.engine.checkpoint;
+            throw InputError(engineLocation(m_scenario),
+                             "step " + std::to_string(step) + ": the MoE layers' output is not finite (NaN or infinity): "
+                                 + (ckpt.empty() ? std::string("the seeded weights overflowed")
+                                                 : "the checkpoint " + ckpt + " holds NaN or infinite weights or scales, or "
+                                                   "weights whose products overflow float"));
+        }
     }
 
     Scenario m_scenario;

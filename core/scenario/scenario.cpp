@@ -42,10 +42,27 @@ std::vector<FileRead> filesRead(const Scenario& s)
 
 std::optional<FileRead> inputNamed(const Scenario& s, const std::string& path)
 {
+    namespace fs = std::filesystem;
     for (const FileRead& f : filesRead(s)) {
         std::error_code ec;
-        if (std::filesystem::equivalent(path, f.path, ec) && !ec)
+        if (fs::equivalent(path, f.path, ec) && !ec)
             return f;
+        // A folder read as a whole (a checkpoint's shards and index, a statistics folder): any file
+        // in it, at any depth, by any name.
+        if (!fs::is_directory(f.path, ec))
+            continue;
+        const fs::path folder = fs::canonical(f.path, ec);
+        if (ec)
+            continue;
+        const fs::path target = fs::weakly_canonical(fs::absolute(path, ec), ec);
+        if (ec)
+            continue;
+        auto t = target.begin();
+        bool inside = true;
+        for (auto d = folder.begin(); d != folder.end() && inside; ++d, ++t)
+            inside = t != target.end() && *t == *d;
+        if (inside && t != target.end())
+            return FileRead{"a file of " + f.role + " folder", f.path};
     }
     return std::nullopt;
 }

@@ -118,7 +118,8 @@ private slots:
         QVERIFY2(blas.err.contains(QStringLiteral("engine.gemm: openblas, but OpenBLAS could not be loaded from MOEX_OPENBLAS=")
                                    + missing),
                  qPrintable(blas.err));
-        QVERIFY2(blas.err.contains(QStringLiteral("small.yaml:")), qPrintable(blas.err));  // where: the scenario's engine line
+        // Where: the flag that set it (a setting of the scenario's file is blamed on its engine line).
+        QVERIFY2(blas.err.startsWith(QStringLiteral("--set engine.gemm=openblas: error:")), qPrintable(blas.err));
         QVERIFY(blas.out.isEmpty());
         const CliResult automatic = runCli({QStringLiteral("run"), s}, QString(), 300000, env);
         QCOMPARE(automatic.exitCode, 0);
@@ -336,6 +337,31 @@ private slots:
         edited(firstTime(1e300), QStringLiteral("1e+300 us"));
         edited([](QJsonObject& o) { o[QStringLiteral("steps")] = -1; }, QStringLiteral("\"steps\""));
         edited([](QJsonObject& o) { o[QStringLiteral("layers")] = QJsonArray(); }, QStringLiteral("cut short"));
+        // Files that contradict themselves: each moved the prediction and was taken as measured.
+        edited(firstTime(0.0), QStringLiteral("has a time_us of 0"));
+        edited(firstTime(0.5), QStringLiteral("a phase is part of its layer"));
+        edited([](QJsonObject& o) {
+            QJsonArray layerRows = o[QStringLiteral("layers")].toArray();
+            QJsonObject first = layerRows[0].toObject();
+            QJsonArray load = first[QStringLiteral("expert_load")].toArray();
+            load[0] = load[0].toInt() + 1000;
+            first[QStringLiteral("expert_load")] = load;
+            layerRows[0] = first;
+            o[QStringLiteral("layers")] = layerRows;
+        }, QStringLiteral("expert_load sums to"));
+        edited([](QJsonObject& o) {
+            QJsonArray g = o[QStringLiteral("gpus")].toArray();
+            QJsonObject first = g[0].toObject();
+            first[QStringLiteral("tokens")] = 0;
+            g[0] = first;
+            o[QStringLiteral("gpus")] = g;
+        }, QStringLiteral("expert_load sums to"));
+        edited([](QJsonObject& o) { o[QStringLiteral("gpus")] = QJsonObject{{QStringLiteral("tokens"), 8}}; },
+               QStringLiteral("\"gpus\" must be a list, not object"));
+        edited([](QJsonObject& o) { o[QStringLiteral("engine")] = 5; }, QStringLiteral("\"engine\" must be a string"));
+        edited(inRun("hardware_threads", -5), QStringLiteral("\"run\".hardware_threads = -5"));
+        // The run's own settings are blamed on the run file, not on a --set this command never had.
+        edited(inRun("set", QJsonArray{QStringLiteral("engine.ranks=abc")}), QStringLiteral("\"run\".set entry 'engine.ranks=abc':"));
         const CliResult badCal = runCli({QStringLiteral("calibrate"), QStringLiteral("--backend"), QStringLiteral("cuda"),
                                          QStringLiteral("-o"), cal});
         QCOMPARE(badCal.exitCode, 2);
@@ -369,6 +395,9 @@ private slots:
                                          << QStringLiteral("known backends are cpu and cuda");
         QTest::newRow("weights beyond memory") << QStringList() << QStringLiteral("  memory_gb: 0.00001\n")
                                                << QStringLiteral("small.yaml:22:12: error: the engine's weights need");
+        QTest::newRow("tokens beyond memory") << QStringList{QStringLiteral("--tokens"), QStringLiteral("1048576")}
+                                              << QStringLiteral("  memory_gb: 2\n")
+                                              << QStringLiteral("--tokens 1048576: error: a step's buffers at 1048576 tokens need up to");
         QTest::newRow("yaml: unknown weights mode") << QStringList() << QStringLiteral("  weights: everywhere\n")
                                                     << QStringLiteral("small.yaml:");
         QTest::newRow("yaml: layers out of order") << QStringList() << QStringLiteral("  layers: [3, 1]\n")

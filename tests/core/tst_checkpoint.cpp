@@ -14,7 +14,9 @@
 #include "run/run_loop.h"
 #include "scenario/scenario_yaml.h"
 
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #endif
 
 #include <QTemporaryDir>
@@ -420,10 +422,39 @@ void TestCheckpoint::runSourceReadsTheCheckpoint()
         QCOMPARE(r.checksum, seeded.checksum);
         QVERIFY2(r.detail.find("checkpoint " + dir.path().toStdString()) != std::string::npos, r.detail.c_str());
     }
+    // An output must not replace a shard or the index: any file in the folder is an input.
+    const auto shard = inputNamed(s, dir.path().toStdString() + "/./model-00001-of-00001.safetensors");
+    const auto index = inputNamed(s, dir.path().toStdString() + "/model.safetensors.index.json");
+    QVERIFY(index.has_value());
+    QCOMPARE(index->path, dir.path().toStdString());
+    QVERIFY2(index->role.find("checkpoint") != std::string::npos, index->role.c_str());
+    QVERIFY(shard.has_value());
+    QVERIFY(!inputNamed(s, dir.path().toStdString() + "-other/run.json").has_value());  // a sibling, not inside
     // The budget counts the checkpoint's bytes: too small a budget is refused with them.
     s.engine.memory_gb = 1e-6;
     const std::string tooBig = errorOf([&] { runScenario(s, 1); });
     QVERIFY2(tooBig.find("weights need") != std::string::npos, tooBig.c_str());
+
+    // A NaN block scale (weight_scale_inv) makes the layers' output NaN: an error naming the
+    // checkpoint, where the run printed "checksum nan" and exited 0.
+    StCheckpoint withNan = seededCheckpoint(layerShape(m, DType::fp8), kSeed, m.moe_layers, Layout::mlp);
+    bool poisoned = false;
+    for (auto& [file, tensors] : withNan)
+        for (auto& [name, t] : tensors)
+            if (!poisoned && name.find("experts.0.down_proj.weight_scale_inv") != std::string::npos) {
+                const float nan = std::numeric_limits<float>::quiet_NaN();
+                std::memcpy(t.bytes.data(), &nan, sizeof nan);
+                poisoned = true;
+            }
+    QVERIFY(poisoned);
+    QTemporaryDir nanDir;
+    writeCheckpoint(nanDir.path().toStdString(), withNan, false);
+    s.engine.memory_gb = 0;
+    s.engine.ranks = 1;
+    s.engine.checkpoint = nanDir.path().toStdString();
+    const std::string notFinite = errorOf([&] { runScenario(s, 1); });
+    QVERIFY2(notFinite.find("output is not finite") != std::string::npos && notFinite.find(nanDir.path().toStdString()) != std::string::npos,
+             notFinite.c_str());
 }
 
 void TestCheckpoint::scenarioKeyIsParsed()

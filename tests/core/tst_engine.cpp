@@ -15,9 +15,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
+#include <new>
 #include <set>
+#include <stdexcept>
+#include <thread>
 #endif
 
 #include "engine_fixtures.h"
@@ -75,6 +79,7 @@ private slots:
     void ranksGiveTheOneRankOutput();
     void metricsAreMeasuredAndConsistent();
     void sharedWeightsRunEveryLayerOnTheFirstOnes();
+    void aFailingRankFailsTheStepNotTheProcess();
     void matchesNumpyReference_data();
     void matchesNumpyReference();
     void runApiSelectsTheBackend();
@@ -208,6 +213,58 @@ void TestEngine::sharedWeightsRunEveryLayerOnTheFirstOnes()
     EpEngine own(m, DType::bf16, placementFor(m, 4, "eplb", 8), cfg);
     QCOMPARE(four.weightBytes() * 2, own.weightBytes());
     QVERIFY(own.step(1, metrics) != c1);  // the second layer's own weights differ
+}
+
+// A rank or one of its expert workers that throws (std::bad_alloc at large --tokens ended the
+// process with std::terminate, exit 134): step() throws that error, no rank is left waiting at a
+// barrier, and the next step runs as if nothing had happened.
+void TestEngine::aFailingRankFailsTheStepNotTheProcess()
+{
+    const ModelSpec m = smallModel("deepseek");
+    EngineConfig cfg = smallConfig(m, 40);
+    StepMetrics metrics;
+    EpEngine clean(m, DType::bf16, placementFor(m, 4), cfg);
+    const double expected = clean.step(5, metrics);
+    std::atomic<int> failRank{-1};
+    std::atomic<int> failWorker{0};
+    std::atomic<bool> outOfMemory{false};
+    cfg.before_experts = [&](int rank, int worker) {
+        if (rank != failRank.load() || worker != failWorker.load())
+            return;
+        if (outOfMemory.load())
+            throw std::bad_alloc();
+        throw std::runtime_error("rank " + std::to_string(rank) + " failed");
+    };
+    EpEngine ep(m, DType::bf16, placementFor(m, 4), cfg);
+    for (int rank : {0, 3, 1}) {
+        failRank = rank;
+        try {
+            ep.step(5, metrics);
+            QFAIL("the failing rank's error was lost");
+        } catch (const std::runtime_error& e) {
+            QCOMPARE(QString::fromUtf8(e.what()), QStringLiteral("rank %1 failed").arg(rank));
+        }
+    }
+    outOfMemory = true;
+    failRank = 2;
+    QVERIFY_THROWS_EXCEPTION(std::bad_alloc, ep.step(5, metrics));
+    failRank = -1;
+    QCOMPARE(ep.step(5, metrics), expected);
+    // A rank's second expert worker (its own thread where the machine has two cores for the rank).
+    if (std::thread::hardware_concurrency() >= 2) {
+        EngineConfig one = cfg;
+        EpEngine single(m, DType::bf16, placementFor(m, 1), one);
+        failRank = 0;
+        failWorker = 1;
+        QVERIFY_THROWS_EXCEPTION(std::bad_alloc, single.step(5, metrics));
+        failRank = -1;
+        QVERIFY(std::isfinite(single.step(5, metrics)));
+    }
+    // Every rank fails at once: one error, no deadlock.
+    outOfMemory = false;
+    cfg.before_experts = [](int rank, int) { throw std::runtime_error("all fail, rank " + std::to_string(rank)); };
+    EpEngine all(m, DType::bf16, placementFor(m, 4), cfg);
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, all.step(5, metrics));
 }
 
 void TestEngine::metricsAreMeasuredAndConsistent()
