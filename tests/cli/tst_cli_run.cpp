@@ -398,6 +398,11 @@ private slots:
         QTest::newRow("tokens beyond memory") << QStringList{QStringLiteral("--tokens"), QStringLiteral("1048576")}
                                               << QStringLiteral("  memory_gb: 2\n")
                                               << QStringLiteral("--tokens 1048576: error: a step's buffers at 1048576 tokens need up to");
+        // Outputs that cannot be written are refused before the engine is built (not after the run).
+        QTest::newRow("empty --json") << QStringList{QStringLiteral("--json"), QString()} << QString()
+                                      << QStringLiteral("--json \"\": the output's file name is empty");
+        QTest::newRow("--json where no file can be made") << QStringList{QStringLiteral("--json"), QStringLiteral("/proc/moex-run.json")}
+                                                          << QString() << QStringLiteral("cannot write a file in /proc");
         QTest::newRow("yaml: unknown weights mode") << QStringList() << QStringLiteral("  weights: everywhere\n")
                                                     << QStringLiteral("small.yaml:");
         QTest::newRow("yaml: layers out of order") << QStringList() << QStringLiteral("  layers: [3, 1]\n")
@@ -414,6 +419,7 @@ private slots:
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains(needle), qPrintable(r.err));
         QVERIFY(!r.err.contains(QStringLiteral("internal error")));
+        QVERIFY2(!r.err.contains(QStringLiteral("set up in")), qPrintable(r.err));  // refused before the engine was built
     }
 };
 
