@@ -243,8 +243,18 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
     checkMeasuredRun(s, measured, means, j, runFile);
     const Calibration base = defaultCalibration(GpuArch::cpu);
     std::vector<Calibration> cals;
-    for (const auto& f : calibrationFiles)
+    for (const auto& f : calibrationFiles) {
         cals.push_back(loadCalibrationFile(f, base));
+        // A file without the CPU section or without this model's format's curve was predicted with
+        // the built-in default's numbers under the file's name.
+        const CpuCalibration cpu = loadCalibrationFile(f, Calibration{}).cpu;  // the file's own, no default beneath
+        if (!cpu.valid())
+            throw InputError(Location{f, 0, 0}, "has no measured cpu: section (cores, expert_us_per_mweight, router_gflops, "
+                                                "copy_gbs): measure one with moex-cli calibrate --backend cpu -o FILE");
+        if (!cpu.curveFor(s.precision.weights, s.model.hidden_size, s.model.moe_intermediate_size))
+            throw InputError(Location{f, 0, 0}, "has no expert_us_per_mweight curve for " + std::string(toString(s.precision.weights))
+                                                    + " weights, the run's: moex-cli calibrate --backend cpu measures every format");
+    }
     if (cals.empty())
         cals.push_back(base);
     // One prediction per calibration; with two (taken right before and right after the run, as this

@@ -274,6 +274,33 @@ private slots:
         QCOMPARE(three.exitCode, 2);
         QVERIFY2(three.err.contains(QStringLiteral("at most two")), qPrintable(three.err));
 
+        // A calibration without the run's format (fp8) or without a CPU section: refused (the
+        // built-in default's numbers were used under the file's name).
+        const auto calWithout = [&](const std::function<bool(const QString&)>& drop, const QString& name) {
+            QStringList kept;
+            bool dropping = false;
+            for (const QString& line : calText.split(QLatin1Char('\n'))) {
+                dropping = drop(line) || (dropping && line.startsWith(QLatin1Char(' ')));
+                if (!dropping)
+                    kept << line;
+            }
+            const QString path = dir.filePath(name);
+            QFile out(path);
+            if (out.open(QIODevice::WriteOnly))
+                out.write(kept.join(QLatin1Char('\n')).toUtf8());
+            return path;
+        };
+        const QString noFp8 = calWithout([](const QString& l) { return l.trimmed().startsWith(QLatin1String("fp8:")); },
+                                         QStringLiteral("no-fp8.yaml"));
+        const CliResult missingCurve = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), runFile, QStringLiteral("--calibration"), noFp8});
+        QCOMPARE(missingCurve.exitCode, 2);
+        QVERIFY2(missingCurve.err.contains(QStringLiteral("no-fp8.yaml: error: has no expert_us_per_mweight curve for fp8")),
+                 qPrintable(missingCurve.err));
+        const QString noCpu = calWithout([](const QString& l) { return l == QLatin1String("cpu:"); }, QStringLiteral("no-cpu.yaml"));
+        const CliResult missingCpu = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), runFile, QStringLiteral("--calibration"), noCpu});
+        QCOMPARE(missingCpu.exitCode, 2);
+        QVERIFY2(missingCpu.err.contains(QStringLiteral("has no measured cpu: section")), qPrintable(missingCpu.err));
+
         const CliResult text = runCli({QStringLiteral("compare"), QStringLiteral("--measured"), runFile});
         QCOMPARE(text.exitCode, 0);
         QVERIFY2(text.out.contains(QStringLiteral("not measured: run moex-cli calibrate")), qPrintable(text.out));
