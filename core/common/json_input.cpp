@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
+#include <iterator>
 #include <unordered_set>
 #include <vector>
 
@@ -12,6 +14,41 @@ namespace {
 struct TooDeep {};
 struct DuplicateKey {
     std::string key;
+    std::size_t offset;  // of the parser when it read the repeated key: just past it
+};
+
+// A char iterator that tells `*read` how far the parser has read: nlohmann's callbacks carry no
+// position, and a repeated key is found only in a callback.
+class ReadingIterator {
+public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = char;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const char*;
+    using reference = const char&;
+
+    ReadingIterator() = default;
+    ReadingIterator(const char* p, const char* base, std::size_t* read) : m_p(p), m_base(base), m_read(read) {}
+    reference operator*() const { return *m_p; }
+    ReadingIterator& operator++()
+    {
+        ++m_p;
+        *m_read = static_cast<std::size_t>(m_p - m_base);
+        return *this;
+    }
+    ReadingIterator operator++(int)
+    {
+        ReadingIterator before = *this;
+        ++*this;
+        return before;
+    }
+    bool operator==(const ReadingIterator& o) const { return m_p == o.m_p; }
+    bool operator!=(const ReadingIterator& o) const { return m_p != o.m_p; }
+
+private:
+    const char* m_p = nullptr;
+    const char* m_base = nullptr;
+    std::size_t* m_read = nullptr;
 };
 
 // Dumps at most `budget` characters, iteratively deep only to kMaxJsonDepth.
@@ -88,8 +125,9 @@ nlohmann::json parseJsonInput(std::string_view text, const std::string& file, in
     // The keys of each object being parsed: JSON lets a key repeat and nlohmann keeps one of the
     // two values without a word, so a count or a setting the user wrote would be lost.
     std::vector<std::unordered_set<std::string>> keys;
-    const nlohmann::json::parser_callback_t guard = [&keys](int depth, nlohmann::json::parse_event_t event,
-                                                            nlohmann::json& parsed) {
+    std::size_t read = 0;
+    const nlohmann::json::parser_callback_t guard = [&keys, &read](int depth, nlohmann::json::parse_event_t event,
+                                                                   nlohmann::json& parsed) {
         using Event = nlohmann::json::parse_event_t;
         if (depth > kMaxJsonDepth && (event == Event::object_start || event == Event::array_start))
             throw TooDeep{};
@@ -100,17 +138,25 @@ nlohmann::json parseJsonInput(std::string_view text, const std::string& file, in
         } else if (event == Event::key && !keys.empty() && parsed.is_string()) {
             const auto& k = parsed.get_ref<const std::string&>();
             if (!keys.back().insert(k).second)
-                throw DuplicateKey{k};
+                throw DuplicateKey{k, read};
         }
         return true;
     };
     try {
-        return nlohmann::json::parse(text.begin(), text.end(), guard);
+        const ReadingIterator first(text.data(), text.data(), &read), last(text.data() + text.size(), text.data(), &read);
+        return nlohmann::json::parse(first, last, guard);
     } catch (const TooDeep&) {
         throw InputError(Location{file, line, 0}, what + " nests deeper than " + std::to_string(kMaxJsonDepth)
                                                       + " levels (no format moex reads needs that)");
     } catch (const DuplicateKey& d) {
-        throw InputError(Location{file, line, 0}, what + " gives the key \"" + d.key.substr(0, 60)
+        // The repeated key is the last occurrence of it, as written, before where the parser was.
+        const std::string quoted = nlohmann::json(d.key).dump();
+        const std::size_t end = std::min(d.offset, text.size());
+        const std::size_t at = text.substr(0, end).rfind(quoted);
+        const Location where = at == std::string_view::npos ? Location{file, line, 0}
+                               : line > 0                   ? Location{file, line, static_cast<int>(at) + 1}
+                                                            : locationOfOffset(text, at, file);
+        throw InputError(where, what + " gives the key \"" + d.key.substr(0, 60)
                                                       + "\" twice in one object; give it once (JSON readers keep one of "
                                                         "the two values, silently)");
     } catch (const nlohmann::json::parse_error& e) {

@@ -470,10 +470,28 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
         else if (!family.intermediateIsExpert)
             m.dense_intermediate_size = static_cast<int>(c.integer("intermediate_size", 0, kMaxDim).value_or(0));
 
+        const std::size_t beforeLayers = diags.size();
         m.moe_layers = moeLayers(c, family, m.num_layers);
-        m.expert_groups = static_cast<int>(c.integer("n_group", 1, kMaxCount).value_or(1));
-        m.groups_per_token = static_cast<int>(c.integer("topk_group", 1, kMaxCount).value_or(1));
-        checkRouting(c, m, firstKey(c, kExpertKeys), firstKey(c, kTopKKeys));
+        if (m.moe_layers.empty() && diags.size() == beforeLayers && m.num_layers > 0) {
+            // In the config's names, at the key that made every layer dense ("'moe_layers' is
+            // empty", moex's key at the file, said nothing a config's author could act on).
+            const char* why = "num_hidden_layers";
+            for (const char* key : {"moe_layers", "first_k_dense_replace", "moe_layer_freq", "mlp_only_layers",
+                                    "decoder_sparse_step", "interleave_moe_layer_step", "layer_types"})
+                if (c.has(key)) {
+                    why = key;
+                    break;
+                }
+            c.error(why, std::string("none of the ") + std::to_string(m.num_layers) + " layers is an MoE layer by this config's '"
+                             + why + "': an MoE model needs at least one");
+        }
+        const auto groups = c.integer("n_group", 1, kMaxCount);
+        const auto groupsPerToken = c.integer("topk_group", 1, kMaxCount);
+        m.expert_groups = static_cast<int>(groups.value_or(1));
+        m.groups_per_token = static_cast<int>(groupsPerToken.value_or(1));
+        // A group count that was refused reads as absent: no second error about a 1 the file never says.
+        if ((groups || !c.has("n_group")) && (groupsPerToken || !c.has("topk_group")))
+            checkRouting(c, m, firstKey(c, kExpertKeys), firstKey(c, kTopKKeys));
         if (!diags.empty())
             throw InputError(std::move(diags));
         m.scoring = family.sigmoidByDefault ? Scoring::sigmoid : Scoring::softmax;
@@ -488,7 +506,11 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
         m.routed_scaling_factor = c.number("routed_scaling_factor", 1e-6, 1e6).value_or(1.0);
         readDTypes(c, m);
         readAttention(c, m);
+        const bool hadMoe = !m.moe_layers.empty();
         hf::readLayerStack(c, family.type, m);
+        if (hadMoe && m.moe_layers.empty() && c.has("layer_types"))
+            c.error("layer_types", "none of the " + std::to_string(m.num_layers)
+                                       + " layers is an MoE layer by this config's 'layer_types': an MoE model needs at least one");
         hf::readActivation(c, m);
         m.vocab_size = static_cast<int>(c.integer("vocab_size", 0, std::int64_t{1} << 24).value_or(0));
         m.tie_embeddings = c.boolean("tie_word_embeddings").value_or(false);

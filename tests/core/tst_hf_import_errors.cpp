@@ -144,6 +144,15 @@ void TestHfImportErrors::errors_data()
     QTest::addRow("mlp_only_layers past the layers")
         << moe + "\"mlp_only_layers\": [1, 100]}"
         << QStringList{QStringLiteral("mlp_only_layers")} << 3 << 1;
+    QTest::addRow("duplicate key at its second line")
+        << QByteArray("{\"num_experts\": 8,\n \"num_experts_per_tok\": 2,\n  \"num_experts\": 4}")
+        << QStringList{QStringLiteral("gives the key \"num_experts\" twice in one object")} << 3 << 3;
+    QTest::addRow("n_group 0: one error")
+        << moe + "\"n_group\": 0, \"topk_group\": 4}"
+        << QStringList{QStringLiteral("'n_group' = 0 is out of range")} << 3 << 1;
+    QTest::addRow("every layer dense")
+        << moe + "\"first_k_dense_replace\": 100}"
+        << QStringList{QStringLiteral("none of the 4 layers is an MoE layer by this config's 'first_k_dense_replace'")} << 3 << 1;
     QTest::addRow("unknown scoring")
         << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
             "num_hidden_layers": 2, "hidden_size": 64, "scoring_func": "relu"})")
@@ -164,6 +173,8 @@ void TestHfImportErrors::errors()
             QVERIFY2(all.contains(f), qPrintable(QStringLiteral("missing '%1' in:\n%2").arg(f, all)));
         // Said once, in the config's names: not again by the model's checks in moex's (unlocated).
         QVERIFY2(!all.contains(QStringLiteral("attention kv_heads")), qPrintable(all));
+        QVERIFY2(!all.contains(QStringLiteral("n_group = 1")), qPrintable(all));  // a value the file never gave
+        QVERIFY2(!all.contains(QStringLiteral("'moe_layers' is empty")), qPrintable(all));  // moex's key, not the config's
         bool located = false;
         for (const Diagnostic& d : e.diagnostics().items()) {
             QCOMPARE(d.where.file, std::string("bad.json"));
