@@ -13,6 +13,7 @@
 #include "run/host_prediction.h"
 #include "scenario/scenario_yaml.h"
 #include "sim/calibration.h"
+#include "workload/routing_sample.h"
 
 #include <nlohmann/json.hpp>
 
@@ -100,9 +101,14 @@ void checkMeasuredRun(const Scenario& s, const StepMetrics& measured, const std:
                          + std::to_string(s.model.routed_experts) + " experts allow 1 to " + std::to_string(s.model.routed_experts));
     if (measured.num_gpus != ranks)
         badRun(file, "\"gpus\" has " + std::to_string(measured.num_gpus) + " entries for " + std::to_string(ranks) + " ranks");
-    for (const GpuMetrics& g : measured.gpus)
-        if (g.tokens < 0 || g.tokens > kMaxRunTokens)
-            badRun(file, "a \"gpus\" entry has " + std::to_string(g.tokens) + " tokens (0 to " + std::to_string(kMaxRunTokens) + ")");
+    // A rank's tokens within what the simulator's routing sample holds per GPU (16-bit counts).
+    constexpr std::int64_t kMaxRankTokens = std::numeric_limits<RoutingSample::Count>::max();
+    for (std::size_t i = 0; i < measured.gpus.size(); ++i) {
+        const std::int64_t t = measured.gpus[i].tokens;
+        if (t < 0 || t > std::min(kMaxRunTokens, kMaxRankTokens))
+            badRun(file, "\"gpus\" entry " + std::to_string(i) + " has " + std::to_string(t) + " tokens: the prediction takes 0 to "
+                             + std::to_string(std::min(kMaxRunTokens, kMaxRankTokens)) + " a rank (run with more ranks or fewer tokens)");
+    }
     std::vector<int> ran = s.engine.layers.empty() ? s.model.moe_layers : s.engine.layers;
     for (std::size_t i = 0; i < ran.size(); ++i) {
         if (std::find(s.model.moe_layers.begin(), s.model.moe_layers.end(), ran[i]) == s.model.moe_layers.end())

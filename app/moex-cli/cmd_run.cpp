@@ -66,6 +66,8 @@ int cmdRun(const Argv& argv)
         s.engine.tokens = args.intValue("tokens", 0, 1, 1 << 20);
     if (auto layers = args.value("layers")) {
         s.engine.layers.clear();
+        if (!layers->empty() && layers->back() == ',')  // getline drops a last empty item: "1," read as "1"
+            bad("--layers " + *layers + ": a comma with no layer after it");
         std::stringstream in(*layers);
         std::string item;
         while (std::getline(in, item, ',')) {

@@ -98,6 +98,8 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
     std::map<std::string, std::vector<std::string>> wanted;
     if (fs::exists(index, ec)) {
         c->m_lookupFile = index.string();
+        if (fs::is_directory(index, ec))
+            throw InputError(Location{index.string(), 0, 0}, "the index is a directory, not a file");
         std::ifstream in(index, std::ios::binary);
         std::stringstream text;
         text << in.rdbuf();

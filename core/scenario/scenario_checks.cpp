@@ -364,7 +364,10 @@ void readPrecisionAndEngine(const YAML::Node& root, Scenario& s, ScenarioChecks&
                 if (layers.IsScalar() && layers.Scalar() == "all") {
                     s.engine.layers.clear();
                 } else if (!layers.IsSequence() || layers.size() == 0) {
-                    c.r.error(layers, "engine.layers must be 'all' or a list of MoE decoder-layer indices");
+                    c.r.error(layers, std::string("engine.layers must be 'all' or a list of MoE decoder-layer indices")
+                                          + (layers.IsScalar() && !layers.Scalar().empty() && layers.Scalar().front() == '['
+                                                 ? " (--set gives scalars only: a list goes in the file, or moex-cli run --layers 3,4)"
+                                                 : ""));
                 } else {
                     s.engine.layers.clear();
                     for (const auto& l : layers) {

@@ -416,6 +416,10 @@ private slots:
                                         << QStringLiteral("--layers 1,1: the layers must ascend, each once (1 after 1)");
         QTest::newRow("--layers descending") << QStringList{QStringLiteral("--layers"), QStringLiteral("3,1")} << QString()
                                              << QStringLiteral("(1 after 3)");
+        QTest::newRow("--layers trailing comma") << QStringList{QStringLiteral("--layers"), QStringLiteral("1,")} << QString()
+                                                 << QStringLiteral("--layers 1,: a comma with no layer after it");
+        QTest::newRow("a list through --set") << QStringList{QStringLiteral("--set"), QStringLiteral("engine.layers=[1,2]")} << QString()
+                                              << QStringLiteral("--set gives scalars only");
         QTest::newRow("--layers empty") << QStringList{QStringLiteral("--layers"), QString()} << QString()
                                         << QStringLiteral("--layers needs one or more");
         QTest::newRow("unknown backend") << QStringList{QStringLiteral("--backend"), QStringLiteral("tpu")} << QString()

@@ -529,6 +529,9 @@ void TestCheckpoint::badCheckpointsAreNamed_data()
                                                    << QStringList{QStringLiteral("'model.layers.1.mlp.gate.weight'"),
                                                                   QStringLiteral("has shape [8, 64]")};
     QTest::newRow("not a checkpoint") << QStringLiteral("empty") << QStringList{QStringLiteral("neither")};
+    QTest::newRow("index a directory") << QStringLiteral("index-dir")
+                                       << QStringList{QStringLiteral("model.safetensors.index.json"),
+                                                      QStringLiteral("the index is a directory, not a file")};
 }
 
 void TestCheckpoint::badCheckpointsAreNamed()
@@ -578,6 +581,9 @@ void TestCheckpoint::badCheckpointsAreNamed()
         writeBytes(shard2, rawBytes(&len, 1) + header + bytes.substr(8 + n));
     } else if (fault == QLatin1String("no-shard")) {
         std::filesystem::remove(shard2);
+    } else if (fault == QLatin1String("index-dir")) {
+        std::filesystem::remove(dir + "/model.safetensors.index.json");
+        std::filesystem::create_directory(dir + "/model.safetensors.index.json");
     }
 
     // Through the run source: the error names the file and the tensor, and the source keeps running
