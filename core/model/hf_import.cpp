@@ -309,6 +309,12 @@ void readAttention(ConfigReader& c, ModelSpec& m)
         }
     } else {
         a.head_dim = static_cast<int>(c.integer("head_dim", 1, kMaxDim).value_or(m.hidden_size / a.num_heads));
+        // Without head_dim, transformers takes hidden_size / num_attention_heads: said in those
+        // names at hidden_size's line (the model's check said "attention head_dim" at the file).
+        if (!c.has("head_dim") && m.hidden_size > 0 && m.hidden_size < a.num_heads)
+            c.error("hidden_size", "hidden_size = " + std::to_string(m.hidden_size) + " is smaller than num_attention_heads = "
+                                       + std::to_string(a.num_heads) + ", so the head size hidden_size / num_attention_heads is 0 "
+                                       + "(give head_dim, or check both)");
         a.v_head_dim = static_cast<int>(c.integer("v_head_dim", 0, kMaxDim).value_or(0));  // MiMo-V2-Flash: 128 of 192
         if (a.v_head_dim == a.head_dim)
             a.v_head_dim = 0;

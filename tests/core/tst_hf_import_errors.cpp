@@ -153,6 +153,9 @@ void TestHfImportErrors::errors_data()
     QTest::addRow("every layer dense")
         << moe + "\"first_k_dense_replace\": 100}"
         << QStringList{QStringLiteral("none of the 4 layers is an MoE layer by this config's 'first_k_dense_replace'")} << 3 << 1;
+    QTest::addRow("head size of 0")
+        << moe + "\"num_attention_heads\": 128}"
+        << QStringList{QStringLiteral("hidden_size = 64 is smaller than num_attention_heads = 128")} << 2 << 25;
     QTest::addRow("unknown scoring")
         << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
             "num_hidden_layers": 2, "hidden_size": 64, "scoring_func": "relu"})")
