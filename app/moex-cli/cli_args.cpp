@@ -113,12 +113,23 @@ void Args::checkOutputs() const
         // The file is written next to itself and renamed over it: that directory must take a new
         // file (/proc, a read-only mount did not, and said so after minutes of work). A device or
         // FIFO is written straight through, so it needs no such room.
-        const auto kind = std::filesystem::status(target, ec).type();
+        // Through a link (/dev/stdout to a file, /proc/self/fd/1) the file is written where the
+        // link leads, as writeFileAtomically does: the probe goes there (one that cannot be
+        // resolved is left to the write itself).
+        std::filesystem::path real = target;
+        std::filesystem::path realDir = dir;
+        bool check = true;
+        if (std::filesystem::is_symlink(std::filesystem::symlink_status(target, ec))) {
+            real = std::filesystem::canonical(target, ec);
+            check = !ec;
+            realDir = real.parent_path();
+        }
+        const auto kind = check ? std::filesystem::status(real, ec).type() : std::filesystem::file_type::unknown;
         if (kind == std::filesystem::file_type::not_found || kind == std::filesystem::file_type::regular) {
-            std::string probe = (dir / ".moex-write-check-XXXXXX").string();
+            std::string probe = (realDir / ".moex-write-check-XXXXXX").string();
             const int fd = ::mkstemp(probe.data());
             if (fd < 0)
-                fail(m_command, flag + *out + ": cannot write a file in " + dir.string() + ": " + std::strerror(errno));
+                fail(m_command, flag + *out + ": cannot write a file in " + realDir.string() + ": " + std::strerror(errno));
             ::close(fd);
             ::unlink(probe.c_str());
         }

@@ -98,7 +98,7 @@ int cmdRun(const Argv& argv)
     // scenario's engine section (which may not set them at all).
     for (const char* flag : {"backend", "ranks", "tokens", "layers"})
         if (auto v = args.value(flag))
-            s.engine.flags += (s.engine.flags.empty() ? "--" : " --") + std::string(flag) + " " + *v;
+            s.engine.flags[flag] = "--" + std::string(flag) + " " + *v;
     const int steps = args.intValue("steps", 3, 1, 100000);
     const int warmup = args.intValue("warmup", 1, 0, 1000);
     // The engine at real shapes takes seconds to minutes a step: say what is happening on stderr.

@@ -54,7 +54,12 @@ void writeFileAtomically(const std::string& requested, std::string_view contents
         const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
         if (ec)
             break;
-        path = (target.is_absolute() ? target : std::filesystem::path(path).parent_path() / target).string();
+        const std::string next = (target.is_absolute() ? target : std::filesystem::path(path).parent_path() / target).string();
+        // /proc/self/fd/1 of a pipe reads "pipe:[123]", no path: the link itself opens the pipe.
+        struct stat nextSt {};
+        if (::stat(next.c_str(), &nextSt) != 0 && ::stat(path.c_str(), &nextSt) == 0)
+            break;
+        path = next;
     }
     mode_t mode = 0666;  // less the umask, as any new file
     bool keepMode = false;

@@ -67,9 +67,17 @@ void onThreads(int n, F&& f, bool callerTakesFirst = false)
         }
     };
     std::vector<std::thread> pool;
-    for (int i = callerTakesFirst ? 1 : 0; i < n; ++i)
-        pool.emplace_back(guarded, i);
-    if (callerTakesFirst && n > 0)
+    bool started = true;
+    try {
+        for (int i = callerTakesFirst ? 1 : 0; i < n; ++i)
+            pool.emplace_back(guarded, i);
+    } catch (...) {  // a thread that could not start (EAGAIN under memory pressure): join the others, then fail
+        started = false;
+        const std::lock_guard<std::mutex> hold(lock);
+        if (!first)
+            first = std::current_exception();
+    }
+    if (callerTakesFirst && n > 0 && started)
         guarded(0);
     for (auto& t : pool)
         t.join();
@@ -605,8 +613,22 @@ double EpEngine::step(int step, StepMetrics& out, std::vector<float>* lastOutput
         e.stop = false;
         Impl::Barrier sync(R, Impl::StopOnFailure{&e});
         std::vector<std::thread> threads;
-        for (int r = 0; r < R; ++r)
-            threads.emplace_back([&e, r, step, &sync] { e.runRank(r, step, sync); });
+        threads.reserve(static_cast<std::size_t>(R));
+        try {
+            for (int r = 0; r < R; ++r)
+                threads.emplace_back([&e, r, step, &sync] { e.runRank(r, step, sync); });
+        } catch (...) {
+            // A rank that could not start: the started ones stop at their first barrier, which the
+            // missing ranks leave (arrive_and_drop from here, after `failed` is set).
+            {
+                const std::lock_guard<std::mutex> hold(e.failureLock);
+                if (!e.failure)
+                    e.failure = std::current_exception();
+            }
+            e.failed.store(true);
+            for (std::size_t missing = threads.size(); missing < static_cast<std::size_t>(R); ++missing)
+                sync.arrive_and_drop();
+        }
         for (auto& t : threads)
             t.join();
     }

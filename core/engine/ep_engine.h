@@ -70,7 +70,7 @@ public:
     static std::size_t weightBytesNeeded(const ModelSpec& model, DType weights, const Placement& placement,
                                          const EngineConfig& config);
     // An upper bound of the bytes a step's buffers take at config.tokens on `ranks` ranks with
-    // `threads` expert workers in all: hidden states and outputs, every (token, choice) row sent
+    // `threads` expert workers in all (each rank: its share of the cores, at most one a slot): hidden states and outputs, every (token, choice) row sent
     // and its result, and each worker's FFN activations for a slot that gets every token.
     static std::size_t activationBytesNeeded(const ModelSpec& model, DType weights, const EngineConfig& config, int ranks,
                                              int threads);

@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -49,10 +50,16 @@ std::string gb(std::size_t bytes)
     return buf;
 }
 
-Location engineLocation(const Scenario& s)
+// Where an error about the engine's `keys` points: the flags that set those keys, else the
+// scenario's engine section (a --set of another engine key is not to blame).
+Location engineLocation(const Scenario& s, std::initializer_list<const char*> keys)
 {
-    if (!s.engine.flags.empty())
-        return Location{s.engine.flags, 0, 0};
+    std::string flags;
+    for (const char* key : keys)
+        if (const auto it = s.engine.flags.find(key); it != s.engine.flags.end())
+            flags += (flags.empty() ? "" : " ") + it->second;
+    if (!flags.empty())
+        return Location{flags, 0, 0};
     return Location{s.file.empty() ? std::string("scenario") : s.file, s.engine.line, s.engine.column};
 }
 
@@ -149,21 +156,21 @@ public:
         const EngineSpec& spec = s.engine;
         const int ranks = spec.ranks;
         if (ranks < 1 || ranks > s.model.routed_experts)
-            throw InputError(engineLocation(s), "engine.ranks = " + std::to_string(ranks) + ": give 1 to "
+            throw InputError(engineLocation(s, {"ranks"}), "engine.ranks = " + std::to_string(ranks) + ": give 1 to "
                                                     + std::to_string(s.model.routed_experts) + " ranks (one expert each at most)");
         engine::EngineConfig cfg;
         cfg.seed = spec.seed;
         cfg.gemm = static_cast<engine::openblas::GemmChoice>(spec.gemm);
         if (spec.gemm == EngineGemm::openblas && !engine::openblas::library().loaded())
-            throw InputError(engineLocation(s), "engine.gemm: openblas, but " + engine::openblas::library().error);
+            throw InputError(engineLocation(s, {"gemm"}), "engine.gemm: openblas, but " + engine::openblas::library().error);
         cfg.tokens = spec.tokens > 0 ? spec.tokens : std::min<std::int64_t>(s.workload.tokens_per_gpu, 256);
         if (cfg.tokens < ranks)
-            throw InputError(engineLocation(s), std::to_string(cfg.tokens) + " tokens per step cannot give each of "
+            throw InputError(engineLocation(s, {"tokens", "ranks"}), std::to_string(cfg.tokens) + " tokens per step cannot give each of "
                                                     + std::to_string(ranks) + " ranks a token (engine.tokens)");
         cfg.layers = spec.layers.empty() ? s.model.moe_layers : spec.layers;
         for (int d : cfg.layers)
             if (!s.model.isMoeLayer(d))
-                throw InputError(engineLocation(s), "engine.layers: decoder layer " + std::to_string(d)
+                throw InputError(engineLocation(s, {"layers"}), "engine.layers: decoder layer " + std::to_string(d)
                                                         + " is not an MoE layer of " + s.model.name);
         const Placement placement = given.numGpus() == ranks && given.numLayers() == s.model.numMoeLayers()
             ? given
@@ -183,7 +190,7 @@ public:
             need = engine::EpEngine::weightBytesNeeded(s.model, dtype, placement, cfg);
         }
         if (budget > 0 && need > budget)
-            throw InputError(engineLocation(s),
+            throw InputError(engineLocation(s, {"memory_gb", "layers", "weights", "checkpoint", "ranks"}),
                              "the engine's weights need " + gb(need) + (cfg.shared_weights ? " (one layer, shared)" : "")
                                  + " but " + gb(budget) + " are available (80% of free memory, or engine.memory_gb); "
                                  + (cfg.shared_weights ? "one layer's weights alone do not fit: use a smaller precision.weights, or a "
@@ -191,10 +198,19 @@ public:
                                                        : "run fewer layers (engine.layers) or use engine.weights: shared"));
         // And a step's buffers beside them: a million tokens of a small model took 20 GB and ended
         // in std::bad_alloc.
-        const std::size_t activations = engine::EpEngine::activationBytesNeeded(
-            s.model, dtype, cfg, ranks, std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+        // The expert workers the engine starts: per rank its share of the cores, at most one a slot.
+        const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+        int workers = 0;
+        for (int r = 0; r < ranks; ++r) {
+            std::size_t slots = 1;
+            for (const auto& layer : placement.layers)
+                if (r < layer.numGpus())
+                    slots = std::max(slots, layer.gpu_slots[static_cast<std::size_t>(r)].size());
+            workers += std::max(1, std::min(static_cast<int>(slots), cores / ranks));
+        }
+        const std::size_t activations = engine::EpEngine::activationBytesNeeded(s.model, dtype, cfg, ranks, workers);
         if (budget > 0 && activations > budget - need)
-            throw InputError(engineLocation(s), "a step's buffers at " + std::to_string(cfg.tokens) + " tokens need up to "
+            throw InputError(engineLocation(s, {"tokens", "memory_gb"}), "a step's buffers at " + std::to_string(cfg.tokens) + " tokens need up to "
                                                     + gb(activations) + " beside the weights' " + gb(need) + ", but " + gb(budget)
                                                     + " are available (80% of free memory, or engine.memory_gb); give fewer "
                                                       "tokens (engine.tokens, moex-cli run --tokens)");
@@ -290,7 +306,7 @@ private:
         // "checksum nan" with exit 0 measured nothing.
         if (!std::isfinite(m_checksum)) {
             const std::string& ckpt = m_scenario.engine.checkpoint;
-            throw InputError(engineLocation(m_scenario),
+            throw InputError(engineLocation(m_scenario, {"checkpoint"}),
                              "step " + std::to_string(step) + ": the MoE layers' output is not finite (NaN or infinity): "
                                  + (ckpt.empty() ? std::string("the seeded weights overflowed")
                                                  : "the checkpoint " + ckpt + " holds NaN or infinite weights or scales, or "
@@ -323,10 +339,10 @@ std::unique_ptr<MetricsSource> makeSource(const Scenario& s, const SourceOptions
     case Backend::sim: return makeSimSource(options);
     case Backend::cpu: return makeCpuEngineSource();
     case Backend::cuda:
-        throw InputError(engineLocation(s), "engine.backend: cuda: this build has no CUDA engine backend yet "
+        throw InputError(engineLocation(s, {"backend"}), "engine.backend: cuda: this build has no CUDA engine backend yet "
                                             "(moex-cli devices says what it has); use cpu or sim");
     case Backend::remote:
-        throw InputError(engineLocation(s), "engine.backend: remote: this build has no remote worker client yet; "
+        throw InputError(engineLocation(s, {"backend"}), "engine.backend: remote: this build has no remote worker client yet; "
                                             "use cpu or sim");
     }
     throw std::logic_error("unhandled engine backend");

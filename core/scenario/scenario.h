@@ -80,7 +80,9 @@ struct EngineSpec {
     std::string checkpoint;                            // Hugging Face checkpoint directory (absolute); empty = seeded weights
     int line = 0;                                      // where engine.backend was set, for located errors
     int column = 0;
-    std::string flags;  // the command-line flags that set these (e.g. "--ranks 16"): where errors point instead
+    // The command-line flags that set these, per key ("ranks" -> "--ranks 16", "memory_gb" ->
+    // "--set engine.memory_gb=2"): where an error about that key points instead of the file.
+    std::map<std::string, std::string> flags;
     bool operator==(const EngineSpec&) const = default;
 };
 

@@ -243,8 +243,8 @@ Scenario loadScenarioText(const std::string& text, const std::string& file, cons
         if (shapes)
             s.placement.flags += (s.placement.flags.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
         // The engine's errors (memory, ranks, tokens) are the flag's where a flag set its section.
-        if (key == "engine" || key.starts_with("engine."))
-            s.engine.flags += (s.engine.flags.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
+        if (key.starts_with("engine."))
+            s.engine.flags[key.substr(7)] = "--set " + key + "=" + value;
     }
     return s;
 }

@@ -434,6 +434,10 @@ private slots:
                                       << QStringLiteral("--json \"\": the output's file name is empty");
         QTest::newRow("--json where no file can be made") << QStringList{QStringLiteral("--json"), QStringLiteral("/proc/moex-run.json")}
                                                           << QString() << QStringLiteral("cannot write a file in /proc");
+        // A --set of another engine key is not to blame: the file's line is.
+        QTest::newRow("weights beyond memory, another key set") << QStringList{QStringLiteral("--set"), QStringLiteral("engine.seed=3")}
+                                                                << QStringLiteral("  memory_gb: 0.00001\n")
+                                                                << QStringLiteral("small.yaml:22:12: error: the engine's weights need");
         QTest::newRow("yaml: unknown weights mode") << QStringList() << QStringLiteral("  weights: everywhere\n")
                                                     << QStringLiteral("small.yaml:");
         QTest::newRow("yaml: layers out of order") << QStringList() << QStringLiteral("  layers: [3, 1]\n")

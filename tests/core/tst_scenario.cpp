@@ -14,6 +14,7 @@
 #include <thread>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace moex;
 namespace fs = std::filesystem;
@@ -387,6 +388,22 @@ void TestScenario::atomicSaveKeepsOldFileOnFailure()
     reader.join();
     QCOMPARE(received, std::string("to the pipe\n"));
     QVERIFY(fs::is_fifo(fifo));
+    // An anonymous pipe through /proc/self/fd/N (what /dev/stdout is in `moex-cli … --json
+    // /dev/stdout | head`): its link reads "pipe:[…]", no path; it was written to a file of that
+    // name that could not be made.
+    int ends[2] = {-1, -1};
+    QCOMPARE(::pipe(ends), 0);
+    std::string fromFd;
+    std::thread drain([&] {
+        char buf[64];
+        for (ssize_t n; (n = ::read(ends[0], buf, sizeof buf)) > 0;)
+            fromFd.append(buf, static_cast<std::size_t>(n));
+    });
+    writeFileAtomically("/proc/self/fd/" + std::to_string(ends[1]), "through the descriptor\n");
+    ::close(ends[1]);
+    drain.join();
+    ::close(ends[0]);
+    QCOMPARE(fromFd, std::string("through the descriptor\n"));
     // ... and read to its end (<(cat f)): the contents, not "the file is empty".
     std::thread writer([&] { std::ofstream(fifo) << "from the pipe\n"; });
     const std::string fromPipe = readFile(fifo);
