@@ -4,7 +4,6 @@
 #include <cctype>
 #include <cstddef>
 #include <iterator>
-#include <unordered_set>
 #include <vector>
 
 namespace moex {
@@ -49,6 +48,86 @@ private:
     const char* m_p = nullptr;
     const char* m_base = nullptr;
     std::size_t* m_read = nullptr;
+};
+
+// nlohmann::json::parse's DOM builder, with the checks a reader of outside JSON needs: nesting past
+// kMaxJsonDepth (TooDeep) and a key given twice in one object (DuplicateKey: JSON allows it and
+// nlohmann keeps one of the two values without a word, so a count or a setting the user wrote
+// would be lost). A SAX handler, not parse()'s callback: with a callback, nlohmann 3.11 scans the
+// parent for discarded values after every object it closes, so an array of n small objects took
+// time in n^2 (16 MB of them: 26.5 s against 0.18 s; tests/bench/bench_json).
+class GuardedDomBuilder {
+public:
+    using json = nlohmann::json;
+    GuardedDomBuilder(json& root, const std::size_t* read) : m_root(root), m_read(read) {}
+
+    bool null() { return put(nullptr); }
+    bool boolean(bool v) { return put(v); }
+    bool number_integer(json::number_integer_t v) { return put(v); }
+    bool number_unsigned(json::number_unsigned_t v) { return put(v); }
+    bool number_float(json::number_float_t v, const json::string_t& /*text*/) { return put(v); }
+    bool string(json::string_t& v) { return put(std::move(v)); }
+    bool binary(json::binary_t& v) { return put(json::binary(std::move(v))); }
+    bool start_object(std::size_t /*size*/) { return open(json::value_t::object); }
+    bool start_array(std::size_t /*size*/) { return open(json::value_t::array); }
+    bool end_object() { return close(); }
+    bool end_array() { return close(); }
+    bool key(json::string_t& k)
+    {
+        json& object = *m_stack.back();
+        if (object.contains(k))
+            throw DuplicateKey{k, *m_read};
+        m_member = &object[k];
+        return true;
+    }
+    // What parse() would throw, of its own type (parse_error, or out_of_range for 1e309).
+    template <class Exception>
+    bool parse_error(std::size_t /*position*/, const std::string& /*token*/, const Exception& e)
+    {
+        throw e;
+    }
+
+private:
+    // The value's place: the root, the array being read, or the member whose key came last.
+    template <class Value>
+    json* place(Value&& v)
+    {
+        if (m_stack.empty()) {
+            m_root = json(std::forward<Value>(v));
+            return &m_root;
+        }
+        json& parent = *m_stack.back();
+        if (parent.is_array()) {
+            parent.emplace_back(std::forward<Value>(v));
+            return &parent.back();
+        }
+        *m_member = json(std::forward<Value>(v));
+        return m_member;
+    }
+    template <class Value>
+    bool put(Value&& v)
+    {
+        place(std::forward<Value>(v));
+        return true;
+    }
+    bool open(json::value_t kind)
+    {
+        // The depth parse()'s callback saw at a start event: the containers open around it.
+        if (static_cast<int>(m_stack.size()) > kMaxJsonDepth)
+            throw TooDeep{};
+        m_stack.push_back(place(kind));
+        return true;
+    }
+    bool close()
+    {
+        m_stack.pop_back();
+        return true;
+    }
+
+    json& m_root;
+    const std::size_t* m_read;
+    std::vector<json*> m_stack;  // the containers open, outermost first
+    json* m_member = nullptr;
 };
 
 // Dumps at most `budget` characters, iteratively deep only to kMaxJsonDepth.
@@ -122,29 +201,13 @@ nlohmann::json parseJsonInput(std::string_view text, const std::string& file, in
         throw InputError(Location{file, at, 0}, what + " holds a NUL byte (at byte " + std::to_string(nul)
                                                      + "): not a JSON text; a binary file, or one cut and joined");
     }
-    // The keys of each object being parsed: JSON lets a key repeat and nlohmann keeps one of the
-    // two values without a word, so a count or a setting the user wrote would be lost.
-    std::vector<std::unordered_set<std::string>> keys;
     std::size_t read = 0;
-    const nlohmann::json::parser_callback_t guard = [&keys, &read](int depth, nlohmann::json::parse_event_t event,
-                                                                   nlohmann::json& parsed) {
-        using Event = nlohmann::json::parse_event_t;
-        if (depth > kMaxJsonDepth && (event == Event::object_start || event == Event::array_start))
-            throw TooDeep{};
-        if (event == Event::object_start) {
-            keys.emplace_back();
-        } else if (event == Event::object_end && !keys.empty()) {
-            keys.pop_back();
-        } else if (event == Event::key && !keys.empty() && parsed.is_string()) {
-            const auto& k = parsed.get_ref<const std::string&>();
-            if (!keys.back().insert(k).second)
-                throw DuplicateKey{k, read};
-        }
-        return true;
-    };
     try {
         const ReadingIterator first(text.data(), text.data(), &read), last(text.data() + text.size(), text.data(), &read);
-        return nlohmann::json::parse(first, last, guard);
+        nlohmann::json root;
+        GuardedDomBuilder builder(root, &read);
+        nlohmann::json::sax_parse(first, last, &builder);
+        return root;
     } catch (const TooDeep&) {
         throw InputError(Location{file, line, 0}, what + " nests deeper than " + std::to_string(kMaxJsonDepth)
                                                       + " levels (no format moex reads needs that)");

@@ -177,7 +177,7 @@ struct EpEngine::Impl {
             rl.slots.resize(held.size());
             // The rank's share of this machine's cores builds (or reads) its experts side by side.
             const Checkpoint* ckpt = config.checkpoint.get();
-            const int workers = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks);
+            const int workers = expertWorkers(ranks, held.size());
             onThreads(workers, [&](int w) {
                 for (std::size_t j = static_cast<std::size_t>(w); j < held.size(); j += static_cast<std::size_t>(workers)) {
                     const int e = held[j].value;
@@ -333,8 +333,7 @@ struct EpEngine::Impl {
             auto& res = result[static_cast<std::size_t>(r)];
             res.resize(rows * Hs);
             // The rank's share of the cores takes its slots in turn (each slot's rows to one worker).
-            const int workers = std::max(1, std::min(static_cast<int>(numSlots),
-                                                     static_cast<int>(std::thread::hardware_concurrency()) / ranks));
+            const int workers = expertWorkers(ranks, numSlots);
             auto& buffers = workerBuffers[static_cast<std::size_t>(r)];
             if (buffers.size() < static_cast<std::size_t>(workers))
                 buffers.resize(static_cast<std::size_t>(workers));

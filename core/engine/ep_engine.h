@@ -74,6 +74,13 @@ public:
     // and its result, and each worker's FFN activations for a slot that gets every token.
     static std::size_t activationBytesNeeded(const ModelSpec& model, DType weights, const EngineConfig& config, int ranks,
                                              int threads);
+    // The expert workers one of `ranks` ranks starts for a layer where it holds `slots` slots: its
+    // share of this machine's cores, at least one, at most one a slot (also the workers that build
+    // a rank's experts, with slots = its experts).
+    static int expertWorkers(int ranks, std::size_t slots);
+    // The expert workers of all ranks together at the placement's fullest layer of each rank: the
+    // `threads` activationBytesNeeded counts.
+    static int expertWorkersNeeded(const Placement& placement, int ranks);
 
     // Runs step `step` over every configured layer; fills `out` (source "cpu") and returns the
     // checksum: sum over layers, tokens (in global order) and elements of output x (1 + index mod 13).

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <thread>
 
 namespace moex::engine {
 
@@ -43,6 +44,26 @@ std::size_t EpEngine::activationBytesNeeded(const ModelSpec& model, DType weight
                           + (Is > 0 ? T * (3 * Is + H + 128) : 0.0);  // shared experts, each rank on its own tokens
     const double bytes = floats * sizeof(float);
     return bytes >= 1.8e19 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(bytes);
+}
+
+int EpEngine::expertWorkers(int ranks, std::size_t slots)
+{
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const int share = cores / std::max(ranks, 1);
+    return std::max(1, static_cast<int>(std::min<std::size_t>(slots, static_cast<std::size_t>(std::max(share, 1)))));
+}
+
+int EpEngine::expertWorkersNeeded(const Placement& placement, int ranks)
+{
+    int workers = 0;
+    for (int r = 0; r < ranks; ++r) {
+        std::size_t slots = 1;
+        for (const auto& layer : placement.layers)
+            if (r < layer.numGpus())
+                slots = std::max(slots, layer.gpu_slots[static_cast<std::size_t>(r)].size());
+        workers += expertWorkers(ranks, slots);
+    }
+    return workers;
 }
 
 std::size_t EpEngine::weightBytesNeeded(const ModelSpec& model, DType weights, const Placement& placement,

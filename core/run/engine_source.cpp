@@ -32,7 +32,6 @@
 #include <initializer_list>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 namespace moex {
 
@@ -198,17 +197,8 @@ public:
                                                        : "run fewer layers (engine.layers) or use engine.weights: shared"));
         // And a step's buffers beside them: a million tokens of a small model took 20 GB and ended
         // in std::bad_alloc.
-        // The expert workers the engine starts: per rank its share of the cores, at most one a slot.
-        const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-        int workers = 0;
-        for (int r = 0; r < ranks; ++r) {
-            std::size_t slots = 1;
-            for (const auto& layer : placement.layers)
-                if (r < layer.numGpus())
-                    slots = std::max(slots, layer.gpu_slots[static_cast<std::size_t>(r)].size());
-            workers += std::max(1, std::min(static_cast<int>(slots), cores / ranks));
-        }
-        const std::size_t activations = engine::EpEngine::activationBytesNeeded(s.model, dtype, cfg, ranks, workers);
+        const std::size_t activations = engine::EpEngine::activationBytesNeeded(s.model, dtype, cfg, ranks,
+                                                                                      engine::EpEngine::expertWorkersNeeded(placement, ranks));
         if (budget > 0 && activations > budget - need)
             throw InputError(engineLocation(s, {"tokens", "memory_gb"}), "a step's buffers at " + std::to_string(cfg.tokens) + " tokens need up to "
                                                     + gb(activations) + " beside the weights' " + gb(need) + ", but " + gb(budget)

@@ -208,6 +208,45 @@ private slots:
         write(ok, flat(64));
         QCOMPARE(loadTopologyFile(ok.toStdString()).numGpus(), 64);
     }
+
+    // 6. parseJsonInput builds what nlohmann::json::parse builds (its own DOM builder, for the
+    // checks), finds a repeated key at any depth, in objects inside arrays, and only within one
+    // object: the same key in sibling objects, or in a nested one, is no repeat.
+    void checkedJsonParseBuildsTheSameValues()
+    {
+        const std::string text = R"({"a": [1, -2, 3.5, 1e-3, 18446744073709551615, true, false, null, "s\u00e9\n"],
+            "b": {"c": [[], {}, [{"x": 1}, {"x": 2, "y": {"x": 3}}]], "d": "", "x": 4},
+            "e": [[[[0]]]], "x": {"b": 5}})";
+        const nlohmann::json checked = parseJsonInput(text, "v.json");
+        QCOMPARE(checked, nlohmann::json::parse(text));
+        QCOMPARE(checked.dump(), nlohmann::json::parse(text).dump());
+        QVERIFY(checked["a"][4].is_number_unsigned() && checked["a"][1].is_number_integer() && checked["a"][2].is_number_float());
+        for (const std::string& scalar : {std::string("7"), std::string("\"t\""), std::string("null"), std::string("[]")})
+            QCOMPARE(parseJsonInput(scalar, "v.json"), nlohmann::json::parse(scalar));
+
+        // A repeat inside the third object of an array, two levels down: located at the repeat.
+        const QString dup = inputError([] {
+            parseJsonInput("[\n {\"k\": 1},\n {\"k\": 2},\n {\"m\": {\"k\": 1}, \"k\": 3, \"m\": 4}\n]", "d.json");
+        });
+        QVERIFY2(dup.contains(QStringLiteral("d.json:4:26: error: JSON gives the key \"m\" twice")), qPrintable(dup));
+        // The repeat after a nested object closed: the outer object's keys are still its own.
+        const QString after = inputError([] { parseJsonInput(R"({"a": {"b": {"c": 1}}, "a": 2})", "d.json"); });
+        QVERIFY2(after.contains(QStringLiteral("d.json:1:24:")) && after.contains(QStringLiteral("\"a\" twice")), qPrintable(after));
+        // Syntax errors after a repeat-free prefix: still the syntax error, at its place.
+        const QString syntax = inputError([] { parseJsonInput("{\"a\": [1, 2,]}", "s.json"); });
+        QVERIFY2(syntax.contains(QStringLiteral("s.json:1:13:")) && syntax.contains(QStringLiteral("not valid JSON")), qPrintable(syntax));
+        const QString trailing = inputError([] { parseJsonInput("{} x", "s.json"); });
+        QVERIFY2(trailing.contains(QStringLiteral("s.json:1:4:")), qPrintable(trailing));
+        QVERIFY(!inputError([] { parseJsonInput("", "s.json"); }).isEmpty());
+        // Containers nested 65 deep are read (the 65th opens inside 64: kMaxJsonDepth); 66 are not.
+        std::string deep;
+        for (int i = 0; i < 66; ++i)
+            deep += "{\"k\": ";
+        const std::string tail(66, '}');
+        QVERIFY(!inputError([&] { parseJsonInput(deep + "1" + tail, "n.json"); }).contains(QStringLiteral("twice")));
+        QVERIFY(inputError([&] { parseJsonInput(deep + "1" + tail, "n.json"); }).contains(QStringLiteral("nests deeper than 64")));
+        QCOMPARE(parseJsonInput(deep.substr(6) + "1" + tail.substr(1), "n.json"), nlohmann::json::parse(deep.substr(6) + "1" + tail.substr(1)));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestHostileInput)
