@@ -59,7 +59,11 @@ private:
 class GuardedDomBuilder {
 public:
     using json = nlohmann::json;
-    GuardedDomBuilder(json& root, const std::size_t* read) : m_root(root), m_read(read) {}
+    // `keys`, when given, receives where each key is written (JsonKeyOffsets).
+    GuardedDomBuilder(json& root, std::string_view text, const std::size_t* read, JsonKeyOffsets* keys)
+        : m_root(root), m_text(text), m_read(read), m_keys(keys)
+    {
+    }
 
     bool null() { return put(nullptr); }
     bool boolean(bool v) { return put(v); }
@@ -77,6 +81,14 @@ public:
         json& object = *m_stack.back();
         if (object.contains(k))
             throw DuplicateKey{k, *m_read};
+        if (m_keys && m_stack.size() <= static_cast<std::size_t>(JsonKeyOffsets::kKeyOffsetDepth)) {
+            m_memberPointer = m_pointers.back() + '/' + jsonPointerToken(k);
+            // The key as written ends where the parser is; one with escapes spelled otherwise is not found.
+            const std::string quoted = json(k).dump();
+            const std::size_t at = m_text.substr(0, std::min(*m_read, m_text.size())).rfind(quoted);
+            if (at != std::string_view::npos)
+                m_keys->offsets.emplace(m_memberPointer, at);
+        }
         m_member = &object[k];
         return true;
     }
@@ -115,19 +127,29 @@ private:
         // The depth parse()'s callback saw at a start event: the containers open around it.
         if (static_cast<int>(m_stack.size()) > kMaxJsonDepth)
             throw TooDeep{};
+        if (m_keys)
+            m_pointers.push_back(m_stack.empty()             ? std::string()
+                                 : m_stack.back()->is_array() ? m_pointers.back() + '/' + std::to_string(m_stack.back()->size())
+                                                              : m_memberPointer);
         m_stack.push_back(place(kind));
         return true;
     }
     bool close()
     {
         m_stack.pop_back();
+        if (m_keys)
+            m_pointers.pop_back();
         return true;
     }
 
     json& m_root;
+    std::string_view m_text;
     const std::size_t* m_read;
+    JsonKeyOffsets* m_keys;
     std::vector<json*> m_stack;  // the containers open, outermost first
     json* m_member = nullptr;
+    std::vector<std::string> m_pointers;  // with m_keys: the JSON Pointer of each open container
+    std::string m_memberPointer;          // and of the member whose key came last
 };
 
 // Dumps at most `budget` characters, iteratively deep only to kMaxJsonDepth.
@@ -193,7 +215,10 @@ Location locationOfOffset(std::string_view text, std::size_t offset, const std::
     return {file, line, static_cast<int>(std::min(offset, text.size()) - lineStart) + 1};
 }
 
-nlohmann::json parseJsonInput(std::string_view text, const std::string& file, int line, const std::string& what)
+namespace {
+
+nlohmann::json parseChecked(std::string_view text, const std::string& file, int line, const std::string& what,
+                            JsonKeyOffsets* keys)
 {
     // nlohmann stops at a NUL byte and reads what came before as the whole text.
     if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
@@ -205,7 +230,7 @@ nlohmann::json parseJsonInput(std::string_view text, const std::string& file, in
     try {
         const ReadingIterator first(text.data(), text.data(), &read), last(text.data() + text.size(), text.data(), &read);
         nlohmann::json root;
-        GuardedDomBuilder builder(root, &read);
+        GuardedDomBuilder builder(root, text, &read, keys);
         nlohmann::json::sax_parse(first, last, &builder);
         return root;
     } catch (const TooDeep&) {
@@ -254,6 +279,42 @@ nlohmann::json parseJsonInput(std::string_view text, const std::string& file, in
         }
         throw InputError(at, what + ": " + message);
     }
+}
+
+}  // namespace
+
+nlohmann::json parseJsonInput(std::string_view text, const std::string& file, int line, const std::string& what)
+{
+    return parseChecked(text, file, line, what, nullptr);
+}
+
+nlohmann::json parseJsonInput(std::string_view text, const std::string& file, int line, const std::string& what,
+                              JsonKeyOffsets& keys)
+{
+    return parseChecked(text, file, line, what, &keys);
+}
+
+std::optional<Location> JsonKeyOffsets::locate(const std::string& pointer, std::string_view text, const std::string& file) const
+{
+    const auto it = offsets.find(pointer);
+    if (it == offsets.end())
+        return std::nullopt;
+    return locationOfOffset(text, it->second, file);
+}
+
+std::string jsonPointerToken(std::string_view key)
+{
+    std::string out;
+    out.reserve(key.size());
+    for (const char ch : key) {
+        if (ch == '~')
+            out += "~0";
+        else if (ch == '/')
+            out += "~1";
+        else
+            out += ch;
+    }
+    return out;
 }
 
 std::string jsonErrorText(const nlohmann::json::exception& e)

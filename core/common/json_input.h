@@ -11,8 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 namespace moex {
@@ -50,6 +52,22 @@ Location locationOfOffset(std::string_view text, std::size_t offset, const std::
 // `file` (line `line` when > 0). `what` names the content in messages ("config.json").
 nlohmann::json parseJsonInput(std::string_view text, const std::string& file, int line = 0,
                               const std::string& what = "JSON");
+
+// Where the object keys of a parsed JSON text are written, for messages about their values: by JSON
+// Pointer ("/text_config/num_experts", "/quantization_config/config_groups/group_0/weights/num_bits"),
+// the 0-based byte offset of the key's opening quote. Keys more than kKeyOffsetDepth objects and
+// arrays deep are not recorded (the formats that ask for offsets nest 3-5 levels).
+struct JsonKeyOffsets {
+    static constexpr int kKeyOffsetDepth = 8;
+    std::unordered_map<std::string, std::size_t> offsets;
+    // FILE:LINE:COL of `pointer`'s key in `text`; nullopt when it is not recorded.
+    [[nodiscard]] std::optional<Location> locate(const std::string& pointer, std::string_view text, const std::string& file) const;
+};
+// parseJsonInput, recording where each key is written into `keys`.
+nlohmann::json parseJsonInput(std::string_view text, const std::string& file, int line, const std::string& what,
+                              JsonKeyOffsets& keys);
+// One reference token of a JSON Pointer: "~" written "~0", "/" written "~1" (RFC 6901).
+std::string jsonPointerToken(std::string_view key);
 
 // At most `maxChars` characters of `value` as JSON, depth-limited (never recursing past
 // kMaxJsonDepth), for messages.

@@ -201,29 +201,31 @@ void readDTypes(ConfigReader& c, ModelSpec& m)
     // A member of the wrong type is an error naming it (nlohmann's "type must be number" said
     // neither which key nor where); absent members read as not given.
     bool typeError = false;
-    auto text = [&](const Json& obj, const char* key) -> std::string {
+    const std::string qAt = c.objectPointer("quantization_config");
+    // `at`: the JSON Pointer of `obj`, to locate a member's error at its key.
+    auto text = [&](const Json& obj, const std::string& at, const char* key) -> std::string {
         const auto it = obj.find(key);
         if (it == obj.end() || it->is_null())
             return {};
         if (!it->is_string()) {
-            c.error(key, std::string("quantization_config's '") + key + "' must be a string, got " + hf::describe(*it));
+            c.errorAt(at + "/" + key, key, std::string("quantization_config's '") + key + "' must be a string, got " + hf::describe(*it));
             typeError = true;
             return {};
         }
         return it->get<std::string>();
     };
-    auto whole = [&](const Json& obj, const char* key) -> std::int64_t {
+    auto whole = [&](const Json& obj, const std::string& at, const char* key) -> std::int64_t {
         const auto it = obj.find(key);
         if (it == obj.end() || it->is_null())
             return 0;
         if (!it->is_number_integer()) {
-            c.error(key, std::string("quantization_config's '") + key + "' must be a whole number of bits, got " + hf::describe(*it));
+            c.errorAt(at + "/" + key, key, std::string("quantization_config's '") + key + "' must be a whole number of bits, got " + hf::describe(*it));
             typeError = true;
             return 0;
         }
         return it->get<std::int64_t>();
     };
-    const std::string method = text(*q, "quant_method");
+    const std::string method = text(*q, qAt, "quant_method");
     std::optional<DType> experts;
     if (method == "fp8") {
         experts = DType::fp8;
@@ -239,8 +241,9 @@ void readDTypes(ConfigReader& c, ModelSpec& m)
                 auto w = group.find("weights");
                 if (w == group.end() || !w->is_object())
                     continue;
-                const std::int64_t bits = whole(*w, "num_bits");
-                std::string type = text(*w, "type");
+                const std::string wAt = qAt + "/config_groups/" + jsonPointerToken(name) + "/weights";
+                const std::int64_t bits = whole(*w, wAt, "num_bits");
+                std::string type = text(*w, wAt, "type");
                 if (type.empty())
                     type = "int";
                 if (bits == 4)
@@ -252,19 +255,19 @@ void readDTypes(ConfigReader& c, ModelSpec& m)
             }
         }
     } else if (method == "modelopt") {
-        const std::string algo = text(*q, "quant_algo");
+        const std::string algo = text(*q, qAt, "quant_algo");
         if (algo == "NVFP4")
             experts = DType::nvfp4;
         else if (algo == "FP8")
             experts = DType::fp8;
     } else if (method == "awq" || method == "gptq") {
-        if (whole(*q, "bits") == 4)
+        if (whole(*q, qAt, "bits") == 4)
             experts = DType::int4;
     }
     if (typeError)
         return;
     if (!experts) {
-        c.error("quantization_config", "quantization_config with quant_method '" + method
+        c.errorAt(qAt, "quantization_config", "quantization_config with quant_method '" + method
                                            + "' is not understood (known: fp8, mxfp4, compressed-tensors with 4 or 8 "
                                              "bits, modelopt NVFP4/FP8, awq/gptq 4-bit); set weight_dtype by hand");
         return;
@@ -380,10 +383,10 @@ std::string modelName(ConfigReader& c, const std::string& file)
 
 // The config's JSON; where it is not even shaped as JSON but one of moex's own YAML files (a model file given as
 // hf_config, say), one error saying which file it is instead of a JSON syntax error at its first '#'.
-Json parseConfigJson(const std::string& text, const std::string& file)
+Json parseConfigJson(const std::string& text, const std::string& file, JsonKeyOffsets& keys)
 {
     try {
-        return parseJsonInput(text, file, 0, "config.json");
+        return parseJsonInput(text, file, 0, "config.json", keys);
     } catch (const JsonSyntaxError&) {
         const auto first = text.find_first_not_of(" \t\r\n");
         if (first == std::string::npos || text[first] == '{' || text[first] == '[')
@@ -402,12 +405,13 @@ Json parseConfigJson(const std::string& text, const std::string& file)
 ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
 {
     return withJsonErrors(file, 0, [&] {
-        const Json root = parseConfigJson(jsonText, file);
+        JsonKeyOffsets keys;
+        const Json root = parseConfigJson(jsonText, file, keys);
         if (!root.is_object())
             throw InputError(Location{file, 1, 1}, "a Hugging Face config.json must hold a JSON object");
 
         Diagnostics diags;
-        ConfigReader c(root, jsonText, file, diags);
+        ConfigReader c(root, jsonText, file, diags, &keys);
         const Family family = familyOf(c);
 
         // Every missing key is named at once, so one edit fixes the file.

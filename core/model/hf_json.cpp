@@ -18,8 +18,9 @@ std::string describe(const Json& value)
     }
 }
 
-ConfigReader::ConfigReader(const Json& root, const std::string& text, std::string file, Diagnostics& diags)
-    : m_root(root), m_source(text), m_file(std::move(file)), m_diags(diags)
+ConfigReader::ConfigReader(const Json& root, const std::string& text, std::string file, Diagnostics& diags,
+                           const JsonKeyOffsets* keys)
+    : m_root(root), m_keys(keys), m_source(text), m_file(std::move(file)), m_diags(diags)
 {
     auto it = root.find("text_config");
     if (it != root.end() && it->is_object())
@@ -50,9 +51,35 @@ const Json* ConfigReader::object(const std::string& key) const
     return nullptr;
 }
 
+std::string ConfigReader::objectPointer(const std::string& key) const
+{
+    for (const Json* scope : {&m_root, m_text}) {
+        if (!scope)
+            continue;
+        auto it = scope->find(key);
+        if (it != scope->end() && it->is_object())
+            return (scope == m_text ? "/text_config/" : "/") + jsonPointerToken(key);
+    }
+    return {};
+}
+
 Location ConfigReader::at(const std::string& key) const
 {
-    // The parsed tree keeps no positions; a key spelled once in the file can still be pointed at.
+    const bool inText = m_text && m_text->contains(key) && !(*m_text)[key].is_null();
+    return atPointer((inText ? "/text_config/" : "/") + jsonPointerToken(key), key);
+}
+
+void ConfigReader::errorAt(const std::string& pointer, const std::string& key, const std::string& message)
+{
+    m_diags.error(atPointer(pointer, key), message);
+}
+
+Location ConfigReader::atPointer(const std::string& pointer, const std::string& key) const
+{
+    if (m_keys)
+        if (auto where = m_keys->locate(pointer, m_source, m_file))
+            return *where;
+    // Without offsets (or a key written with escapes): a key spelled once in the file can still be pointed at.
     const std::string quoted = '"' + key + '"';
     const std::size_t first = m_source.find(quoted);
     if (first == std::string::npos || m_source.find(quoted, first + 1) != std::string::npos)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/diagnostics.h"
+#include "common/json_input.h"
 
 #include <nlohmann/json.hpp>
 
@@ -18,15 +19,25 @@ using Json = nlohmann::json;
 
 class ConfigReader {
 public:
-    ConfigReader(const Json& root, const std::string& text, std::string file, Diagnostics& diags);
+    // `keys`: where parseJsonInput found each key of `text` (messages then point at the key the
+    // value came from, also where text_config and the top level or vision_config both have it).
+    ConfigReader(const Json& root, const std::string& text, std::string file, Diagnostics& diags,
+                 const JsonKeyOffsets* keys = nullptr);
 
     [[nodiscard]] const std::string& file() const { return m_file; }
     [[nodiscard]] bool has(const std::string& key) const { return find(key) != nullptr; }
     // The value of `key`, text_config first; nullptr when absent or null.
     [[nodiscard]] const Json* find(const std::string& key) const;
-    // Where `key` is written: its line when the key occurs once in the text, else the file.
+    // Where `key` is written: the key find() reads (text_config's, else the top level's); without
+    // key offsets, its line when the key occurs once in the text; else the file.
     [[nodiscard]] Location at(const std::string& key) const;
     void error(const std::string& key, const std::string& message);
+    // The JSON Pointer of the object object(key) returns ("/quantization_config" or
+    // "/text_config/quantization_config"); "" when there is none.
+    [[nodiscard]] std::string objectPointer(const std::string& key) const;
+    // An error at the key `pointer` names (e.g. objectPointer("quantization_config") + "/bits"),
+    // else at `key` as error() locates it.
+    void errorAt(const std::string& pointer, const std::string& key, const std::string& message);
     void errorAtFile(const std::string& message);
 
     // Values of the wrong type or out of range are errors naming the key; they then read as absent.
@@ -39,8 +50,11 @@ public:
     [[nodiscard]] const Json* object(const std::string& key) const;
 
 private:
+    [[nodiscard]] Location atPointer(const std::string& pointer, const std::string& key) const;
+
     const Json& m_root;
     const Json* m_text = nullptr;
+    const JsonKeyOffsets* m_keys = nullptr;
     const std::string& m_source;
     std::string m_file;
     Diagnostics& m_diags;

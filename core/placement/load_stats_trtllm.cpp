@@ -41,19 +41,23 @@ constexpr std::int64_t kMaxTokenCount = kMaxRecordedCount;
 int readMeta(const std::string& path, int& topK)
 {
     const std::string text = readFile(path, 1u << 20);
-    const nlohmann::json j = parseJsonInput(text, path, 0, "meta_info.json");
-    const auto fail = [&](const std::string& message) { throw InputError(Location{path, 0, 0}, message); };
+    JsonKeyOffsets keys;
+    const nlohmann::json j = parseJsonInput(text, path, 0, "meta_info.json", keys);
+    // At the key when there is one (`pointer`), else at the file.
+    const auto fail = [&](const std::string& pointer, const std::string& message) {
+        throw InputError(keys.locate(pointer, text, path).value_or(Location{path, 0, 0}), message);
+    };
     if (!j.is_object() || !j.contains("num_experts"))
-        fail("expected {\"num_experts\": E, \"num_experts_per_token\": K}");
+        fail("", "expected {\"num_experts\": E, \"num_experts_per_token\": K}");
     const auto& e = j["num_experts"];
     if (!e.is_number_integer() || e.get<long long>() < 1 || e.get<long long>() > kMaxExperts)
-        fail("\"num_experts\" must be an integer in [1, " + std::to_string(kMaxExperts) + "], found " + jsonSnippet(e));
+        fail("/num_experts", "\"num_experts\" must be an integer in [1, " + std::to_string(kMaxExperts) + "], found " + jsonSnippet(e));
     const int experts = e.get<int>();
     topK = 0;
     if (j.contains("num_experts_per_token")) {
         const auto& k = j["num_experts_per_token"];
         if (!k.is_number_integer() || k.get<long long>() < 1 || k.get<long long>() > experts)
-            fail("\"num_experts_per_token\" must be an integer in [1, num_experts], found " + jsonSnippet(k));
+            fail("/num_experts_per_token", "\"num_experts_per_token\" must be an integer in [1, num_experts], found " + jsonSnippet(k));
         topK = k.get<int>();
     }
     return experts;

@@ -156,6 +156,22 @@ void TestHfImportErrors::errors_data()
     QTest::addRow("head size of 0")
         << moe + "\"num_attention_heads\": 128}"
         << QStringList{QStringLiteral("hidden_size = 64 is smaller than num_attention_heads = 128")} << 2 << 25;
+    // A key written more than once in the file (a multimodal wrapper's vision_config, a top-level
+    // copy, a second config group): the error is at the key the value was read from.
+    QTest::addRow("text_config's key, vision_config has it too")
+        << QByteArray("{\"model_type\": \"x\",\n \"vision_config\": {\"hidden_size\": 1152, \"num_hidden_layers\": 27},\n"
+                      " \"text_config\": {\"num_experts\": 8, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 64,\n"
+                      "   \"num_hidden_layers\": 60000, \"hidden_size\": 64}}")
+        << QStringList{QStringLiteral("'num_hidden_layers' = 60000 is out of range [1, 4096]")} << 4 << 4;
+    QTest::addRow("text_config's key, the top level has it too")
+        << QByteArray("{\"num_experts\": 8, \"num_hidden_layers\": 2, \"hidden_size\": 64,\n"
+                      " \"text_config\": {\"num_experts\": 20000, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 64}}")
+        << QStringList{QStringLiteral("'num_experts' = 20000 is out of range [1, 16384]")} << 2 << 18;
+    QTest::addRow("num_bits of the first of two groups")
+        << moe + "\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"config_groups\": {\n"
+                 " \"group_0\": {\"weights\": {\"num_bits\": \"4\"}},\n"
+                 " \"group_1\": {\"weights\": {\"num_bits\": 8}}}}}"
+        << QStringList{QStringLiteral("quantization_config's 'num_bits' must be a whole number of bits, got string \"4\"")} << 4 << 26;
     QTest::addRow("unknown scoring")
         << QByteArray(R"({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
             "num_hidden_layers": 2, "hidden_size": 64, "scoring_func": "relu"})")

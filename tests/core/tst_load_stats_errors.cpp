@@ -134,6 +134,10 @@ void TestLoadStatsErrors::malformed_data()
         ":2:17: error: the record is not valid JSON: syntax error while parsing value - invalid literal");
     row("trtllm meta syntax", "trt/meta_info.json", "{\"num_experts\": 8,\n \"num_experts_per_token\": 2,,}",
         "meta_info.json:2:29: error: meta_info.json is not valid JSON: syntax error");
+    row("trtllm meta experts out of range", "trt/meta_info.json", "{\n  \"num_experts\": 0,\n  \"num_experts_per_token\": 2}",
+        "meta_info.json:2:3: error: \"num_experts\" must be an integer in [1, ");
+    row("trtllm meta top-k past the experts", "trt/meta_info.json", "{\"num_experts\": 8,\n \"num_experts_per_token\": 9}",
+        "meta_info.json:2:2: error: \"num_experts_per_token\" must be an integer in [1, num_experts], found 9");
     row("vllm negative", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, -1]]})",
         "must be a whole token count from 0 to 2^40");
     row("vllm count beyond any recording", "v.jsonl", R"({"record_type": "eplb_load_stats", "expert_load": [[1, 1e308]]})",
