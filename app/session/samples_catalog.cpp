@@ -1,6 +1,8 @@
 #include "samples_catalog.h"
 
+#include "common/atomic_file.h"
 #include "common/diagnostics.h"
+#include "common/yaml_reader.h"
 #include "qt_text.h"
 #include "scenario/scenario_yaml.h"
 #include "sim/scenario_run.h"
@@ -14,6 +16,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <map>
 
 namespace moex::session {
 
@@ -82,9 +85,23 @@ std::vector<SampleInfo> listTours(const QString& toursDir)
 
 namespace {
 
+// A key given twice in one mapping of a tour: yaml-cpp keeps one of the two values in silence.
+void refuseRepeatedKeys(const std::string& file, const YAML::Node& map, const char* what)
+{
+    std::map<std::string, YAML::Node> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+        const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
+        const auto [first, fresh] = seen.emplace(key, it->first);
+        if (!fresh)
+            throw InputError(at(file, it->first), "key '" + key + "' given twice in " + what + " (first at line "
+                                                      + std::to_string(first->second.Mark().line + 1) + "); give it once");
+    }
+}
+
 // Keys of a tour and of its steps: any other is a typo the tour would ignore in silence.
 void refuseUnknownKeys(const std::string& file, const YAML::Node& map, const std::vector<std::string>& known, const char* what)
 {
+    refuseRepeatedKeys(file, map, what);
     for (auto it = map.begin(); it != map.end(); ++it) {
         const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
         if (std::find(known.begin(), known.end(), key) != known.end())
@@ -186,14 +203,13 @@ void checkStepSets(const TourStep& step)
 Tour loadTour(const QString& path, bool checkSets)
 {
     const std::string file = ss(path);
-    YAML::Node root;
-    try {
-        root = YAML::LoadFile(file);
-    } catch (const YAML::BadFile&) {
-        throw InputError(Location{file, 0, 0}, "cannot read the tour file");
-    } catch (const YAML::Exception& e) {
-        throw InputError(Location{file, e.mark.line + 1, e.mark.column + 1}, e.msg);
-    }
+    // Through moex's YAML reader, as every scenario: its size bounds (yaml-cpp's time grows with
+    // the text) and a second document refused. The file is read past the bound only to name it.
+    Diagnostics diags;
+    const auto parsed = parseYaml(readFile(file, kMaxYamlBytes + 1), file, diags);
+    if (!parsed)
+        throw InputError(diags);
+    const YAML::Node root = *parsed;
     if (!root.IsMap())
         throw InputError(at(file, root), "a tour is a mapping with 'title' and 'steps'");
     refuseUnknownKeys(file, root, {"title", "steps"}, "the tour");
@@ -221,6 +237,7 @@ Tour loadTour(const QString& path, bool checkSets)
         if (const YAML::Node set = n["set"]) {
             if (!set.IsMap())
                 throw InputError(at(file, set), "'set' must map KEY: VALUE (as moex-cli --set KEY=VALUE)");
+            refuseRepeatedKeys(file, set, "a step's set");
             for (auto it = set.begin(); it != set.end(); ++it) {
                 if (!it->second.IsScalar())
                     throw InputError(at(file, it->second), "override values must be scalars");

@@ -239,6 +239,14 @@ private slots:
             {QStringLiteral("title: x\nsteps:\n  - {scenario: S, caption: c}\n  - scenario: S\n    caption: c\n"
                             "    set:\n      placement.strategy: eplb\n      workload.tokns_per_gpu: 8\n"),
              QStringLiteral("8:31: error: set workload.tokns_per_gpu: 8:")},
+            // Keys given twice (yaml-cpp kept one in silence) and a second document: errors at their line.
+            {QStringLiteral("title: x\nsteps:\n  - scenario: S\n    caption: c\n    caption: d\n"),
+             QStringLiteral("5:5: error: key 'caption' given twice in a step (first at line 4)")},
+            {QStringLiteral("title: x\nsteps:\n  - scenario: S\n    caption: c\n    set:\n      workload.tokens_per_gpu: 8\n"
+                            "      workload.tokens_per_gpu: 16\n"),
+             QStringLiteral("7:7: error: key 'workload.tokens_per_gpu' given twice in a step's set")},
+            {QStringLiteral("title: x\nsteps:\n  - {scenario: S, caption: c}\n---\ntitle: y\n"),
+             QStringLiteral("5:1: error: a second YAML document")},
             // A placement shape the settings made (11 slots on 8 GPUs): blamed on both, at the first.
             {QStringLiteral("title: x\nsteps:\n  - scenario: S\n    caption: c\n    set:\n      placement.strategy: eplb\n"
                             "      placement.redundant_slots: 3\n"),
