@@ -138,7 +138,8 @@ std::optional<GpuSpec> readGpuSpec(const YAML::Node& node, YamlReader& r)
     number("nvlink_gbs_per_dir", false, s.nvlink_gbs_per_dir, 0);
     if (auto v = r.getInt(node, "nvlink_links", false, 0, 1000))
         s.nvlink_links = static_cast<int>(*v);
-    number("tdp_w", req, s.tdp_w, 1);
+    // A CPU engine rank (arch cpu, the host-cpu topology) has no power model: tdp_w 0.
+    number("tdp_w", req, s.tdp_w, s.arch == GpuArch::cpu ? 0 : 1);
     number("idle_w", false, s.idle_w, 0);
     if (r.errorCount() == before && s.hbm_usable_gb > s.hbm_gb)
         r.error(node, "hbm_usable_gb (" + shortestNumber(s.hbm_usable_gb) + ") exceeds hbm_gb (" +

@@ -287,6 +287,8 @@ void TestTopologyYaml::roundTrip_data()
     QTest::addRow("gb200 x2") << QByteArray("gb200-nvl72") << 2 << 1 << true;
     QTest::addRow("hgx-h800 x3, 2 nics") << QByteArray("hgx-h800") << 3 << 2 << true;
     QTest::addRow("hgx-b200 x2, no pxn") << QByteArray("hgx-b200") << 2 << 1 << false;
+    // What `moex-cli topology host-cpu -o` writes: CPU ranks without a power model (tdp_w 0).
+    QTest::addRow("host-cpu x4") << QByteArray("host-cpu") << 4 << 1 << true;
 }
 
 void TestTopologyYaml::roundTrip()
@@ -297,12 +299,12 @@ void TestTopologyYaml::roundTrip()
     QFETCH(bool, pxn);
     TopologyParams p;
     p.builtin = key.toStdString();
-    (p.builtin.find("nvl72") != std::string::npos ? p.racks : p.nodes) = count;
+    (p.builtin == "host-cpu" ? p.ranks : p.builtin.find("nvl72") != std::string::npos ? p.racks : p.nodes) = count;
     p.nics_per_gpu = nicsPerGpu;
     p.nvlink_gbs = 1.0 / 3 * 1000;  // a double that needs all 17 digits
     Topology t = buildTopology(p);
     t.pxn = pxn;
-    t.gpu.idle_w = 123.456;
+    t.gpu.idle_w = std::min(123.456, t.gpu.tdp_w);
     t.finalize();
     const std::string yaml = topologyToYaml(t);
     Loaded l = loadText(yaml);
