@@ -1,7 +1,10 @@
 #include "cli_args.h"
 
 #include "common/diagnostics.h"
+#include "common/number_text.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -70,6 +73,16 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv, con
                 value = *inlineValue;
             } else if (i + 1 < argv.size()) {
                 value = argv[++i];
+                // `--json --seed 3`: the value left out, the next option taken as a file name.
+                // (A file so named is still reachable as ./--seed or --json=--seed.)
+                const std::string next = value.substr(0, value.find('='));
+                const bool isOption = std::any_of(specs.begin(), specs.end(), [&](const OptionSpec& o) {
+                    return next == "--" + o.name || (o.short_name != 0 && next == std::string{'-', o.short_name});
+                });
+                if (isOption)
+                    fail(command, "option '" + a + "'" + (a[1] == '-' ? "" : " (--" + name + ")") + " needs a value, but '"
+                                      + value + "' follows it, which is an option (to name such a file, write ./" + value
+                                      + ")");
             } else {
                 // Named as typed: '-o' (--output) where the user wrote -o.
                 fail(command, "option '" + a + "'" + (a[1] == '-' ? "" : " (--" + name + ")") + " needs a value");
@@ -77,6 +90,11 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv, con
         } else if (inlineValue) {
             fail(command, "option '--" + name + "' takes no value");
         }
+        // `--calibration ""` read as no calibration (the built-in default): an empty value is never
+        // one meant (outputs say so themselves, in checkOutputs).
+        if (spec->takes_value && value.empty() && name != "json" && name != "output")
+            fail(command, "option '" + a.substr(0, a.find('=')) + "'" + (a[1] == '-' ? "" : " (--" + name + ")")
+                              + " is given an empty value");
         auto& slot = m_values[name];
         if (!slot.empty() && !spec->repeatable)
             fail(command, "option '" + a.substr(0, a.find('=')) + "'" + (a[1] == '-' ? "" : " (--" + name + ")")
@@ -181,7 +199,7 @@ int Args::intValue(const std::string& name, int fallback, int min, int max) cons
     errno = 0;
     char* end = nullptr;
     const long long x = std::strtoll(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0')
+    if (v->empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(v->front())))
         fail(m_command, "option '--" + name + "' needs an integer, got '" + *v + "'");
     if (errno == ERANGE || x < min || x > max)
         fail(m_command, "option '--" + name + "' = " + *v + " is out of range [" + std::to_string(min) + ", "
@@ -196,18 +214,25 @@ double Args::doubleValue(const std::string& name, double fallback, double min, d
         return fallback;
     char* end = nullptr;
     const double x = std::strtod(v->c_str(), &end);
-    if (v->empty() || *end != '\0' || !std::isfinite(x))
+    if (v->empty() || *end != '\0' || !std::isfinite(x) || std::isspace(static_cast<unsigned char>(v->front())))
         fail(m_command, "option '--" + name + "' needs a number, got '" + *v + "'");
     if (x < min || x > max)
-        fail(m_command, "option '--" + name + "' = " + *v + " is out of range");
+        fail(m_command, "option '--" + name + "' = " + *v + " is out of range [" + shortestNumber(min) + ", "
+                            + shortestNumber(max) + "]");
     return x;
 }
 
 Overrides Args::overrides() const
 {
     Overrides out;
-    for (const auto& v : values("set"))
+    for (const auto& v : values("set")) {
         out.push_back(parseOverride(v));
+        // The same key twice: one of the two values would be dropped in silence.
+        for (std::size_t i = 0; i + 1 < out.size(); ++i)
+            if (out[i].first == out.back().first)
+                fail(m_command, "--set " + out.back().first + " given twice (=" + out[i].second + " and =" + out.back().second
+                                    + "); give it once");
+    }
     return out;
 }
 

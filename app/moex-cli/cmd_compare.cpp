@@ -13,6 +13,7 @@
 #include "scenario/scenario_yaml.h"
 #include "sim/comparison.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -38,6 +39,12 @@ int cmdCompare(const Argv& argv)
 {
     Args args("compare", argv, {{"steps"}, {"seed"}, {"json"}, {"calibration", true, true}, {"set", true, true}, {"measured"}});
     if (auto run = args.value("measured")) {
+        // The run file says what ran (its scenario, settings, steps and seed): these would be ignored.
+        for (const char* flag : {"set", "steps", "seed"})
+            if (args.has(flag))
+                throw InputError(Location{"moex-cli compare", 0, 0},
+                                 std::string("--") + flag + " is not an option of compare --measured: the run file ("
+                                     + *run + ") says what ran; predict another set-up with compare A B or simulate");
         args.requirePositionals(0, 0, "moex-cli compare --measured RUN.json [--calibration BEFORE [--calibration AFTER]] [--json OUT|-]");
         const std::vector<std::string> cals = args.values("calibration");
         if (cals.size() > 2)
@@ -66,9 +73,10 @@ int cmdCompare(const Argv& argv)
         j["b"] = {{"scenario", sb.name}, {"summary", summaryToJson(b.mean)}};
         nlohmann::json ratios, list = nlohmann::json::array();
         for (const auto& t : terms) {
-            ratios[t.key] = t.ratio();
-            list.push_back(
-                {{"name", t.key}, {"a", t.a}, {"b", t.b}, {"delta", t.delta()}, {"ratio", t.ratio()}, {"unit", t.unit}});
+            // null where A is 0: no ratio (0 would read as "B has none").
+            const nlohmann::json ratio = t.ratio() ? nlohmann::json(*t.ratio()) : nlohmann::json(nullptr);
+            ratios[t.key] = ratio;
+            list.push_back({{"name", t.key}, {"a", t.a}, {"b", t.b}, {"delta", t.delta()}, {"ratio", ratio}, {"unit", t.unit}});
         }
         j["ratio"] = ratios;
         j["terms"] = list;
@@ -78,14 +86,19 @@ int cmdCompare(const Argv& argv)
             return 0;
     }
     std::cout << "A: " << sa.name << "\nB: " << sb.name << "\n\n";
-    std::cout << std::left << std::setw(34) << "" << std::right << std::setw(14) << "A" << std::setw(14) << "B"
-              << std::setw(10) << "B/A" << std::setw(14) << "B-A" << "\n";
+    auto labelOf = [](const CompareTerm& t) { return t.label + (t.unit == "us" ? " ms" : (t.unit.empty() ? "" : " " + t.unit)); };
+    std::size_t width = 0;  // the longest label and a space (labels are ASCII)
+    for (const auto& t : terms)
+        width = std::max(width, labelOf(t).size() + 1);
+    std::cout << std::left << std::setw(static_cast<int>(width)) << "" << std::right << std::setw(14) << "A" << std::setw(14)
+              << "B" << std::setw(10) << "B/A" << std::setw(14) << "B-A" << "\n";
     for (const auto& t : terms) {
-        std::string unit = t.unit == "us" ? " ms" : (t.unit.empty() ? "" : " " + t.unit);
         const double scale = t.unit == "us" ? 1e-3 : 1.0;
-        std::cout << std::left << std::setw(34) << (t.label + unit) << std::right << std::setw(14) << num(t.a * scale)
-                  << std::setw(14) << num(t.b * scale) << std::setw(9) << fixed(t.ratio(), 2) << "x" << std::setw(14)
-                  << num(t.delta() * scale) << "\n";
+        // No ratio where A is 0: a dash (3 bytes of UTF-8, one column: the field 2 wider).
+        const std::string ratio = t.ratio() ? fixed(*t.ratio(), 2) + "x" : "–";
+        std::cout << std::left << std::setw(static_cast<int>(width)) << labelOf(t) << std::right << std::setw(14)
+                  << num(t.a * scale) << std::setw(14) << num(t.b * scale) << std::setw(t.ratio() ? 10 : 12) << ratio
+                  << std::setw(14) << num(t.delta() * scale) << "\n";
     }
     std::cout << "\n" << explanation;
     return 0;

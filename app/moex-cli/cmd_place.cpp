@@ -20,6 +20,7 @@
 #include "placement/exporters.h"
 #include "placement/load_stats.h"
 #include "placement/strategies.h"
+#include "scenario/scenario_checks.h"
 #include "scenario/scenario_yaml.h"
 #include "sim/scenario_run.h"
 #include "run/run_loop.h"
@@ -87,6 +88,15 @@ int cmdPlace(const Argv& argv)
         bad(e.what());
     }
 
+    // The strategy and the slots are this command's flags: a --set of them would be overridden in silence.
+    for (const auto& [key, value] : args.overrides())
+        if (key == "placement" || key == "placement.strategy" || key == "placement.redundant_slots" || key == "placement.budget_ms")
+            bad("--set " + key + "=" + value + ": place takes the placement from --strategy, --slots and --budget-ms");
+    // Only the search uses a time budget and a seed.
+    if (*strategy != "search")
+        for (const char* flag : {"budget-ms", "seed"})
+            if (args.has(flag))
+                bad(std::string("--") + flag + " applies to --strategy search only, not " + *strategy);
     Scenario s = loadScenarioFile(args.positionals().front(), args.overrides());
     args.checkOutputsAgainst(s);
     const int E = s.model.routed_experts;
@@ -100,7 +110,10 @@ int cmdPlace(const Argv& argv)
     s.placement.strategy = *strategy;
     s.placement.redundant_slots = slots - E;
     s.placement.explicit_slots.reset();
-    s.placement.budget_ms = args.doubleValue("budget-ms", s.placement.budget_ms, 0, 3.6e6);
+    // A placement the GPUs cannot hold is no export a server can load.
+    if (const std::string problem = capacityProblem(s); !problem.empty())
+        bad((args.has("slots") ? "--slots " + std::to_string(slots) + ": " : std::string()) + problem);
+    s.placement.budget_ms = args.doubleValue("budget-ms", s.placement.budget_ms, 1, 3.6e6);
     const auto seed = static_cast<std::uint64_t>(args.intValue("seed", 1, 0, 2147483647));
 
     std::vector<std::vector<double>> load;

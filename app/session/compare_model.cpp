@@ -68,7 +68,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const
         case TermColumn: return qs(t.label);
         case AColumn: return formatValue(t, t.a);
         case BColumn: return formatValue(t, t.b);
-        case RatioColumn: return t.a != 0 ? QLocale::c().toString(t.ratio(), 'f', 2) + QLatin1Char('x') : QStringLiteral("–");
+        case RatioColumn: return t.ratio() ? QLocale::c().toString(*t.ratio(), 'f', 2) + QLatin1Char('x') : QStringLiteral("–");
         case DeltaColumn: {
             const QString v = formatValue(t, t.delta());
             return t.delta() > 0 ? QLatin1Char('+') + v : v;
@@ -80,7 +80,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const
         switch (col) {
         case AColumn: return t.a;
         case BColumn: return t.b;
-        case RatioColumn: return t.ratio();
+        case RatioColumn: return t.ratio() ? QVariant(*t.ratio()) : QVariant();
         case DeltaColumn: return t.delta();
         default: return {};
         }

@@ -411,18 +411,31 @@ double weightBytesPerGpu(const Scenario& s, int slotsPerGpu)
     return expertBytes * slotsPerGpu * s.model.numMoeLayers() + s.model.nonExpertBytes();
 }
 
-void checkCapacity(const YAML::Node& root, const Scenario& s, ScenarioChecks& c)
+std::string capacityProblem(const Scenario& s)
 {
     const int slots = s.slotsPerGpu();
     const double need = weightBytesPerGpu(s, slots);
     const double have = s.topology.gpu.hbm_usable_gb * 1e9;
-    if (have > 0 && need > have) {
-        const YAML::Node at = YamlReader::has(root, "placement") ? root["placement"] : root["topology"];
-        c.r.error(at, "weights do not fit: " + std::to_string(slots) + " expert slots per GPU × "
-                          + std::to_string(s.model.numMoeLayers()) + " MoE layers plus the non-expert weights need "
-                          + gb(need) + " per GPU, but a " + s.topology.gpu.name + " has " + gb(have)
-                          + " usable (use more GPUs, fewer redundant slots or a smaller weight format)");
+    if (have <= 0 || need <= have)
+        return {};
+    return "weights do not fit: " + std::to_string(slots) + " expert slots per GPU × " + std::to_string(s.model.numMoeLayers())
+           + " MoE layers plus the non-expert weights need " + gb(need) + " per GPU, but a " + s.topology.gpu.name + " has "
+           + gb(have) + " usable (use more GPUs, fewer redundant slots or a smaller weight format)";
+}
+
+void checkCapacity(const YAML::Node& root, const Scenario& s, ScenarioChecks& c)
+{
+    const std::string problem = capacityProblem(s);
+    if (problem.empty())
+        return;
+    // A flag that changed what a GPU holds is the cause, not the file's placement line.
+    if (!c.capacityFlags.empty()) {
+        const bool several = c.capacityFlags.find(" --set ") != std::string::npos;
+        c.r.diagnostics().error(Location{c.capacityFlags, 0, 0},
+                                problem + " (" + c.r.file() + (several ? " with those flags)" : " with that flag)"));
+        return;
     }
+    c.r.error(YamlReader::has(root, "placement") ? root["placement"] : root["topology"], problem);
 }
 
 }  // namespace moex

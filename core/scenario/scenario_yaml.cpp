@@ -226,6 +226,10 @@ Scenario loadScenarioText(const std::string& text, const std::string& file, cons
         readTopologyPart(croot["topology"], r, baseDir, s, topoOk);
 
     ScenarioChecks checks{r, baseDir, modelOk, topoOk};
+    for (const auto& [key, value] : overrides)
+        if (key == "placement" || key.starts_with("placement.redundant_slots") || key == "model" || key.starts_with("model.")
+            || key == "topology" || key.starts_with("topology.") || key == "precision" || key.starts_with("precision."))
+            checks.capacityFlags += (checks.capacityFlags.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
     readWorkload(croot, s, checks);
     readPlacementPart(croot, s, checks);
     readGpus(croot, s, checks);

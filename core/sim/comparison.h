@@ -7,6 +7,7 @@
 #include "metrics/step_metrics.h"
 #include "scenario/scenario.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,8 @@ struct CompareTerm {
     bool part_of_step = false;       // adds up to the step (without overlap)
     bool higher_is_better = false;   // tokens/s, batch, ...
 
-    [[nodiscard]] double ratio() const { return a != 0 ? b / a : 0.0; }
+    // B / A; none where A is 0 (B has some where A has none, or neither has any).
+    [[nodiscard]] std::optional<double> ratio() const { return a != 0 ? std::optional<double>(b / a) : std::nullopt; }
     [[nodiscard]] double delta() const { return b - a; }
 };
 

@@ -249,7 +249,11 @@ InputError placementError(const Scenario& s, const std::invalid_argument& e)
     const std::string what = e.what();
     const std::string message = what.starts_with("placement: ") ? what : "placement: " + what;
     if (!s.placement.flags.empty())  // a flag changed the shape: the flag, and the file it applied to
-        return InputError(Location{s.placement.flags, 0, 0}, message + (s.file.empty() ? "" : " (" + s.file + " with that flag)"));
+        return InputError(Location{s.placement.flags, 0, 0},
+                          message + (s.file.empty() ? ""
+                                     : " (" + s.file
+                                           + (s.placement.flags.find(" --set ") != std::string::npos ? " with those flags)"
+                                                                                                      : " with that flag)")));
     return InputError(Location{s.file, s.placement.line, s.placement.column}, message);
 }
 

@@ -1,7 +1,11 @@
 // The moex-cli contract (DESIGN.md section 4): commands, exit codes 0/2/1, located errors.
 #include "cli_runner.h"
 
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QtTest>
+
+#include <algorithm>
 
 namespace {
 
@@ -48,6 +52,7 @@ private slots:
     void placeToStdout();
     void filesFromPipesAreReadOnce();
     void versionIsPrinted();
+    void flagsThatWouldBeIgnoredAreRefused();
 };
 
 void TestCli::everySampleValidates()
@@ -254,6 +259,13 @@ void TestCli::setOverrides()
     r = runCli({QStringLiteral("validate"), s, QStringLiteral("--set"), QStringLiteral("placement.redundant_slots=33"),
                 QStringLiteral("--set"), QStringLiteral("placement.strategy=contiguous")});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));  // contiguous takes any count
+    // Weights that do not fit because of a flag: blamed on the flag (it was the file's placement line).
+    const QString mixtral = src(QStringLiteral("samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml"));
+    r = runCli({QStringLiteral("validate"), mixtral, QStringLiteral("--set"), QStringLiteral("placement.redundant_slots=128")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.startsWith(QStringLiteral("--set placement.redundant_slots=128: error: weights do not fit: 17 expert slots"))
+                 && r.err.contains(QStringLiteral("with that flag)")),
+             qPrintable(r.err));
 }
 
 // An output path that cannot be written is the user's input, not an internal failure: exit 2, the
@@ -451,6 +463,80 @@ void TestCli::filesFromPipesAreReadOnce()
     QVERIFY(bash.waitForFinished(120000));
     QCOMPARE(bash.exitCode(), 0);
     QVERIFY(QString::fromUtf8(bash.readAllStandardOutput()).contains(QStringLiteral("in 1 NVLink domain,")));
+}
+
+// Flags a command would have dropped or misread in silence (exit 0): each an error, exit 2.
+void TestCli::flagsThatWouldBeIgnoredAreRefused()
+{
+    const QString s = src(QStringLiteral("samples/scenarios/mixtral-8x7b-decode-hgx-h100.yaml"));
+    QTemporaryDir dir;
+    const QString out = dir.filePath(QStringLiteral("p.yaml"));
+    const struct {
+        QStringList args;
+        const char* error;
+    } rows[] = {
+        // The output's name left out: the next option was taken as the file name (a file "--seed").
+        {{QStringLiteral("simulate"), s, QStringLiteral("--json"), QStringLiteral("--seed"), QStringLiteral("3")},
+         "option '--json' needs a value, but '--seed' follows it, which is an option"},
+        {{QStringLiteral("simulate"), s, QStringLiteral("--steps"), QStringLiteral(" 3")}, "'--steps' needs an integer, got ' 3'"},
+        // The last of two values won.
+        {{QStringLiteral("simulate"), s, QStringLiteral("--set"), QStringLiteral("workload.tokens_per_gpu=8"), QStringLiteral("--set"),
+          QStringLiteral("workload.tokens_per_gpu=16")},
+         "--set workload.tokens_per_gpu given twice (=8 and =16)"},
+        // Read as "no calibration": the built-in default.
+        {{QStringLiteral("simulate"), s, QStringLiteral("--calibration"), QString()}, "option '--calibration' is given an empty value"},
+        // The run file says what ran: these were ignored.
+        {{QStringLiteral("compare"), QStringLiteral("--measured"), dir.filePath(QStringLiteral("run.json")), QStringLiteral("--steps"),
+          QStringLiteral("5")},
+         "--steps is not an option of compare --measured"},
+        // A placement the H100s cannot hold was exported (17 slots a GPU need 195 GB).
+        {{QStringLiteral("place"), s, QStringLiteral("--strategy"), QStringLiteral("eplb"), QStringLiteral("--slots"),
+          QStringLiteral("136"), QStringLiteral("--format"), QStringLiteral("native"), QStringLiteral("-o"), out},
+         "--slots 136: weights do not fit: 17 expert slots per GPU"},
+        // --slots and --strategy decide; a --set of them was overridden.
+        {{QStringLiteral("place"), s, QStringLiteral("--strategy"), QStringLiteral("eplb"), QStringLiteral("--format"),
+          QStringLiteral("native"), QStringLiteral("-o"), out, QStringLiteral("--set"), QStringLiteral("placement.redundant_slots=8")},
+         "--set placement.redundant_slots=8: place takes the placement from --strategy, --slots and --budget-ms"},
+        {{QStringLiteral("place"), s, QStringLiteral("--strategy"), QStringLiteral("eplb"), QStringLiteral("--budget-ms"),
+          QStringLiteral("5"), QStringLiteral("--format"), QStringLiteral("native"), QStringLiteral("-o"), out},
+         "--budget-ms applies to --strategy search only, not eplb"},
+    };
+    for (const auto& row : rows) {
+        const Result r = runCli(row.args);
+        QVERIFY2(r.exitCode == 2 && r.err.contains(QString::fromUtf8(row.error)),
+                 qPrintable(row.args.join(QLatin1Char(' ')) + QStringLiteral(" -> ") + QString::number(r.exitCode) + QStringLiteral(": ") + r.err));
+        QVERIFY(!QFileInfo::exists(out));
+        QVERIFY(!QFileInfo::exists(QStringLiteral("--seed")));
+    }
+
+    // compare: no ratio where A's term is 0 (it was 0.00x, and "ratio": 0 in JSON: "B has none").
+    const QString b = dir.filePath(QStringLiteral("b.yaml"));
+    QFile in(s);
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    QString text = QString::fromUtf8(in.readAll());
+    text.replace(QStringLiteral("model: ../models/"), QStringLiteral("model: ") + src(QStringLiteral("samples/models/")));
+    text.replace(QStringLiteral("\nworkload:\n"), QStringLiteral("\nworkload:\n  context_cv: 0.5\n"));
+    QFile outB(b);
+    QVERIFY(outB.open(QIODevice::WriteOnly));
+    outB.write(text.toUtf8());
+    outB.close();
+    Result r = runCli({QStringLiteral("compare"), s, b, QStringLiteral("--steps"), QStringLiteral("1"), QStringLiteral("--json"),
+                       QStringLiteral("-")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QJsonObject ratios = QJsonDocument::fromJson(r.out.toUtf8()).object().value(QStringLiteral("ratio")).toObject();
+    QVERIFY2(ratios.value(QStringLiteral("dp_sync_us")).isNull() && ratios.contains(QStringLiteral("dp_sync_us")), qPrintable(r.out));
+    QVERIFY(ratios.value(QStringLiteral("step_time_us")).toDouble() > 1.0);
+    r = runCli({QStringLiteral("compare"), s, b, QStringLiteral("--steps"), QStringLiteral("1")});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QStringList lines = r.out.split(QLatin1Char('\n'));
+    const auto dp = std::find_if(lines.begin(), lines.end(), [](const QString& l) { return l.startsWith(QStringLiteral("DP attention wait")); });
+    QVERIFY(dp != lines.end());
+    QVERIFY2(dp->contains(QStringLiteral("  –  ")) && !dp->contains(QStringLiteral("0.00x")), qPrintable(*dp));
+    // Every row as wide as the header: the widest label no longer pushes its row out.
+    const auto header = std::find_if(lines.begin(), lines.end(), [](const QString& l) { return l.endsWith(QStringLiteral("B-A")); });
+    QVERIFY(header != lines.end());
+    for (auto it = header + 1; it != lines.end() && !it->isEmpty(); ++it)
+        QVERIFY2(it->size() == header->size(), qPrintable(*it + QStringLiteral(" | ") + *header));
 }
 
 void TestCli::versionIsPrinted()

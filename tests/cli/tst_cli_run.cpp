@@ -421,7 +421,7 @@ private slots:
         QTest::newRow("a list through --set") << QStringList{QStringLiteral("--set"), QStringLiteral("engine.layers=[1,2]")} << QString()
                                               << QStringLiteral("--set gives scalars only");
         QTest::newRow("--layers empty") << QStringList{QStringLiteral("--layers"), QString()} << QString()
-                                        << QStringLiteral("--layers needs one or more");
+                                        << QStringLiteral("option '--layers' is given an empty value");
         QTest::newRow("unknown backend") << QStringList{QStringLiteral("--backend"), QStringLiteral("tpu")} << QString()
                                          << QStringLiteral("known backends are cpu and cuda");
         QTest::newRow("weights beyond memory") << QStringList() << QStringLiteral("  memory_gb: 0.00001\n")
