@@ -134,6 +134,32 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
     if (auto v = c.r.getBool(routing, "layer_cycling", false))
         rs.layer_cycling = *v;
     const bool needsFile = rs.kind != RoutingKind::synthetic;
+    // Keys that would be ignored. The generator's shape where a file is replayed: an error where
+    // the file says both or a --set brings the key; where a --set chose the kind, the file's keys
+    // of the other kind are left (the user switched the kind of a scenario written for the other).
+    // A file without a kind: the kind left out, so the file would not be read. (A file beside an
+    // explicit `kind: synthetic` is kept for a switch back, as moex writes it.)
+    const std::string kindName(toString(rs.kind));
+    const bool kindGiven = YamlReader::has(routing, "kind");
+    std::string kindFlag;
+    if (kindGiven)
+        if (const Location k = c.r.at(routing["kind"]); k.file != c.r.file())
+            kindFlag = k.file;
+    if (needsFile)
+        for (const char* key : {"skew", "hot_experts", "coactivation_groups", "drift", "seed"}) {
+            if (!YamlReader::has(routing, key))
+                continue;
+            const bool keyFlag = c.r.at(routing[key]).file != c.r.file();
+            if (keyFlag || kindFlag.empty())
+                c.r.error(routing[key], std::string("'") + key + "' shapes the synthetic generator; routing kind '" + kindName
+                                            + "'" + (kindFlag.empty() ? "" : " (" + kindFlag + ")")
+                                            + " replays its file as it is: remove the key");
+        }
+    if (!kindGiven)
+        for (const char* key : {"file", "layer_cycling"})
+            if (YamlReader::has(routing, key))
+                c.r.error(routing[key], std::string("'") + key + "' is for routing kind trace or counts, and the routing gives no "
+                                            "kind (synthetic, the default, draws the routing): add kind: trace or kind: counts");
     if (YamlReader::has(routing, "file")) {
         const YAML::Node f = routing["file"];
         if (!f.IsScalar() || f.Scalar().empty()) {
@@ -156,7 +182,9 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
             rs.file = p.lexically_normal().string();
         }
     } else if (needsFile) {
-        c.r.error(routing, "routing kind '" + std::string(toString(rs.kind)) + "' needs a 'file'");
+        // At the kind (a --set that chose it is named), else at the routing mapping.
+        c.r.error(YamlReader::has(routing, "kind") ? routing["kind"] : routing,
+                  "routing kind '" + kindName + "' needs a 'file'");
     }
 }
 

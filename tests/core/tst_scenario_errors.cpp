@@ -43,6 +43,7 @@ private slots:
     void deepNestingIsAnErrorNotACrash();
     void aliasBombDoesNotExplode();
     void hugeFileRefused();
+    void routingKeysOfTheOtherKindByFlags();
 };
 
 void TestScenarioErrors::malformed_data()
@@ -154,6 +155,12 @@ void TestScenarioErrors::malformed_data()
         "this is an expert counts file");
     row("a config.json", QStringLiteral(R"({"model_type": "mixtral", "num_local_experts": 8})"), 0,
         "this is a Hugging Face config.json, not a scenario: `moex-cli import-hf`");
+    // Keys the routing's kind would ignore: the generator's shape for a replayed file, a file
+    // without the kind that reads it.
+    row("seed with a trace", base + QStringLiteral("workload:\n  routing: {kind: trace, file: ../models/mixtral-8x7b.yaml, seed: 3}\n"),
+        5, "'seed' shapes the synthetic generator; routing kind 'trace' replays its file as it is");
+    row("file without a kind", base + QStringLiteral("workload:\n  routing: {file: ../models/mixtral-8x7b.yaml}\n"), 5,
+        "'file' is for routing kind trace or counts, and the routing gives no kind");
     row("routing trace without file", base + QStringLiteral("workload:\n  routing: {kind: trace}\n"), 5, "needs a 'file'");
     row("routing file missing", base + QStringLiteral("workload:\n  routing: {kind: trace, file: nope.jsonl}\n"), 5,
         "does not exist");
@@ -312,6 +319,43 @@ void TestScenarioErrors::hugeFileRefused()
         const QString message = QString::fromStdString(e.diagnostics().format());
         QVERIFY2(message.contains(QStringLiteral("more than the limit")), qPrintable(message));
     }
+}
+
+// A --set of a key the routing's kind ignores is an error at the flag; a --set of the kind itself
+// leaves the file's keys of the other kind (the user switched the kind of a scenario written for the
+// other), and a --set file may come ahead of its kind (the window sets the file, then the kind).
+void TestScenarioErrors::routingKeysOfTheOtherKindByFlags()
+{
+    const std::string base = "name: t\nmodel: ../models/mixtral-8x7b.yaml\ntopology: {builtin: hgx-h100}\n";
+    const std::string trace = base + "workload:\n  routing: {kind: trace, file: ../models/mixtral-8x7b.yaml}\n";
+    const std::string synthetic = base + "workload:\n  routing: {kind: synthetic, seed: 7, skew: 1}\n";
+    try {
+        (void)loadScenarioText(trace, kFile, {{"workload.routing.skew", "5"}});
+        QFAIL("a skew for a replayed trace was accepted");
+    } catch (const InputError& e) {
+        QVERIFY2(e.diagnostics().format().starts_with("--set workload.routing.skew=5: error: 'skew' shapes the synthetic generator"),
+                 e.diagnostics().format().c_str());
+    }
+    try {
+        (void)loadScenarioText(synthetic, kFile, {{"workload.routing.kind", "trace"}, {"workload.routing.file", "../models/mixtral-8x7b.yaml"},
+                                                  {"workload.routing.drift", "0.1"}});
+        QFAIL("a drift for a replayed trace was accepted");
+    } catch (const InputError& e) {
+        const std::string text = e.diagnostics().format();
+        QVERIFY2(e.diagnostics().size() == 1 && text.find("'drift' shapes the synthetic generator; routing kind 'trace' "
+                                                          "(--set workload.routing.kind=trace)") != std::string::npos,
+                 text.c_str());
+    }
+    const Scenario switched = loadScenarioText(synthetic, kFile, {{"workload.routing.kind", "trace"},
+                                                                  {"workload.routing.file", "../models/mixtral-8x7b.yaml"}});
+    QVERIFY(switched.workload.routing.kind == RoutingKind::trace);
+    const Scenario back = loadScenarioText(trace, kFile, {{"workload.routing.kind", "synthetic"}});
+    QVERIFY(back.workload.routing.kind == RoutingKind::synthetic);
+    const Scenario fileFirst = loadScenarioText(synthetic, kFile, {{"workload.routing.file", "../models/mixtral-8x7b.yaml"}});
+    QVERIFY(fileFirst.workload.routing.kind == RoutingKind::synthetic);
+    // Saved, each loads back: a replayed file's scenario is written without the generator's seed.
+    for (const Scenario* s : {&switched, &back, &fileFirst})
+        QVERIFY(loadScenarioText(scenarioToYaml(*s), kFile).workload.routing.kind == s->workload.routing.kind);
 }
 
 QTEST_APPLESS_MAIN(TestScenarioErrors)
