@@ -22,7 +22,7 @@ int cmdTopology(const Argv& argv)
     std::string names;
     for (const auto& n : builtinTopologyNames())
         names += (names.empty() ? "" : "|") + n;
-    args.requirePositionals(1, 1, "moex-cli topology " + names + " [--racks N] [--nodes N] [-o OUT]");
+    args.requirePositionals(1, 1, "moex-cli topology " + names + " [--racks N] [--nodes N] [--gpus-per-node N] [--nics-per-gpu N] [-o OUT]");
     TopologyParams p;
     p.builtin = args.positionals().front();
     p.racks = args.intValue("racks", 1, 1, 16);

@@ -3,6 +3,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
 
 namespace moex {
 
@@ -222,6 +225,11 @@ void readPlacementPart(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
     }
     if (YamlReader::has(node, "strategy") && p.strategy != "explicit")
         c.r.error(node["strategy"], "explicit slots are given, so 'strategy' must be 'explicit' (or left out)");
+    // What a strategy reads would be ignored: the slots say how many there are and where.
+    for (const char* key : {"redundant_slots", "budget_ms"})
+        if (YamlReader::has(node, key))
+            c.r.error(node[key], std::string("explicit slots are given, so '") + key
+                                     + "' has no effect: remove it (the slots are the placement), or name a strategy instead of the slots");
     p.strategy = "explicit";
     if (!c.modelOk || !c.topoOk)
         return;  // cannot check slots without both
@@ -293,6 +301,7 @@ void readGpus(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
         return;
     }
     const int numGpus = c.topoOk ? s.topology.numGpus() : (1 << 20);
+    std::map<int, std::pair<std::string, YAML::Node>> seen;  // GPU -> its key as written, for two spellings of one GPU
     for (auto it = speed.begin(); it != speed.end(); ++it) {
         const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
         auto v = c.r.asDouble(it->second, "speed of " + key, 0.01, 10.0);
@@ -312,6 +321,14 @@ void readGpus(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
         if (gpu >= numGpus) {
             c.r.error(it->first, "GPU " + std::to_string(gpu) + " does not exist: the topology has "
                                      + std::to_string(numGpus) + " GPUs (0.." + std::to_string(numGpus - 1) + ")");
+            continue;
+        }
+        // gpu3, gpu03 and 3 are one GPU: the last of them would win in silence.
+        if (const auto [first, fresh] = seen.emplace(gpu, std::make_pair(key, it->first)); !fresh) {
+            const Location was = c.r.at(first->second.second);
+            c.r.error(it->first, "GPU " + std::to_string(gpu) + " is given twice: as '" + first->second.first + "' ("
+                                     + (was.file == c.r.file() ? "line " + std::to_string(was.line) : was.file) + ") and as '"
+                                     + key + "'; give it once");
             continue;
         }
         if (v)

@@ -161,6 +161,11 @@ void TestScenarioErrors::malformed_data()
         5, "'seed' shapes the synthetic generator; routing kind 'trace' replays its file as it is");
     row("file without a kind", base + QStringLiteral("workload:\n  routing: {file: ../models/mixtral-8x7b.yaml}\n"), 5,
         "'file' is for routing kind trace or counts, and the routing gives no kind");
+    row("redundant slots beside explicit slots",
+        base + QStringLiteral("placement:\n  slots: [[0], [1], [2], [3], [4], [5], [6], [7]]\n  redundant_slots: 8\n"), 6,
+        "explicit slots are given, so 'redundant_slots' has no effect");
+    row("one GPU's speed twice", base + QStringLiteral("gpus:\n  speed: {gpu3: 0.5,\n    gpu03: 0.9}\n"), 6,
+        "GPU 3 is given twice: as 'gpu3' (line 5) and as 'gpu03'; give it once");
     row("routing trace without file", base + QStringLiteral("workload:\n  routing: {kind: trace}\n"), 5, "needs a 'file'");
     row("routing file missing", base + QStringLiteral("workload:\n  routing: {kind: trace, file: nope.jsonl}\n"), 5,
         "does not exist");
