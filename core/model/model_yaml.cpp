@@ -407,7 +407,7 @@ void checkModel(const ModelSpec& m, const YAML::Node& where, YamlReader& r)
     } else if (m.groups_per_token > m.expert_groups) {
         r.error(nodeFor(where, "groups_per_token"), "groups_per_token = " + str(m.groups_per_token)
                                                         + " is larger than expert_groups = " + str(m.expert_groups));
-    } else {
+    } else if (m.experts_per_token <= m.routed_experts) {  // (else the top-k error above says it)
         // Group-limited routing picks top-k among the experts of the chosen groups only.
         const int reachable = m.groups_per_token * (m.routed_experts / m.expert_groups);
         if (reachable < m.experts_per_token)

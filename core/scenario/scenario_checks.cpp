@@ -1,4 +1,6 @@
 #include "scenario/scenario_checks.h"
+#include "common/atomic_file.h"
+#include "common/file_kinds.h"
 #include "common/plural.h"
 
 #include <cmath>
@@ -79,6 +81,32 @@ std::optional<LayerPlacement> readLayerSlots(const YAML::Node& node, ScenarioChe
         }
     }
     return layer;
+}
+
+// What a routing file is when it is one of moex's own YAML files (a scenario, a model: the file
+// named in the wrong place), said in one line; "" otherwise (a trace, counts, statistics: their
+// readers check them when the run starts). Only a small file that does not start as JSON is read.
+std::string notRoutingData(const std::string& path)
+{
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > kMaxYamlBytes || ec)
+        return {};
+    std::string text;
+    try {
+        text = readFile(path, kMaxYamlBytes);
+    } catch (const InputError&) {
+        return {};  // unreadable: the reader says so when the run starts
+    }
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || text[first] == '{' || text[first] == '[' || text.find('\0') != std::string::npos)
+        return {};
+    Diagnostics ignored;
+    const auto node = parseYaml(text, path, ignored);
+    const InputKind kind = node ? classifyInput(*node) : InputKind::unknown;
+    if (kind == InputKind::unknown || kind == InputKind::routing_trace || kind == InputKind::expert_counts)
+        return {};
+    return std::string("this is a ") + toString(kind) + ", not routing data (a JSON trace or counts file, an SGLang .pt, "
+           "vLLM eplb_load_stats JSONL or a TensorRT-LLM statistics folder)";
 }
 
 }  // namespace
@@ -182,6 +210,8 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
             else if (!folderOk && !fs::is_regular_file(p, ec))
                 c.r.error(f, "routing file '" + f.Scalar() + "' does not exist (looked for "
                                  + p.lexically_normal().string() + ")");
+            else if (const std::string other = notRoutingData(p.string()); !other.empty())
+                c.r.error(f, "routing file '" + f.Scalar() + "': " + other);
             rs.file = p.lexically_normal().string();
         }
     } else if (needsFile) {

@@ -157,7 +157,7 @@ void TestScenarioErrors::malformed_data()
         "this is a Hugging Face config.json, not a scenario: `moex-cli import-hf`");
     // Keys the routing's kind would ignore: the generator's shape for a replayed file, a file
     // without the kind that reads it.
-    row("seed with a trace", base + QStringLiteral("workload:\n  routing: {kind: trace, file: ../models/mixtral-8x7b.yaml, seed: 3}\n"),
+    row("seed with a trace", base + QStringLiteral("workload:\n  routing: {kind: trace, file: ../../tests/data/traces/mixtral8x7b_gsm8k_2_routing.jsonl, seed: 3}\n"),
         5, "'seed' shapes the synthetic generator; routing kind 'trace' replays its file as it is");
     row("file without a kind", base + QStringLiteral("workload:\n  routing: {file: ../models/mixtral-8x7b.yaml}\n"), 5,
         "'file' is for routing kind trace or counts, and the routing gives no kind");
@@ -166,6 +166,8 @@ void TestScenarioErrors::malformed_data()
         "explicit slots are given, so 'redundant_slots' has no effect");
     row("one GPU's speed twice", base + QStringLiteral("gpus:\n  speed: {gpu3: 0.5,\n    gpu03: 0.9}\n"), 6,
         "GPU 3 is given twice: as 'gpu3' (line 5) and as 'gpu03'; give it once");
+    row("a model file as the trace", base + QStringLiteral("workload:\n  routing: {kind: trace, file: ../models/mixtral-8x7b.yaml}\n"), 5,
+        "routing file '../models/mixtral-8x7b.yaml': this is a model file, not routing data");
     row("routing trace without file", base + QStringLiteral("workload:\n  routing: {kind: trace}\n"), 5, "needs a 'file'");
     row("routing file missing", base + QStringLiteral("workload:\n  routing: {kind: trace, file: nope.jsonl}\n"), 5,
         "does not exist");
@@ -332,7 +334,8 @@ void TestScenarioErrors::hugeFileRefused()
 void TestScenarioErrors::routingKeysOfTheOtherKindByFlags()
 {
     const std::string base = "name: t\nmodel: ../models/mixtral-8x7b.yaml\ntopology: {builtin: hgx-h100}\n";
-    const std::string trace = base + "workload:\n  routing: {kind: trace, file: ../models/mixtral-8x7b.yaml}\n";
+    const std::string traceFile = std::string(MOEX_TEST_DATA_DIR) + "/traces/mixtral8x7b_gsm8k_2_routing.jsonl";
+    const std::string trace = base + "workload:\n  routing: {kind: trace, file: " + traceFile + "}\n";
     const std::string synthetic = base + "workload:\n  routing: {kind: synthetic, seed: 7, skew: 1}\n";
     try {
         (void)loadScenarioText(trace, kFile, {{"workload.routing.skew", "5"}});
@@ -342,7 +345,7 @@ void TestScenarioErrors::routingKeysOfTheOtherKindByFlags()
                  e.diagnostics().format().c_str());
     }
     try {
-        (void)loadScenarioText(synthetic, kFile, {{"workload.routing.kind", "trace"}, {"workload.routing.file", "../models/mixtral-8x7b.yaml"},
+        (void)loadScenarioText(synthetic, kFile, {{"workload.routing.kind", "trace"}, {"workload.routing.file", traceFile},
                                                   {"workload.routing.drift", "0.1"}});
         QFAIL("a drift for a replayed trace was accepted");
     } catch (const InputError& e) {
@@ -352,11 +355,11 @@ void TestScenarioErrors::routingKeysOfTheOtherKindByFlags()
                  text.c_str());
     }
     const Scenario switched = loadScenarioText(synthetic, kFile, {{"workload.routing.kind", "trace"},
-                                                                  {"workload.routing.file", "../models/mixtral-8x7b.yaml"}});
+                                                                  {"workload.routing.file", traceFile}});
     QVERIFY(switched.workload.routing.kind == RoutingKind::trace);
     const Scenario back = loadScenarioText(trace, kFile, {{"workload.routing.kind", "synthetic"}});
     QVERIFY(back.workload.routing.kind == RoutingKind::synthetic);
-    const Scenario fileFirst = loadScenarioText(synthetic, kFile, {{"workload.routing.file", "../models/mixtral-8x7b.yaml"}});
+    const Scenario fileFirst = loadScenarioText(synthetic, kFile, {{"workload.routing.file", traceFile}});
     QVERIFY(fileFirst.workload.routing.kind == RoutingKind::synthetic);
     // Saved, each loads back: a replayed file's scenario is written without the generator's seed.
     for (const Scenario* s : {&switched, &back, &fileFirst})
