@@ -131,13 +131,14 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
         s.workload.phase = *p == 0 ? Phase::decode : Phase::prefill;
     if (s.workload.phase == Phase::prefill)
         s.workload.tokens_per_gpu = 4096;
-    if (auto t = c.r.getInt(node, "tokens_per_gpu", false, 1, std::int64_t{1} << 30)) {
-        if (*t > kMaxTokensPerGpu)
-            c.r.error(node["tokens_per_gpu"], "'tokens_per_gpu' = " + std::to_string(*t) + " is more than one GPU routes in one step (at most "
-                                                  + std::to_string(kMaxTokensPerGpu) + "); model a longer prefill as chunks of at most that");
-        else
-            s.workload.tokens_per_gpu = static_cast<int>(*t);
-    }
+    // Past what one GPU routes in a step: said with the way out (chunks); other values as any range.
+    long long tokens = 0;
+    if (YamlReader::has(node, "tokens_per_gpu") && node["tokens_per_gpu"].IsScalar()
+        && YAML::convert<long long>::decode(node["tokens_per_gpu"], tokens) && tokens > kMaxTokensPerGpu)
+        c.r.error(node["tokens_per_gpu"], "'tokens_per_gpu' = " + std::to_string(tokens) + " is more than one GPU routes in one step (at most "
+                                              + std::to_string(kMaxTokensPerGpu) + "); model a longer prefill as chunks of at most that");
+    else if (auto t = c.r.getInt(node, "tokens_per_gpu", false, 1, kMaxTokensPerGpu))
+        s.workload.tokens_per_gpu = static_cast<int>(*t);
     if (auto t = c.r.getInt(node, "context_tokens", false, 1, 16 << 20))
         s.workload.context_tokens = static_cast<int>(*t);
     if (auto v = c.r.getDouble(node, "context_cv", false, 0.0, 10.0))
