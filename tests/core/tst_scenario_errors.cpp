@@ -93,7 +93,7 @@ void TestScenarioErrors::malformed_data()
     // Out of range
     row("negative tokens", base + QStringLiteral("workload: {tokens_per_gpu: -5}\n"), 4, "out of range");
     row("zero tokens", base + QStringLiteral("workload: {tokens_per_gpu: 0}\n"), 4, "out of range");
-    row("absurd tokens", base + QStringLiteral("workload: {tokens_per_gpu: 99999999999}\n"), 4, "out of range");
+    row("absurd tokens", base + QStringLiteral("workload: {tokens_per_gpu: 99999999999}\n"), 4, "is more than one GPU routes in one step");
     row("tokens above one step's most", base + QStringLiteral("workload: {tokens_per_gpu: 65536}\n"), 4,
         "'tokens_per_gpu' = 65536 is more than one GPU routes in one step (at most 65535)");
     row("NaN skew", base + QStringLiteral("workload:\n  routing: {skew: .nan}\n"), 5, "NaN");
