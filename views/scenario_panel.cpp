@@ -413,6 +413,14 @@ void ScenarioPanel::setScenario(const Scenario& s)
     setCombo(d->routing, qs(toString(s.workload.routing.kind)));
     d->skew->setValue(s.workload.routing.skew);
     d->seed->setValue(static_cast<int>(std::min<std::uint64_t>(s.workload.routing.seed, 1u << 30)));
+    // Skew and seed shape the synthetic generator; a replayed trace or counts file has neither
+    // (a change would be refused as a key the kind ignores).
+    const bool generated = s.workload.routing.kind == RoutingKind::synthetic;
+    const QString replayed = generated ? QString() : tr("The routing replays its file: skew and seed shape the synthetic generator only");
+    for (QWidget* w : {static_cast<QWidget*>(d->skew), static_cast<QWidget*>(d->seed)}) {
+        w->setEnabled(generated);
+        w->setToolTip(replayed);
+    }
 
     setCombo(d->strategy, QString::fromStdString(s.placement.strategy));
     d->redundant->setValue(s.placement.redundant_slots);

@@ -81,14 +81,8 @@ public:
         json& object = *m_stack.back();
         if (object.contains(k))
             throw DuplicateKey{k, *m_read};
-        if (m_keys && m_stack.size() <= static_cast<std::size_t>(JsonKeyOffsets::kKeyOffsetDepth)) {
-            m_memberPointer = m_pointers.back() + '/' + jsonPointerToken(k);
-            // The key as written ends where the parser is; one with escapes spelled otherwise is not found.
-            const std::string quoted = json(k).dump();
-            const std::size_t at = m_text.substr(0, std::min(*m_read, m_text.size())).rfind(quoted);
-            if (at != std::string_view::npos)
-                m_keys->offsets.emplace(m_memberPointer, at);
-        }
+        if (m_keys)
+            record(k);
         m_member = &object[k];
         return true;
     }
@@ -100,6 +94,40 @@ public:
     }
 
 private:
+    // Records where key `k` of the innermost object is written. Its closing quote is the last
+    // character the parser read; the opening one is found by walking back over the key as written
+    // (escapes included), so the cost is the key's length. Pointers are kept short and shallow: a
+    // hostile file's long keys or deep nesting are simply not recorded (their errors fall back to
+    // the file), and memory stays linear in the text.
+    void record(const json::string_t& k)
+    {
+        m_memberPointer.clear();
+        const std::string& parent = m_pointers.back();
+        if (m_stack.size() > static_cast<std::size_t>(JsonKeyOffsets::kKeyOffsetDepth) || parent == kNotRecorded
+            || m_keys->offsets.size() >= JsonKeyOffsets::kMaxKeys)
+            return;
+        const std::string token = jsonPointerToken(k);
+        if (parent.size() + 1 + token.size() > JsonKeyOffsets::kMaxPointer) {
+            m_memberPointer = kNotRecorded;
+            return;
+        }
+        m_memberPointer = parent + '/' + token;
+        const std::size_t close = std::min(*m_read, m_text.size());
+        if (close == 0 || m_text[close - 1] != '"')
+            return;
+        for (std::size_t p = close - 1; p-- > 0;) {
+            if (m_text[p] != '"')
+                continue;
+            std::size_t slashes = 0;
+            while (slashes < p && m_text[p - 1 - slashes] == '\\')
+                ++slashes;
+            if (slashes % 2 == 0) {
+                m_keys->offsets.emplace(m_memberPointer, p);
+                return;
+            }
+        }
+    }
+
     // The value's place: the root, the array being read, or the member whose key came last.
     template <class Value>
     json* place(Value&& v)
@@ -127,10 +155,21 @@ private:
         // The depth parse()'s callback saw at a start event: the containers open around it.
         if (static_cast<int>(m_stack.size()) > kMaxJsonDepth)
             throw TooDeep{};
-        if (m_keys)
-            m_pointers.push_back(m_stack.empty()             ? std::string()
-                                 : m_stack.back()->is_array() ? m_pointers.back() + '/' + std::to_string(m_stack.back()->size())
-                                                              : m_memberPointer);
+        if (m_keys) {
+            // A container's pointer: the root's "", an array element's index, or its member's key;
+            // past the bounds, not recorded (nor anything inside it).
+            std::string pointer;
+            if (!m_stack.empty()) {
+                const std::string& parent = m_pointers.back();
+                if (m_stack.back()->is_array())
+                    pointer = parent == kNotRecorded || parent.size() > JsonKeyOffsets::kMaxPointer
+                                  ? std::string(kNotRecorded)
+                                  : parent + '/' + std::to_string(m_stack.back()->size());
+                else
+                    pointer = m_memberPointer.empty() ? std::string(kNotRecorded) : m_memberPointer;
+            }
+            m_pointers.push_back(std::move(pointer));
+        }
         m_stack.push_back(place(kind));
         return true;
     }
@@ -149,7 +188,9 @@ private:
     std::vector<json*> m_stack;  // the containers open, outermost first
     json* m_member = nullptr;
     std::vector<std::string> m_pointers;  // with m_keys: the JSON Pointer of each open container
-    std::string m_memberPointer;          // and of the member whose key came last
+    std::string m_memberPointer;          // and of the member whose key came last ("" or kNotRecorded: none)
+    // Not a JSON Pointer (those start with '/'): a container whose keys are not recorded.
+    static constexpr const char* kNotRecorded = "#";
 };
 
 // Dumps at most `budget` characters, iteratively deep only to kMaxJsonDepth.

@@ -59,6 +59,10 @@ nlohmann::json parseJsonInput(std::string_view text, const std::string& file, in
 // arrays deep are not recorded (the formats that ask for offsets nest 3-5 levels).
 struct JsonKeyOffsets {
     static constexpr int kKeyOffsetDepth = 8;
+    // Bounds that keep the record linear in the text whatever the input: a pointer longer than
+    // kMaxPointer characters, and keys after the first kMaxKeys, are not recorded.
+    static constexpr std::size_t kMaxPointer = 256;
+    static constexpr std::size_t kMaxKeys = 1u << 16;
     std::unordered_map<std::string, std::size_t> offsets;
     // FILE:LINE:COL of `pointer`'s key in `text`; nullopt when it is not recorded.
     [[nodiscard]] std::optional<Location> locate(const std::string& pointer, std::string_view text, const std::string& file) const;

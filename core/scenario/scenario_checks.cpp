@@ -182,7 +182,9 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
             if (!YamlReader::has(routing, key))
                 continue;
             const bool keyFlag = c.r.at(routing[key]).file != c.r.file();
-            if (keyFlag || kindFlag.empty())
+            // A seed in the file is kept for a switch back to the generator (moex writes it
+            // whatever the kind, and did before this check): only a --set of it is refused.
+            if (keyFlag || (kindFlag.empty() && key != std::string("seed")))
                 c.r.error(routing[key], std::string("'") + key + "' shapes the synthetic generator; routing kind '" + kindName
                                             + "'" + (kindFlag.empty() ? "" : " (" + kindFlag + ")")
                                             + " replays its file as it is: remove the key");
@@ -358,9 +360,17 @@ void readGpus(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
                                      + std::to_string(numGpus) + " GPUs (0.." + std::to_string(numGpus - 1) + ")");
             continue;
         }
-        // gpu3, gpu03 and 3 are one GPU: the last of them would win in silence.
+        // gpu3, gpu03 and 3 are one GPU: the last of them would win in silence. (A --set of it
+        // under another spelling than the file's replaces the file's value, as any --set does.)
         if (const auto [first, fresh] = seen.emplace(gpu, std::make_pair(key, it->first)); !fresh) {
             const Location was = c.r.at(first->second.second);
+            const bool flagOverFile = was.file == c.r.file() && c.r.at(it->first).file != c.r.file();
+            if (flagOverFile) {
+                first->second = {key, it->first};
+                if (v)
+                    s.speeds.per_gpu[gpu] = *v;
+                continue;
+            }
             c.r.error(it->first, "GPU " + std::to_string(gpu) + " is given twice: as '" + first->second.first + "' ("
                                      + (was.file == c.r.file() ? "line " + std::to_string(was.line) : was.file) + ") and as '"
                                      + key + "'; give it once");

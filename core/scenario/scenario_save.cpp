@@ -99,9 +99,8 @@ std::string scenarioToYaml(const Scenario& s, const std::string& dir)
         out << YAML::Key << "file" << YAML::Value << relativeTo(w.routing.file, dir);
     if (w.routing.layer_cycling)
         out << YAML::Key << "layer_cycling" << YAML::Value << true;
-    // The generator's seed for the generator only (a file replayed with one is an error when read).
-    if (w.routing.kind == RoutingKind::synthetic)
-        out << YAML::Key << "seed" << YAML::Value << w.routing.seed;
+    // The seed whatever the kind too: a switch from a replayed file back to the generator keeps it.
+    out << YAML::Key << "seed" << YAML::Value << w.routing.seed;
     out << YAML::EndMap << YAML::EndMap;
 
     const PlacementSpec& p = s.placement;

@@ -226,10 +226,16 @@ Scenario loadScenarioText(const std::string& text, const std::string& file, cons
         readTopologyPart(croot["topology"], r, baseDir, s, topoOk);
 
     ScenarioChecks checks{r, baseDir, modelOk, topoOk};
-    for (const auto& [key, value] : overrides)
-        if (key == "placement" || key.starts_with("placement.redundant_slots") || key == "model" || key.starts_with("model.")
-            || key == "topology" || key.starts_with("topology.") || key == "precision" || key.starts_with("precision."))
+    // The flags that change what a GPU holds: its slots, the model's sizes, the GPUs, the weights'
+    // format (not a name, the routing prior or the exchange's precision).
+    for (const auto& [key, value] : overrides) {
+        const bool holds = key == "placement" || key == "placement.redundant_slots" || key == "model"
+                           || (key.starts_with("model.") && key != "model.name" && !key.starts_with("model.routing"))
+                           || key == "topology" || (key.starts_with("topology.") && key != "topology.name")
+                           || key == "precision" || key == "precision.weights";
+        if (holds)
             checks.capacityFlags += (checks.capacityFlags.empty() ? "" : " ") + std::string("--set ") + key + "=" + value;
+    }
     readWorkload(croot, s, checks);
     readPlacementPart(croot, s, checks);
     readGpus(croot, s, checks);

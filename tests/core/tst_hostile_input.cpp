@@ -247,6 +247,52 @@ private slots:
         QVERIFY(inputError([&] { parseJsonInput(deep + "1" + tail, "n.json"); }).contains(QStringLiteral("nests deeper than 64")));
         QCOMPARE(parseJsonInput(deep.substr(6) + "1" + tail.substr(1), "n.json"), nlohmann::json::parse(deep.substr(6) + "1" + tail.substr(1)));
     }
+
+    // 7. Where keys are written (JsonKeyOffsets, for errors at the key): a key with escapes is found
+    // as written, not at an earlier key of the same name spelled plainly; and the record stays
+    // bounded for hostile files (a pointer past 256 characters, keys past 65,536: not recorded;
+    // both were quadratic, in time and in memory).
+    void keyOffsetsAreFoundAsWrittenAndBounded()
+    {
+        const std::string text = "{\"num_experts\": 8,\n \"text_config\": {\"num\\u005fexperts\": 20000, \"q\\\"x\": {\"k\\\\\": 1}}}";
+        JsonKeyOffsets keys;
+        const nlohmann::json j = parseJsonInput(text, "k.json", 0, "k.json", keys);
+        QCOMPARE(j["text_config"]["num_experts"].get<int>(), 20000);
+        const auto at = [&](const std::string& pointer) {
+            const auto l = keys.locate(pointer, text, "k.json");
+            return l ? QStringLiteral("%1:%2").arg(l->line).arg(l->column) : QStringLiteral("none");
+        };
+        QCOMPARE(at("/num_experts"), QStringLiteral("1:2"));
+        QCOMPARE(at("/text_config/num_experts"), QStringLiteral("2:18"));
+        QCOMPARE(at("/text_config/q\"x"), QStringLiteral("2:45"));
+        QCOMPARE(at("/text_config/q\"x/k\\"), QStringLiteral("2:54"));
+        // import-hf then reports the escaped key's error at its own line (it was at line 1).
+        const QString hf = inputError([&] {
+            importHfConfig("{\"num_experts\": 8, \"hidden_size\": 64, \"num_hidden_layers\": 2,\n \"text_config\": {\"num\\u005fexperts\": 20000, "
+                           "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 64}}",
+                           "esc.json");
+        });
+        QVERIFY2(hf.contains(QStringLiteral("esc.json:2:18: error: 'num_experts' = 20000")), qPrintable(hf));
+
+        // A long key: neither it nor anything under it is recorded.
+        std::string longKey(300, 'a');
+        std::string big = "{\"" + longKey + "\": {";
+        for (int i = 0; i < 1000; ++i)
+            big += (i ? ", \"k" : "\"k") + std::to_string(i) + "\": [" + std::to_string(i) + "]";
+        big += "}, \"short\": 1}";
+        JsonKeyOffsets bounded;
+        QCOMPARE(parseJsonInput(big, "b.json", 0, "b.json", bounded).size(), std::size_t(2));
+        QCOMPARE(bounded.offsets.size(), std::size_t(1));
+        QVERIFY(bounded.locate("/short", big, "b.json").has_value());
+        // Keys past the first 65,536 are not recorded.
+        std::string many = "{";
+        for (int i = 0; i < 70000; ++i)
+            many += (i ? ", \"" : "\"") + std::to_string(i) + "\": 0";
+        many += "}";
+        JsonKeyOffsets capped;
+        QCOMPARE(parseJsonInput(many, "m.json", 0, "m.json", capped).size(), std::size_t(70000));
+        QCOMPARE(capped.offsets.size(), JsonKeyOffsets::kMaxKeys);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestHostileInput)

@@ -8,6 +8,7 @@
 
 #include <QtTest>
 
+#include <cstdint>
 #include <string>
 
 using namespace moex;
@@ -157,8 +158,8 @@ void TestScenarioErrors::malformed_data()
         "this is a Hugging Face config.json, not a scenario: `moex-cli import-hf`");
     // Keys the routing's kind would ignore: the generator's shape for a replayed file, a file
     // without the kind that reads it.
-    row("seed with a trace", base + QStringLiteral("workload:\n  routing: {kind: trace, file: ../../tests/data/traces/mixtral8x7b_gsm8k_2_routing.jsonl, seed: 3}\n"),
-        5, "'seed' shapes the synthetic generator; routing kind 'trace' replays its file as it is");
+    row("drift with a trace", base + QStringLiteral("workload:\n  routing: {kind: trace, file: ../../tests/data/traces/mixtral8x7b_gsm8k_2_routing.jsonl, drift: 0.1}\n"),
+        5, "'drift' shapes the synthetic generator; routing kind 'trace' replays its file as it is");
     row("file without a kind", base + QStringLiteral("workload:\n  routing: {file: ../models/mixtral-8x7b.yaml}\n"), 5,
         "'file' is for routing kind trace or counts, and the routing gives no kind");
     row("redundant slots beside explicit slots",
@@ -361,9 +362,26 @@ void TestScenarioErrors::routingKeysOfTheOtherKindByFlags()
     QVERIFY(back.workload.routing.kind == RoutingKind::synthetic);
     const Scenario fileFirst = loadScenarioText(synthetic, kFile, {{"workload.routing.file", traceFile}});
     QVERIFY(fileFirst.workload.routing.kind == RoutingKind::synthetic);
-    // Saved, each loads back: a replayed file's scenario is written without the generator's seed.
-    for (const Scenario* s : {&switched, &back, &fileFirst})
-        QVERIFY(loadScenarioText(scenarioToYaml(*s), kFile).workload.routing.kind == s->workload.routing.kind);
+    // Saved, each loads back with its kind and seed (a seed beside a replayed file is kept for a
+    // switch back: moex writes it whatever the kind, and files it saved before hold one).
+    for (const Scenario* s : {&switched, &back, &fileFirst}) {
+        const Scenario again = loadScenarioText(scenarioToYaml(*s), kFile);
+        QVERIFY(again.workload.routing.kind == s->workload.routing.kind);
+        QCOMPARE(again.workload.routing.seed, s->workload.routing.seed);
+    }
+    QCOMPARE(switched.workload.routing.seed, std::uint64_t{7});
+    (void)loadScenarioText(base + "workload:\n  routing: {kind: trace, file: " + traceFile + ", seed: 7}\n", kFile);
+    // A --set of a GPU's speed under another spelling than the file's replaces the file's value;
+    // two spellings in the file (or two flags) are an error (the "one GPU's speed twice" row).
+    const Scenario speeds = loadScenarioText(base + "gpus: {speed: {gpu5: 0.85}}\n", kFile, {{"gpus.speed.5", "0.5"}});
+    QCOMPARE(speeds.speeds.of(5), 0.5);
+    // A --set seed for a replayed file is still refused (it would change nothing).
+    try {
+        (void)loadScenarioText(trace, kFile, {{"workload.routing.seed", "3"}});
+        QFAIL("a seed for a replayed trace was accepted");
+    } catch (const InputError& e) {
+        QVERIFY2(e.diagnostics().format().starts_with("--set workload.routing.seed=3: error: 'seed' shapes"), e.diagnostics().format().c_str());
+    }
 }
 
 QTEST_APPLESS_MAIN(TestScenarioErrors)

@@ -45,6 +45,26 @@ private slots:
         QCOMPARE(spy.count(), 0);
     }
 
+    // Skew and seed shape the synthetic generator: off for a scenario that replays a file (a change
+    // would be refused as a key the kind ignores), on again for a synthetic one.
+    void skewAndSeedOnlyForTheGenerator()
+    {
+        Sample s = loadSample(samplePath("mixtral-8x7b-decode-hgx-h100.yaml"), false);
+        ScenarioPanel panel;
+        panel.setScenario(s.scenario);
+        QDoubleSpinBox* skew = boxFor<QDoubleSpinBox>(panel, QStringLiteral("workload.routing.skew"));
+        QSpinBox* seed = boxFor<QSpinBox>(panel, QStringLiteral("workload.routing.seed"));
+        QVERIFY(skew && seed);
+        QVERIFY(skew->isEnabled() && seed->isEnabled());
+        s.scenario.workload.routing.kind = moex::RoutingKind::trace;
+        panel.setScenario(s.scenario);
+        QVERIFY(!skew->isEnabled() && !seed->isEnabled());
+        QVERIFY(skew->toolTip().contains(QStringLiteral("replays its file")));
+        s.scenario.workload.routing.kind = moex::RoutingKind::synthetic;
+        panel.setScenario(s.scenario);
+        QVERIFY(skew->isEnabled() && seed->isEnabled() && skew->toolTip().isEmpty());
+    }
+
     void tokensPerGpuEmitsItsKey()
     {
         const Sample s = loadSample(samplePath("deepseek-r1-decode-nvl72.yaml"), false);
