@@ -131,6 +131,14 @@ Location YamlReader::at(const YAML::Node& node) const
     return {m_file, m.line + 1, m.column + 1};
 }
 
+std::string YamlReader::flagOf(const YAML::Node& node) const
+{
+    for (const NodeOrigin& o : m_origins)
+        if (o.node.is(node))
+            return o.where;
+    return {};
+}
+
 void YamlReader::error(const YAML::Node& node, std::string message)
 {
     m_diags.error(at(node), std::move(message));

@@ -50,6 +50,8 @@ public:
     [[nodiscard]] const std::string& file() const { return m_file; }
     [[nodiscard]] Diagnostics& diagnostics() { return m_diags; }
     [[nodiscard]] Location at(const YAML::Node& node) const;
+    // The --set that brought `node` ("--set workload.routing.kind=trace"); "" for a node of the file.
+    [[nodiscard]] std::string flagOf(const YAML::Node& node) const;
     void error(const YAML::Node& node, std::string message);
     [[nodiscard]] std::size_t errorCount() const { return m_diags.size(); }
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
@@ -91,6 +92,18 @@ std::string notRoutingData(const std::string& path)
     std::error_code ec;
     if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > kMaxYamlBytes || ec)
         return {};
+    // A trace or counts file starts as JSON ('{', '['), a .pt or safetensors file as binary: its
+    // first bytes say so, without reading it (every scenario load, and every edit, comes here).
+    {
+        std::ifstream in(path, std::ios::binary);
+        char head[256] = {};
+        in.read(head, sizeof head);
+        const std::string_view start(head, static_cast<std::size_t>(in.gcount()));
+        const auto first = start.find_first_not_of(" \t\r\n");
+        if (first == std::string_view::npos || start[first] == '{' || start[first] == '['
+            || start.find('\0') != std::string_view::npos)
+            return {};
+    }
     std::string text;
     try {
         text = readFile(path, kMaxYamlBytes);
@@ -173,15 +186,12 @@ void readWorkload(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
     // explicit `kind: synthetic` is kept for a switch back, as moex writes it.)
     const std::string kindName(toString(rs.kind));
     const bool kindGiven = YamlReader::has(routing, "kind");
-    std::string kindFlag;
-    if (kindGiven)
-        if (const Location k = c.r.at(routing["kind"]); k.file != c.r.file())
-            kindFlag = k.file;
+    const std::string kindFlag = kindGiven ? c.r.flagOf(routing["kind"]) : std::string();
     if (needsFile)
         for (const char* key : {"skew", "hot_experts", "coactivation_groups", "drift", "seed"}) {
             if (!YamlReader::has(routing, key))
                 continue;
-            const bool keyFlag = c.r.at(routing[key]).file != c.r.file();
+            const bool keyFlag = !c.r.flagOf(routing[key]).empty();
             // A seed in the file is kept for a switch back to the generator (moex writes it
             // whatever the kind, and did before this check): only a --set of it is refused.
             if (keyFlag || (kindFlag.empty() && key != std::string("seed")))
@@ -363,8 +373,8 @@ void readGpus(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
         // gpu3, gpu03 and 3 are one GPU: the last of them would win in silence. (A --set of it
         // under another spelling than the file's replaces the file's value, as any --set does.)
         if (const auto [first, fresh] = seen.emplace(gpu, std::make_pair(key, it->first)); !fresh) {
-            const Location was = c.r.at(first->second.second);
-            const bool flagOverFile = was.file == c.r.file() && c.r.at(it->first).file != c.r.file();
+            const std::string wasFlag = c.r.flagOf(first->second.second);
+            const bool flagOverFile = wasFlag.empty() && !c.r.flagOf(it->first).empty();
             if (flagOverFile) {
                 first->second = {key, it->first};
                 if (v)
@@ -372,7 +382,8 @@ void readGpus(const YAML::Node& root, Scenario& s, ScenarioChecks& c)
                 continue;
             }
             c.r.error(it->first, "GPU " + std::to_string(gpu) + " is given twice: as '" + first->second.first + "' ("
-                                     + (was.file == c.r.file() ? "line " + std::to_string(was.line) : was.file) + ") and as '"
+                                     + (wasFlag.empty() ? "line " + std::to_string(c.r.at(first->second.second).line) : wasFlag)
+                                     + ") and as '"
                                      + key + "'; give it once");
             continue;
         }
