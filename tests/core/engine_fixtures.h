@@ -1,10 +1,15 @@
-// Fixtures of the engine tests (tst_engine, tst_engine_kernels): a small model of each family.
+// Fixtures of the engine tests (tst_engine, tst_engine_reference, tst_engine_kernels, tst_weight_formats,
+// tst_checkpoint): a small model of each family, a placement of its experts over ranks, an engine
+// configuration.
 #pragma once
 
 #ifndef Q_MOC_RUN  // moc of Qt 6.4 cannot parse C++20 standard headers; it needs none of these
+#include "engine/ep_engine.h"
 #include "model/model_spec.h"
+#include "placement/strategies.h"
 
 #include <string>
+#include <vector>
 #endif
 
 namespace moex::test {
@@ -47,6 +52,35 @@ inline ModelSpec smallModel(const std::string& family)
         m.shared_intermediate_size = 96;
     }
     return m;
+}
+
+// The model's experts over `ranks`: contiguous, or by `strategy` on a load that makes every fifth
+// expert four times as hot, with `redundant` extra slots.
+inline Placement placementFor(const ModelSpec& m, int ranks, const std::string& strategy = "contiguous", int redundant = 0)
+{
+    PlacementRequest rq;
+    rq.strategy = strategy;
+    rq.num_experts = m.routed_experts;
+    rq.num_gpus = ranks;
+    rq.num_layers = m.numMoeLayers();
+    rq.num_slots = m.routed_experts + redundant;
+    std::vector<std::vector<double>> skew(static_cast<std::size_t>(m.numMoeLayers()));
+    for (auto& row : skew)
+        for (int e = 0; e < m.routed_experts; ++e)
+            row.push_back(1.0 + 3.0 * (e % 5 == 0));
+    if (strategy != "contiguous")
+        rq.load = skew;
+    return makePlacement(rq);
+}
+
+// Every MoE layer of the model, `tokens` tokens a step, seed 7.
+inline engine::EngineConfig smallConfig(const ModelSpec& m, int tokens = 21)
+{
+    engine::EngineConfig c;
+    c.tokens = tokens;
+    c.layers = m.moe_layers;
+    c.seed = 7;
+    return c;
 }
 
 }  // namespace moex::test

@@ -19,12 +19,15 @@
 #include <limits>
 #endif
 
+#include "engine_fixtures.h"
+
 #include <QTemporaryDir>
 #include <QtTest>
 
 using namespace moex;
 using namespace moex::engine;
 using namespace ckpt_test;
+using moex::test::placementFor;
 
 namespace {
 
@@ -60,17 +63,6 @@ ModelSpec smallModel(const std::string& family, int hidden = 64, int inter = 32,
         m.shared_intermediate_size = 2 * inter;
     }
     return m;
-}
-
-Placement placementFor(const ModelSpec& m, int ranks)
-{
-    PlacementRequest rq;
-    rq.strategy = "contiguous";
-    rq.num_experts = m.routed_experts;
-    rq.num_gpus = ranks;
-    rq.num_layers = m.numMoeLayers();
-    rq.num_slots = m.routed_experts;
-    return makePlacement(rq);
 }
 
 constexpr std::uint64_t kSeed = 7;

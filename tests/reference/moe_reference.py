@@ -19,7 +19,7 @@ Hugging Face modeling code (not from moex's C++):
   two have no gate matrix).
 
 Usage: moe_reference.py DIR. DIR holds meta.json and raw little-endian float32 arrays written by
-tst_engine: the weights exactly as the engine used them (dequantised), the hidden states, and the
+tst_engine_reference: the weights exactly as the engine used them (dequantised), the hidden states, and the
 engine's output. Computes the block in float64, compares with the engine's output and exits 1 when
 the normwise relative error ||engine - ref|| / ||ref|| exceeds meta["tolerance"].
 """
