@@ -30,7 +30,8 @@ struct TopologyCanvas::Impl {
     void updateLegend();
     void fit();
     [[nodiscard]] std::vector<double> shownLoads() const;  // per expert, for the shown layer
-    [[nodiscard]] int stragglerGpu() const;
+    [[nodiscard]] std::vector<double> busyTimes() const;  // per GPU, µs; empty without metrics
+    [[nodiscard]] int stragglerGpu() const;               // the busiest GPU, -1 where none stands out
     [[nodiscard]] MoeLayers shownLayers() const;  // `layer` as the signals carry it
     [[nodiscard]] const LinkStat* pairStat(int a, int b) const;
     [[nodiscard]] QString tooltipFor(QGraphicsItem* item) const;
@@ -61,6 +62,8 @@ struct TopologyCanvas::Impl {
     std::vector<double> nodeUtil;  // max utilisation of any link touching the node
     std::map<std::pair<int, int>, LinkStat> pairs;
     double loadLo = 0, loadHi = 0, busyLo = 0, busyHi = 0;
+    double busyMapHi = 0;  // the busy time the tint's hot end stands for: busyHi, or busyLo + kBusyMinSpan
+    static constexpr double kBusyMinSpan = 0.05;
     double busyUnit = 1.0;  // the legend's busy times in µs (1) or ms (1000): timeUnitFor
 
     CanvasLegend* legend = nullptr;

@@ -29,6 +29,18 @@ QString formatQuantity(double v)
     return QString::number(v, 'f', 1);
 }
 
+QString formatRange(double lo, double hi)
+{
+    const double big = std::max(std::abs(lo), std::abs(hi));
+    if (big >= 1e4 || (std::floor(lo) == lo && std::floor(hi) == hi))
+        return formatQuantity(lo) + QStringLiteral(" – ") + formatQuantity(hi);
+    // Both ends with the same decimals, as many more (up to 3) as two different values need.
+    int decimals = big >= 100 ? 0 : 1;
+    while (decimals < 3 && lo != hi && QString::number(lo, 'f', decimals) == QString::number(hi, 'f', decimals))
+        ++decimals;
+    return QString::number(lo, 'f', decimals) + QStringLiteral(" – ") + QString::number(hi, 'f', decimals);
+}
+
 CanvasLegend::CanvasLegend(QWidget* parent) : QWidget(parent)
 {
     setAttribute(Qt::WA_TransparentForMouseEvents);
@@ -42,14 +54,17 @@ QString CanvasLegend::titleText(const LegendScale& s)
 
 QString CanvasLegend::rangeText(const LegendScale& s)
 {
-    return s.valid ? formatQuantity(s.lo) + QStringLiteral(" – ") + formatQuantity(s.hi) : tr("no data");
+    if (!s.valid)
+        return tr("no data");
+    return formatRange(s.lo, s.hi);
 }
 
 QString CanvasLegend::plainText() const
 {
     QString text = m_heading;
     for (const LegendScale& s : m_scales)
-        text += QLatin1Char('\n') + titleText(s) + QStringLiteral(": ") + rangeText(s);
+        text += QLatin1Char('\n') + titleText(s) + QStringLiteral(": ") + rangeText(s)
+                + (s.valid && !s.note.isEmpty() ? QStringLiteral(" (") + s.note + QLatin1Char(')') : QString());
     return text;
 }
 
@@ -116,7 +131,8 @@ void CanvasLegend::paintEvent(QPaintEvent*)
     for (const LegendScale& s : m_scales) {
         p.setFont(f);
         p.setPen(QColor(0x33, 0x3a, 0x44));
-        p.drawText(QRect(kPad, y, logical.width() - 2 * kPad, 13), Qt::AlignLeft | Qt::AlignVCenter, titleText(s));
+        p.drawText(QRect(kPad, y, logical.width() - 2 * kPad, 13), Qt::AlignLeft | Qt::AlignVCenter,
+                   titleText(s) + (s.valid && !s.note.isEmpty() ? QStringLiteral(", ") + s.note : QString()));
         const QRectF bar(kPad, y + 15, kBarW, kBarH);
         QLinearGradient g(bar.topLeft(), bar.topRight());
         const auto& stops = s.map.stops();
@@ -125,6 +141,14 @@ void CanvasLegend::paintEvent(QPaintEvent*)
         p.setPen(QColor(0x99, 0x99, 0x99));
         p.setBrush(s.valid ? QBrush(g) : QBrush(QColor(0xdd, 0xdd, 0xdd)));
         p.drawRect(bar);
+        if (s.valid && s.mapHi > s.hi && s.hi > s.lo) {  // the part of the map no value reaches, paler
+            const double used = (s.hi - s.lo) / (s.mapHi - s.lo);
+            p.setPen(Qt::NoPen);
+            p.setBrush(QColor(255, 255, 255, 190));
+            p.drawRect(QRectF(bar.left() + used * bar.width(), bar.top(), bar.width() * (1 - used), bar.height()));
+            p.setPen(QColor(0x33, 0x3a, 0x44));
+            p.drawLine(QPointF(bar.left() + used * bar.width(), bar.top() - 2), QPointF(bar.left() + used * bar.width(), bar.bottom() + 2));
+        }
         p.setPen(QColor(0x33, 0x3a, 0x44));
         const QString range = rangeText(s);
         p.drawText(QRectF(bar.right() + 6, bar.top() - 3, logical.width() - bar.right() - 6 - kPad, kBarH + 6),
@@ -142,8 +166,9 @@ void CanvasLegend::paintEvent(QPaintEvent*)
         p.setPen(text);
         p.drawText(QRectF(r.right() + 5, r.top() - 2, labelWidth, 14), Qt::AlignLeft | Qt::AlignVCenter, label);
     };
-    outlinedKey(QRectF(kPad, y + 2, 16, 10), QColor(0xd0, 0x10, 0x10), 70, tr("straggler \u2691"));
-    const QRectF b(kPad + 100, y + 2, 16, 10);
+    outlinedKey(QRectF(kPad, y + 2, 16, 10), QColor(0xd0, 0x10, 0x10), logical.width() - 2 * kPad - 21,
+                tr("straggler \u2691: the busiest GPU of the step"));
+    const QRectF b(kPad + 120, y + 18, 16, 10);
     p.setPen(Qt::NoPen);
     p.setBrush(QColor(0x3b, 0x52, 0x8b));
     p.drawRoundedRect(b, 2, 2);

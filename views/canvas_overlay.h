@@ -17,6 +17,10 @@ struct LegendScale {
     double hi = 1;
     QString unit;
     bool valid = false;
+    // Where the map's hot end lies when it is beyond `hi` (the GPU tint's minimum span): the bar
+    // is drawn full only up to hi, paler beyond. 0: at hi.
+    double mapHi = 0;
+    QString note;  // after the range: "max 23"
 };
 
 class CanvasLegend : public QWidget {
@@ -85,5 +89,8 @@ private:
 };
 
 QString formatQuantity(double v);
+// "lo – hi" in formatQuantity's form, with more decimals (up to 3) where two different values
+// would read the same ("22.8 – 22.8").
+QString formatRange(double lo, double hi);
 
 }  // namespace moex::views

@@ -198,6 +198,11 @@ QColor TopologyCanvas::expertColor(GpuId gpu, ExpertId expert) const
     return {};
 }
 
+QColor TopologyCanvas::gpuColor(GpuId gpu) const
+{
+    return gpu.valid() && gpu.index() < d->gpus.size() ? d->gpus[gpu.index()]->fill : QColor();
+}
+
 void TopologyCanvas::resizeEvent(QResizeEvent* event)
 {
     QGraphicsView::resizeEvent(event);
@@ -358,13 +363,27 @@ GpuId TopologyCanvas::outlinedStraggler() const
     return {};
 }
 
+std::vector<double> TopologyCanvas::Impl::busyTimes() const
+{
+    std::vector<double> busy;
+    if (hasMetrics && metrics.gpus.size() >= gpus.size())
+        for (std::size_t g = 0; g < gpus.size(); ++g)
+            busy.push_back(gpuBusyUs(metrics, g));
+    return busy;
+}
+
+// The GPU the tint shows busiest, in every view: the step's busy time (the step less the GPU's
+// waits) is what makes the others wait. Where every GPU takes within 0.5% of the same time, no GPU
+// is "the straggler": none is outlined. (The per-layer slowest GPU and the CLI's straggler_gpu, the
+// GPU slowest in the most layers, can be another GPU: outlined here, with the tint saying
+// otherwise, it read as a contradiction.)
 int TopologyCanvas::Impl::stragglerGpu() const
 {
-    if (!hasMetrics)
+    const std::vector<double> busy = busyTimes();
+    if (busy.empty())
         return -1;
-    if (layer >= 0 && layer < static_cast<int>(metrics.layers.size()))
-        return metrics.layers[static_cast<std::size_t>(layer)].slowest_gpu;
-    return metrics.summary.straggler_gpu;
+    const auto [mn, mx] = std::minmax_element(busy.begin(), busy.end());
+    return *mx > *mn * 1.005 ? static_cast<int>(mx - busy.begin()) : -1;
 }
 
 void TopologyCanvas::Impl::computeLinkStats()
@@ -425,35 +444,25 @@ void TopologyCanvas::Impl::recolour()
             c->setFill(known ? viridis.map(c->load, loadLo, loadHi) : neutral);
         }
     // GPUs tinted by busy time, the straggler outlined, slow GPUs with their speed.
-    int straggler = stragglerGpu();
-    busyLo = busyHi = 0;
-    std::vector<double> busy(gpus.size(), 0.0);
-    if (hasMetrics && metrics.gpus.size() >= gpus.size() && !gpus.empty()) {
-        for (std::size_t g = 0; g < gpus.size(); ++g)
-            busy[g] = gpuBusyUs(metrics, g);
+    const int straggler = stragglerGpu();
+    const std::vector<double> busy = busyTimes();
+    busyLo = busyHi = busyMapHi = 0;
+    if (!busy.empty()) {
         const auto [mn, mx] = std::minmax_element(busy.begin(), busy.end());
         busyLo = *mn;
         busyHi = *mx;
+        // The colours span at least 5% above the least busy GPU: a 0.2% spread stretched over the
+        // whole map painted balanced GPUs from green to red.
+        busyMapHi = std::max(busyHi, busyLo * (1.0 + kBusyMinSpan));
     }
-    // Where every GPU takes the same time, no GPU is "the straggler": none is outlined. In one
-    // layer's view the layer's own balance and the GPUs' speeds decide it.
-    bool speedsDiffer = false;
-    for (std::size_t g = 0; g < gpus.size() && g < metrics.gpus.size(); ++g)
-        speedsDiffer = speedsDiffer || metrics.gpus[g].speed < 0.999;
-    const bool layerView = layer >= 0 && layer < static_cast<int>(metrics.layers.size());
-    const bool spread = layerView ? metrics.layers[static_cast<std::size_t>(layer)].imbalance > 1.005 || speedsDiffer
-                                  : busyHi > busyLo * 1.005;
-    if (!spread)
-        straggler = -1;
     for (std::size_t g = 0; g < gpus.size(); ++g) {
         GpuItem* item = gpus[g];
         const double speed = hasMetrics && g < metrics.gpus.size() ? metrics.gpus[g].speed : speeds.of(static_cast<int>(g));
         const QString note = speed < 0.999 ? QStringLiteral("×%1").arg(speed, 0, 'f', 2) : QString();
-        // The busy range is often narrow (a few %): spread it over the whole map, but keep the
-        // tint light so that the chips stay the strongest colour.
-        const QColor fill = hasMetrics && busyHi > busyLo ? tint(util.map(busy[g], busyLo, busyHi), 0.45)
-                            : hasMetrics                 ? tint(util.at(0), 0.45)
-                                                         : QColor(0xee, 0xf0, 0xf3);
+        // A light tint, so that the chips stay the strongest colour.
+        const QColor fill = !busy.empty() && busyMapHi > busyLo ? tint(util.map(busy[g], busyLo, busyMapHi), 0.45)
+                            : hasMetrics                       ? tint(util.at(0), 0.45)
+                                                               : QColor(0xee, 0xf0, 0xf3);
         const bool strag = static_cast<int>(g) == straggler;
         if (item->fill != fill || item->note != note || item->straggler != strag) {
             item->fill = fill;
@@ -523,11 +532,14 @@ void TopologyCanvas::Impl::updateLegend()
     const bool busyMs = busyUnit > 1;
     legend->setScales({
         {layer >= 0 ? TopologyCanvas::tr("Expert load") : TopologyCanvas::tr("Expert load, all layers"), ColorMap::viridis(), loadLo, loadHi,
-         TopologyCanvas::tr("token-expert pairs"), hasMetrics},
+         TopologyCanvas::tr("token-expert pairs"), hasMetrics, 0, QString()},
         {topo.gpu.arch == GpuArch::cpu ? TopologyCanvas::tr("Rank busy time (measured)") : TopologyCanvas::tr("GPU busy time"),
-         ColorMap::utilisation(), busyLo / busyUnit, busyHi / busyUnit, busyMs ? QStringLiteral("ms") : QStringLiteral("µs"), hasMetrics},
-        {TopologyCanvas::tr("Link utilisation, max %1%").arg(linkHi * 100, 0, 'f', 0), ColorMap::utilisation(), 0, 100, QStringLiteral("%"),
-         hasMetrics},
+         ColorMap::utilisation(), busyLo / busyUnit, busyHi / busyUnit, busyMs ? QStringLiteral("ms") : QStringLiteral("µs"), hasMetrics,
+         busyMapHi / busyUnit,
+         busyHi > busyLo ? TopologyCanvas::tr("spread %1%").arg(100.0 * (busyHi - busyLo) / busyLo, 0, 'f', busyHi < busyLo * 1.1 ? 1 : 0)
+                         : QString()},
+        {TopologyCanvas::tr("Link utilisation"), ColorMap::utilisation(), 0, 100, QStringLiteral("%"), hasMetrics, 0,
+         TopologyCanvas::tr("max %1").arg(linkHi * 100, 0, 'f', 0)},
     });
     placeLegend();
 }

@@ -56,6 +56,7 @@ public:
     // What the canvas shows, for tests and the status bar.
     [[nodiscard]] int gpuItemCount() const;
     [[nodiscard]] QColor expertColor(GpuId gpu, ExpertId expert) const;  // invalid if not shown
+    [[nodiscard]] QColor gpuColor(GpuId gpu) const;  // the GPU's busy-time tint; invalid if not shown
     [[nodiscard]] QString toolTipAt(const QPointF& scenePos) const;
     [[nodiscard]] QString feedbackText() const;  // the message shown now ("" when none)
     [[nodiscard]] GpuId outlinedStraggler() const;  // the GPU outlined as the straggler; invalid when none

@@ -382,14 +382,17 @@ void MainWindow::selectGpu(GpuId gpu)
     m_heatmaps->setSelectedGpu(gpu);
     if (gpu.valid() && m_latest && gpu.index() < m_latest->gpus.size()) {
         const GpuMetrics& g = m_latest->gpus[gpu.index()];
-        statusBar()->showMessage(tr("%1 %2: compute %3 \u00b5s, dispatch %4 \u00b5s, combine %5 \u00b5s, idle %6 \u00b5s, "
-                                    "HBM %7 GB, speed %8")
+        // The chart's terms and unit: expert compute apart from attention + dense (together
+        // they read as one "compute" ten times the expert work), ms from 1 ms on.
+        const auto time = [](double us) {
+            return us >= 1000 ? QStringLiteral("%1 ms").arg(us / 1000, 0, 'f', 2) : QStringLiteral("%1 \u00b5s").arg(us, 0, 'f', 0);
+        };
+        statusBar()->showMessage(tr("%1 %2: expert compute %3, attention + dense %4, dispatch %5, combine %6, idle %7, "
+                                    "HBM %8 GB, speed %9")
                                      .arg(m_engineSource ? tr("Rank") : tr("GPU"))
                                      .arg(gpu.value)
-                                     .arg(g.compute_us + g.attention_us, 0, 'f', 0)
-                                     .arg(g.dispatch_us, 0, 'f', 0)
-                                     .arg(g.combine_us, 0, 'f', 0)
-                                     .arg(g.idle_us, 0, 'f', 0)
+                                     .arg(time(g.compute_us), time(g.attention_us), time(g.dispatch_us), time(g.combine_us),
+                                          time(g.idle_us))
                                      .arg(g.hbm_used_gb, 0, 'f', 1)
                                      .arg(g.speed, 0, 'g', 3),
                                  10000);

@@ -33,6 +33,7 @@
 #include <QSvgGenerator>
 #include <QTextBrowser>
 #include <QToolBar>
+#include <QToolButton>
 #include <QUndoGroup>
 #include <QUndoStack>
 #include <QVBoxLayout>
@@ -173,6 +174,22 @@ void MainWindow::buildMenus()
     tb->addAction(redo);
     tb->addSeparator();
     tb->addAction(action(QStringLiteral("actionDuplicateAsB")));
+    // Where a first-time user starts: the samples and the guided tours, in sight rather than only
+    // in the File menu.
+    tb->addSeparator();
+    QAction* samples = action(QStringLiteral("actionNewFromSample"));
+    samples->setIconText(tr("Samples\u2026"));
+    samples->setToolTip(tr("Open one of the sample deployments (DeepSeek-R1 on NVL72, Kimi K2 on HGX, \u2026)"));
+    tb->addAction(samples);
+    if (!tours->isEmpty()) {
+        auto* tourButton = new QToolButton;
+        tourButton->setObjectName(QStringLiteral("tourButton"));
+        tourButton->setText(tr("Guided tour"));
+        tourButton->setToolTip(tr("A few steps through a sample, each with what to look at"));
+        tourButton->setMenu(tours);
+        tourButton->setPopupMode(QToolButton::InstantPopup);
+        tb->addWidget(tourButton);
+    }
 
     // The guided tour's bar: a row of its own under the Run toolbar, the window's whole width
     // (its caption reads in a few lines even in a 1024-pixel window), shown while a tour runs.

@@ -303,7 +303,7 @@ private slots:
                 lo = std::min(lo, moex::gpuBusyUs(m, g));
                 hi = std::max(hi, moex::gpuBusyUs(m, g));
             }
-            return moex::views::formatQuantity(lo / unit) + QStringLiteral(" – ") + moex::views::formatQuantity(hi / unit);
+            return moex::views::formatRange(lo / unit, hi / unit);
         };
         const moex::StepMetrics rackStep = m_nvl.metrics;
         QVERIFY(rackStep.summary.step_time_us > 10000);
@@ -356,6 +356,40 @@ private slots:
         m.summary.straggler_gpu = 17;
         m_canvas->setMetrics(m);
         QCOMPARE(m_canvas->outlinedStraggler().value, 17);
+        // In one layer's view too the outline is on the busiest GPU of the step, the one the tint
+        // shows hottest, whatever GPU was that layer's slowest or slowest in the most layers.
+        m_canvas->setLayer(onlyLayer(3));
+        m.layers[3].slowest_gpu = 5;
+        m.summary.straggler_gpu = 5;
+        m_canvas->setMetrics(m);
+        QCOMPARE(m_canvas->outlinedStraggler().value, 17);
+        QVERIFY2(m_canvas->legendText().contains(QStringLiteral("GPU busy time (µs): 1700 – 1800 (spread 5.9%)")), qPrintable(m_canvas->legendText()));
+        m_canvas->setLayer(MoeLayers::all());
+    }
+
+    // The tint's colours span at least 5% of busy time: GPUs within 0.2% of each other are all
+    // near the cool end, not spread from green to red; a GPU 10% busier gets the hot end.
+    void busyTintNeedsARealSpread()
+    {
+        moex::StepMetrics m = m_nvl.metrics;
+        for (auto& g : m.gpus)
+            g.idle_us = 0;
+        m.summary.step_time_us = 10000;
+        m.gpus[17].idle_us = 20;  // 0.2% less busy than the rest
+        m_canvas->setMetrics(m);
+        const QColor cool = m_canvas->gpuColor(GpuId(17));
+        const QColor busiest = m_canvas->gpuColor(GpuId(3));
+        const auto distance = [](const QColor& a, const QColor& b) {
+            return std::abs(a.red() - b.red()) + std::abs(a.green() - b.green()) + std::abs(a.blue() - b.blue());
+        };
+        const int near = distance(cool, busiest);
+        QVERIFY2(m_canvas->legendText().contains(QStringLiteral("(spread 0.2%)")), qPrintable(m_canvas->legendText()));
+        QVERIFY2(m_canvas->legendText().contains(QStringLiteral("GPU busy time (ms): 9.98 – 10.00")), qPrintable(m_canvas->legendText()));
+        m.gpus[17].idle_us = 1000;  // 10%: the whole map
+        m_canvas->setMetrics(m);
+        const int far = distance(m_canvas->gpuColor(GpuId(17)), m_canvas->gpuColor(GpuId(3)));
+        QVERIFY2(near * 10 < far, qPrintable(QStringLiteral("%1 %2 %3 %4").arg(near).arg(far).arg(cool.name(), busiest.name())));
+        m_canvas->setMetrics(m_nvl.metrics);
     }
 
     // Readable at fit: the 72-GPU rack draws its chips about 10 px wide, so a selected GPU gets a
