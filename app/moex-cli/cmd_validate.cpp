@@ -30,7 +30,12 @@ int cmdValidate(const Argv& argv)
             switch (kind) {
             case FileKind::scenario: {
                 const Scenario s = loadScenarioText(file.text, path, overrides);
-                checkPlacementShape(s);  // what simulate would refuse before its first step
+                // What simulate would refuse before its first step: the placement's shape, the
+                // calibration file, a replayed routing file (read against the model).
+                checkPlacementShape(s);
+                (void)resolveCalibration(s);
+                if (s.workload.routing.kind != RoutingKind::synthetic)
+                    (void)makeRoutingSource(s);
                 what = s.model.name + " on " + (s.topology.builtin.empty() ? s.topology.name : s.topology.builtin) + ", "
                     + countOf(s.topology.numGpus(), "GPU") + ", " + countOf(s.slotsPerGpu(), "expert slot")
                     + " per GPU, weights " + humanBytes(weightBytesPerGpu(s, s.slotsPerGpu()))

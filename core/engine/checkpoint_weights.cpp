@@ -17,7 +17,7 @@
 // Experts with a non-gated activation (ReLU^2, GELU) have no gate_proj in any naming.
 // Which names a layer uses follows from its router: gpt-oss's from the model's family, Nemotron-H's
 // where backbone.layers.L.mixer.gate.weight is present, Mixtral's where block_sparse_moe.gate.weight
-// is, else the mlp.* names.
+// is, else the mlp.* names; a layer with both routers is an error.
 #include "engine/checkpoint.h"
 
 #include "common/diagnostics.h"
@@ -159,7 +159,15 @@ Naming namingOf(const Checkpoint& c, const LayerShape& s, int layer)
         return Naming::nemotron;
     if (s.router == RouterKind::sigmoid_grouped)
         return Naming::mlp;  // its correction bias lives beside mlp.gate.weight
-    return l.has("block_sparse_moe.gate.weight") && !l.has("mlp.gate.weight") ? Naming::mixtral : Naming::mlp;
+    const bool mixtral = l.has("block_sparse_moe.gate.weight");
+    // Both routers in one layer: which set of experts is the model's cannot be told, and reading
+    // one of them without a word ran on weights the user may not have meant.
+    if (mixtral && l.has("mlp.gate.weight"))
+        throw InputError(Location{c.lookupFile(), 0, 0},
+                         "decoder layer " + std::to_string(layer) + " has both '" + l.name("block_sparse_moe.gate.weight")
+                             + "' and '" + l.name("mlp.gate.weight") + "': two namings of one layer's router (checkpoint "
+                             + c.dir() + ")");
+    return mixtral ? Naming::mixtral : Naming::mlp;
 }
 
 

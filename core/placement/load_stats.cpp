@@ -252,8 +252,9 @@ LoadStats alignToModel(const LoadStats& stats, const ModelSpec& model, const std
     } else if (stats.indexing == LayerIndexing::decoder_ids && !stats.layer_ids.empty()
                && stats.layer_ids != model.moe_layers) {
         // Ids 0..n-1 over n MoE layers are ordinals (traces of models whose every layer is MoE
-        // number them so); other ids must be the model's MoE layers exactly.
-        bool ordinal = stats.numLayers() == model.numMoeLayers();
+        // number them so); other ids must be the model's MoE layers exactly. Not TensorRT-LLM's:
+        // it writes decoder layer indices (DeepSeek-R1: 3..60), so its 0..57 are not R1's layers.
+        bool ordinal = stats.numLayers() == model.numMoeLayers() && stats.format != "trtllm";
         for (int l = 0; ordinal && l < stats.numLayers(); ++l)
             ordinal = stats.layer_ids[static_cast<std::size_t>(l)] == l;
         if (!ordinal) {

@@ -98,6 +98,9 @@ void readStatMode(const TorchArchive& a, const PickleValue& counts, Accumulated&
             }
         }
         acc.nonEmpty += any ? 1 : 0;
+        if (any && acc.snapshots.size() == kMaxSnapshots)
+            fail(file, "'logical_count' has more than " + std::to_string(kMaxSnapshots)
+                           + " buffer rows holding counts (one per recorded forward pass); moex reads at most that many");
         if (any)
             acc.snapshots.push_back(std::move(snapshot));
     }

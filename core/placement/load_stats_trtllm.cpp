@@ -23,11 +23,14 @@ namespace {
 constexpr int kMaxExperts = 1 << 16;
 constexpr int kMaxRanks = 1 << 14;
 
-// "{iter}_{layer}" with both non-negative decimal integers; false otherwise.
+// "{iter}_{layer}" with both non-negative decimal integers, written without leading zeros ("7_03"
+// would be a second spelling of "7_3", its counts added twice); false otherwise.
 bool parseKey(const std::string& key, long long& iter, int& layer)
 {
     const std::size_t us = key.find('_');
     if (us == std::string::npos || us == 0 || us + 1 == key.size())
+        return false;
+    if ((us > 1 && key[0] == '0') || (key.size() - us > 2 && key[us + 1] == '0'))
         return false;
     const char* b = key.data();
     const auto [p1, e1] = std::from_chars(b, b + us, iter);
@@ -106,6 +109,7 @@ LoadStats readTrtllmStats(const std::string& folder)
         std::map<int, std::vector<double>> totals;
         std::map<long long, int> iterations;
         std::map<long long, std::map<int, std::vector<double>>> perIteration;  // iteration -> layer -> counts over ranks
+        std::map<std::pair<long long, int>, int> ranksOf;                     // (iteration, layer) -> ranks recording it
         for (const auto& rankFile : ranks) {
             const std::string& path = rankFile.second;  // a named variable: lambdas below capture it
             const std::string bytes = readFile(path, std::size_t{1} << 30);
@@ -117,7 +121,7 @@ LoadStats readTrtllmStats(const std::string& folder)
                 long long iter = 0;
                 int layer = 0;
                 if (!parseKey(t.name, iter, layer))
-                    fail("is not named \"{iteration}_{layer}\"");
+                    fail("is not named \"{iteration}_{layer}\" (numbers without leading zeros)");
                 const std::vector<std::int64_t> counts = safetensorsInts(t, path);
                 if (t.shape.size() != 1 || t.shape[0] != out.num_experts)
                     fail("must have shape [" + std::to_string(out.num_experts) + "] (num_experts in meta_info.json)");
@@ -135,10 +139,25 @@ LoadStats readTrtllmStats(const std::string& folder)
                     iterRow[e] += static_cast<double>(counts[e]);
                 }
                 ++iterations[iter];
+                ++ranksOf[{iter, layer}];
             }
         }
         if (totals.empty())
             throw InputError(Location{ranks.begin()->second, 0, 0}, "no \"{iteration}_{layer}\" tensors");
+        if (perIteration.size() > kMaxSnapshots)
+            throw InputError(Location{folder, 0, 0}, "the statistics hold " + std::to_string(perIteration.size())
+                                                         + " iterations; moex reads at most " + std::to_string(kMaxSnapshots));
+        // Every rank records every MoE layer in every iteration it records. A hole would make that
+        // iteration's totals short; and iterations x layers is what the snapshots below hold, so a
+        // file of scattered keys ("0_0", "1_1", ...) would grow with the square of its size.
+        for (const auto& [iter, layers] : perIteration)
+            for (const auto& [layer, row] : totals)
+                if (!layers.contains(layer) || ranksOf[{iter, layer}] != static_cast<int>(ranks.size()))
+                    throw InputError(Location{folder, 0, 0},
+                                     "iteration " + std::to_string(iter) + " has layer " + std::to_string(layer) + " in "
+                                         + std::to_string(layers.contains(layer) ? ranksOf[{iter, layer}] : 0) + " of "
+                                         + countOf(static_cast<long long>(ranks.size()), "rank file")
+                                         + " (TensorRT-LLM records every MoE layer on every rank in each iteration)");
         for (auto& [layer, row] : totals) {
             out.layer_ids.push_back(layer);
             out.load.push_back(std::move(row));

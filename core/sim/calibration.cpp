@@ -191,7 +191,9 @@ void readCurves(const YAML::Node& curves, const std::string& key, YamlReader& r,
         return;
     out.clear();
     for (const auto& item : curves) {
-        const std::string name = item.first.as<std::string>();
+        if (!item.first.IsScalar())
+            continue;  // expectMap said so ("keys of ... must be plain names")
+        const std::string name = item.first.Scalar();
         const YAML::Node& list = item.second;
         CpuCurve curve;
         if (!list.IsSequence() || list.size() == 0) {

@@ -111,9 +111,11 @@ private:
         out = v.get<double>();
         return std::isfinite(out) && out >= 0.0 && out <= static_cast<double>(kMaxRecordedCount);
     }
+    // A layer or expert id as a key: digits, no leading zero ("03" would read as a second
+    // spelling of "3": its counts added to 3's, or a layer read in another's place).
     static bool integerKey(const std::string& key, int& out)
     {
-        if (key.empty() || key.size() > 7 ||
+        if (key.empty() || key.size() > 7 || (key.size() > 1 && key[0] == '0') ||
             !std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; }))
             return false;
         out = std::stoi(key);
@@ -141,9 +143,14 @@ private:
                 errorAt(matrixOffset(l, 0), "row " + std::to_string(l) + " must be a non-empty array of counts");
                 return;
             }
-            if (l == 0 && !setExperts(m_numExperts > 0 ? std::max(m_numExperts, static_cast<int>(row.size()))
-                                                       : static_cast<int>(row.size()),
-                                      ""))
+            // A row gives every expert's count: one shorter than the model's experts is a file
+            // cut or of another model, not experts without load.
+            if (l == 0 && m_numExperts > 0 && row.size() != static_cast<std::size_t>(m_numExperts)) {
+                errorAt(matrixOffset(0, 0), "row 0 has " + std::to_string(row.size()) + " counts, the model has "
+                                                + std::to_string(m_numExperts) + " experts (a row gives every expert's count)");
+                return;
+            }
+            if (l == 0 && !setExperts(static_cast<int>(row.size()), ""))
                 return;
             if (row.size() != j[0].size()) {
                 errorAt(matrixOffset(l, 0), "row " + std::to_string(l) + " has " + std::to_string(row.size())
@@ -192,7 +199,7 @@ private:
             for (const auto& [key, value] : byLayer.items()) {
                 int id = 0;
                 if (!integerKey(key, id))
-                    return error(quoted(key), "layer key " + quoted(key) + " is not a layer id");
+                    return error(quoted(key), "layer key " + quoted(key) + " is not a layer id (a number written without leading zeros)");
                 layers.push_back(id);
             }
             std::sort(layers.begin(), layers.end());
@@ -243,8 +250,11 @@ private:
             } else if (it->is_object()) {
                 for (const auto& [expertKey, v] : it->items()) {
                     int expert = -1;
-                    if (!integerKey(expertKey, expert))
-                        expert = -1;
+                    if (!integerKey(expertKey, expert)) {
+                        error(quoted(key), "layer " + key + ": expert key " + quoted(expertKey)
+                                               + " is not an expert id (a number written without leading zeros)");
+                        continue;
+                    }
                     add(quoted(expertKey), expert, v);
                 }
             } else {
@@ -284,7 +294,7 @@ private:
         for (const auto& [key, value] : stats.items()) {
             int id = 0;
             if (!integerKey(key, id))
-                return error(quoted(key), "layer key " + quoted(key) + " is not a layer id");
+                return error(quoted(key), "layer key " + quoted(key) + " is not a layer id (a number written without leading zeros)");
             layers.emplace_back(id, &value);
         }
         std::sort(layers.begin(), layers.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -89,6 +89,26 @@ void TestCli::brokenFilesGiveLocatedErrorsAndExit2()
     const Result missing = runCli({QStringLiteral("validate"), dir.filePath(QStringLiteral("nope.yaml"))});
     QCOMPARE(missing.exitCode, 2);
     QVERIFY(missing.err.contains(QStringLiteral("cannot open file")));
+
+    // What simulate refuses before its first step, validate refuses too: a calibration file it
+    // cannot read, a counts file that is not the model's (validate said ok, simulate exit 2).
+    const QString cal = dir.filePath(QStringLiteral("nan.yaml"));
+    QFile c(cal);
+    QVERIFY(c.open(QIODevice::WriteOnly));
+    c.write("nvlink_efficiency: .nan\n");
+    c.close();
+    Result r2 = runCli({QStringLiteral("validate"), good, QStringLiteral("--set"), QStringLiteral("calibration=") + cal});
+    QCOMPARE(r2.exitCode, 2);
+    QVERIFY2(r2.err.contains(cal + QStringLiteral(":1:")), qPrintable(r2.err));
+    const QString counts = dir.filePath(QStringLiteral("m6.json"));
+    QFile m(counts);
+    QVERIFY(m.open(QIODevice::WriteOnly));
+    m.write("[[10, 20, 30, 40, 50, 60]]\n");
+    m.close();
+    r2 = runCli({QStringLiteral("validate"), good, QStringLiteral("--set"), QStringLiteral("workload.routing.kind=counts"),
+                 QStringLiteral("--set"), QStringLiteral("workload.routing.file=") + counts});
+    QCOMPARE(r2.exitCode, 2);
+    QVERIFY2(r2.err.contains(QStringLiteral("row 0 has 6 counts, the model has 8 experts")), qPrintable(r2.err));
 }
 
 void TestCli::unknownCommandAndOptions()

@@ -222,6 +222,9 @@ private slots:
             << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, 2]]}, expert_long_us_per_mweight: {bf16: [[1, 2]]}, "
                "expert_long_shape: [6144, 2048], expert_longer: [{shape: [8192, 4096], us_per_mweight: {bf16: [[1, 2]]}}]}"
             << "give one of them";
+        // A key that is a list, not a format's name: yaml-cpp's "bad conversion", an internal error.
+        QTest::newRow("curve key a list") << "{cores: 2, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {[f32]: [[1, 2]]}}"
+                                          << "keys of expert_us_per_mweight must be plain names";
         QTest::newRow("negative time") << "{cores: 1, router_gflops: 1, copy_gbs: 1, expert_us_per_mweight: {bf16: [[1, -2]]}}"
                                        << "microseconds per million weights";
     }

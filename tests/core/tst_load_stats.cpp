@@ -256,6 +256,21 @@ void TestLoadStats::shapeChecks()
     } catch (const InputError& e) {
         QVERIFY2(std::string(e.what()).find("which is not an MoE layer") != std::string::npos, e.what());
     }
+    // Ids 0..n-1 over n MoE layers are ordinals in a trace, but TensorRT-LLM writes decoder layer
+    // indices: its 0..2 are not the toy's MoE layers 1..3 (its rows were taken for them, exit 0).
+    c.layer_ids = {0, 1, 2};
+    c.load = {{1, 1}, {2, 2}, {3, 3}};
+    QCOMPARE(alignToModel(c, model, "c.json").layer_ids, (std::vector<int>{0, 1, 2}));  // a counts file: ordinals
+    LoadStats trt = c;
+    trt.format = "trtllm";
+    try {
+        alignToModel(trt, model, "trt");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QVERIFY2(std::string(e.what()).find("has layer 0, which is not an MoE layer of toy") != std::string::npos, e.what());
+    }
+    trt.layer_ids = {1, 2, 3};
+    QCOMPARE(alignToModel(trt, model, "trt").load, c.load);
 }
 
 QTEST_APPLESS_MAIN(TestLoadStats)

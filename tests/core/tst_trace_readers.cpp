@@ -90,6 +90,7 @@ private slots:
     void switchStatistics();
     void countsFormats_data();
     void countsFormats();
+    void countsMatrixNarrowerThanTheModel();
     void countsErrors_data();
     void countsErrors();
     void malformedTraces_data();
@@ -386,6 +387,14 @@ void TestTraceReaders::countsErrors_data()
     QTest::addRow("empty matrix") << QByteArray("[]") << 1 << QStringLiteral("no layers");
     QTest::addRow("num_experts not a count") << QByteArray("{\"num_experts\": \"8\",\n\"expert_usage_by_layer\": {}}") << 1
                                             << QStringLiteral("\"num_experts\" must be a positive integer, found \"8\"");
+    // Ids with a leading zero were read as a second spelling of the id: "00" took layer 0's place
+    // (every later layer shifted by one) and an expert "03" was added to expert 3.
+    QTest::addRow("layer key with a leading zero")
+        << QByteArray("{\"num_experts\": 2, \"expert_usage_by_layer\": {\n\"0\": [1, 2],\n\"00\": [5, 6]}}") << 3
+        << QStringLiteral("layer key \"00\" is not a layer id");
+    QTest::addRow("expert key with a leading zero")
+        << QByteArray("{\"expert_usage_by_layer\": {\n\"1\": {\"3\": 10, \"03\": 1000}}}") << 2
+        << QStringLiteral("expert key \"03\" is not an expert id");
     QTest::addRow("num_experts past 2^32") << QByteArray("{\"num_experts\": 4294967297,\n\"expert_usage_by_layer\": {}}") << 1
                                           << QStringLiteral("num_experts must be in [1, ");
 }
@@ -405,6 +414,23 @@ void TestTraceReaders::countsErrors()
         QCOMPARE(d.front().where.line, line);
         QVERIFY2(QString::fromStdString(d.front().message).contains(fragment), e.what());
     }
+}
+
+// A matrix row gives every expert's count: one shorter than the model's experts was padded with
+// zeros (Mixtral's experts 6 and 7 ran with no load, exit 0).
+void TestTraceReaders::countsMatrixNarrowerThanTheModel()
+{
+    try {
+        parseLayerCounts("[\n [10, 20, 30, 40, 50, 60],\n [1, 2, 3, 4, 5, 6]\n]\n", "c.json", 8);
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        const auto& d = e.diagnostics().items();
+        QCOMPARE(d.size(), std::size_t{1});
+        QCOMPARE(d.front().where.line, 2);
+        QVERIFY2(QString::fromStdString(d.front().message).contains(QStringLiteral("row 0 has 6 counts, the model has 8 experts")), e.what());
+    }
+    const LayerCounts exact = parseLayerCounts("[[1, 2, 3, 4, 5, 6, 7, 8]]", "c.json", 8);
+    QCOMPARE(exact.num_experts, 8);
 }
 
 void TestTraceReaders::malformedTraces_data()
