@@ -68,6 +68,14 @@ QString CanvasLegend::plainText() const
     return text;
 }
 
+void CanvasLegend::setUnitNoun(const QString& noun)
+{
+    if (noun == m_unitNoun)
+        return;
+    m_unitNoun = noun;
+    update();
+}
+
 void CanvasLegend::setHeading(const QString& heading)
 {
     m_heading = heading;
@@ -167,7 +175,7 @@ void CanvasLegend::paintEvent(QPaintEvent*)
         p.drawText(QRectF(r.right() + 5, r.top() - 2, labelWidth, 14), Qt::AlignLeft | Qt::AlignVCenter, label);
     };
     outlinedKey(QRectF(kPad, y + 2, 16, 10), QColor(0xd0, 0x10, 0x10), logical.width() - 2 * kPad - 21,
-                tr("straggler \u2691: the busiest GPU of the step"));
+                tr("straggler \u2691: the busiest %1 of the step").arg(m_unitNoun));
     const QRectF b(kPad + 120, y + 18, 16, 10);
     p.setPen(Qt::NoPen);
     p.setBrush(QColor(0x3b, 0x52, 0x8b));
@@ -178,7 +186,7 @@ void CanvasLegend::paintEvent(QPaintEvent*)
     p.drawPolygon(tri);
     p.setPen(text);
     p.drawText(QRectF(b.right() + 5, b.top() - 2, 70, 14), Qt::AlignLeft | Qt::AlignVCenter, tr("replica"));
-    outlinedKey(QRectF(kPad, y + 18, 16, 10), QColor(0x1e, 0x64, 0xd8), 90, tr("selected GPU"));
+    outlinedKey(QRectF(kPad, y + 18, 16, 10), QColor(0x1e, 0x64, 0xd8), 90, tr("selected %1").arg(m_unitNoun));
 }
 
 CanvasGpuDetail::CanvasGpuDetail(QWidget* parent) : QWidget(parent)

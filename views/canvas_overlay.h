@@ -28,6 +28,7 @@ class CanvasLegend : public QWidget {
 public:
     explicit CanvasLegend(QWidget* parent);
     void setHeading(const QString& heading);
+    void setUnitNoun(const QString& noun);  // what the drawing's units are: "GPU", or the engine's "rank"
     void setScales(std::vector<LegendScale> scales);
     // Presentation mode: everything drawn `scale` times larger (1 = normal).
     void setScale(double scale);
@@ -46,6 +47,7 @@ private:
     QString m_heading;
     std::vector<LegendScale> m_scales;
     double m_scale = 1.0;
+    QString m_unitNoun = QStringLiteral("GPU");
 };
 
 // The selected GPU's experts at a readable size, whatever the zoom (a 72-GPU rack at "fit" draws

@@ -8,6 +8,7 @@
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
+#include <QLegend>
 #include <QLineSeries>
 #include <QPen>
 #include <QScatterSeries>
@@ -41,6 +42,20 @@ double niceCeil(double v)
         if (m * p >= v)
             return m * p;
     return 10 * p;
+}
+
+// The value axis from 0 to `hi` rounded up, ticks at round steps (1, 2 or 5 times a power of ten,
+// four to six of them) and labels with the decimals those steps need: QValueAxis's own five ticks
+// over 0-50 read "12.5, 25.0, 37.5" and users "250.0".
+void roundValueAxis(QValueAxis* axis, double hi)
+{
+    const double step = niceCeil(std::max(hi, 1e-9) / 5);
+    const double top = std::max(step, std::ceil(hi / step - 1e-9) * step);
+    axis->setRange(0, top);
+    axis->setTickType(QValueAxis::TicksFixed);
+    axis->setTickCount(static_cast<int>(std::lround(top / step)) + 1);
+    const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+    axis->setLabelFormat(QStringLiteral("%.") + QString::number(decimals) + QStringLiteral("f"));
 }
 
 // Distinct colours for up to six strategies (the canvas palette's blues, oranges and greens).
@@ -138,6 +153,7 @@ SlotCurveChart::SlotCurveChart(QWidget* parent) : QWidget(parent), d(std::make_u
     d->x->setLabelFormat(QStringLiteral("%d"));
     d->chart->addAxis(d->x, Qt::AlignBottom);
     d->chart->addAxis(d->y, Qt::AlignLeft);
+    d->chart->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);  // each line's dash in the legend
     makeReportView(this, d->chart);
 }
 
@@ -162,8 +178,13 @@ void SlotCurveChart::setData(const QString& title, const QString& yTitle, const 
         const CurveLine& line = lines[li];
         auto* s = new QLineSeries;
         s->setName(line.name);
+        // Strategies often give the same curve (eplb, search and gem on a small model): each line
+        // thinner than the one before and dashed its own way, so that one drawn over another
+        // still shows both.
         QPen pen(lineColour(static_cast<int>(li)));
-        pen.setWidthF(2);
+        static constexpr Qt::PenStyle kStyles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
+        pen.setWidthF(std::max(1.5, 4.5 - 1.2 * static_cast<double>(li)));
+        pen.setStyle(kStyles[li % std::size(kStyles)]);
         s->setPen(pen);
         s->setPointsVisible(true);
         for (std::size_t k = 0; k < line.x.size() && k < line.y.size(); ++k) {
@@ -230,7 +251,7 @@ void SlotCurveChart::setData(const QString& title, const QString& yTitle, const 
     d->x->setTickType(QValueAxis::TicksDynamic);
     d->x->setTickAnchor(0);
     d->x->setTickInterval(std::max(1.0, std::ceil((xmax - xmin + 1) / 8)));
-    d->y->setRange(0, niceCeil(ymax * 1.05));
+    roundValueAxis(d->y, ymax * 1.05);
 }
 
 int SlotCurveChart::pointCount() const { return d->points; }

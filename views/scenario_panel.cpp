@@ -48,6 +48,7 @@ struct ScenarioPanel::Impl {
     QSpinBox* racks = nullptr;
     QSpinBox* nodes = nullptr;
     QLabel* topoInfo = nullptr;
+    QLabel* engineNote = nullptr;  // where the local engine runs instead (setEngineNote)
     QComboBox* phase = nullptr;
     QSpinBox* tokens = nullptr;
     QSpinBox* context = nullptr;
@@ -216,6 +217,11 @@ ScenarioPanel::ScenarioPanel(QWidget* parent) : QWidget(parent), d(std::make_uni
     f->addRow(tr("Nodes (HGX)"), d->nodes);
     d->topoInfo = infoLabel();
     f->addRow(d->topoInfo);
+    d->engineNote = infoLabel();
+    d->engineNote->setObjectName(QStringLiteral("engineNote"));
+    d->engineNote->setStyleSheet(QStringLiteral("QLabel { color: #1e4f9c; }"));
+    d->engineNote->hide();
+    f->addRow(d->engineNote);
 
     f = group(tr("Workload"));
     d->phase = d->combo(QStringLiteral("workload.phase"), {QStringLiteral("decode"), QStringLiteral("prefill")});
@@ -443,6 +449,14 @@ void ScenarioPanel::setScenario(const Scenario& s)
 void ScenarioPanel::showError(const QString& text) { d->setMessage(Impl::Message::error, text); }
 
 void ScenarioPanel::showNote(const QString& text) { d->setMessage(Impl::Message::note, text); }
+
+void ScenarioPanel::setEngineNote(const QString& text)
+{
+    d->engineNote->setText(text);
+    d->engineNote->setVisible(!text.isEmpty());
+}
+
+QString ScenarioPanel::engineNote() const { return d->engineNote->isVisible() ? d->engineNote->text() : QString(); }
 
 void ScenarioPanel::setBusy(bool busy, const QString& text)
 {

@@ -35,6 +35,10 @@ public:
     void showError(const QString& text);
     void showNote(const QString& text);
     void setBusy(bool busy, const QString& text = {});
+    // Under the topology: where the local engine runs the scenario instead of the drawn system
+    // ("" hides it). The panel's controls stay the scenario's, which the model simulates.
+    void setEngineNote(const QString& text);
+    [[nodiscard]] QString engineNote() const;
     void clearError();
     [[nodiscard]] QString errorText() const;
     [[nodiscard]] QString messageText() const;  // whatever the strip shows ("" = nothing)

@@ -523,6 +523,7 @@ void TopologyCanvas::Impl::updateLegend()
         }
     }
     legend->setHeading(heading);
+    legend->setUnitNoun(topo.gpu.arch == GpuArch::cpu ? TopologyCanvas::tr("rank") : TopologyCanvas::tr("GPU"));
     double linkHi = 0;
     for (double u : nodeUtil)
         linkHi = std::max(linkHi, u);
@@ -533,7 +534,7 @@ void TopologyCanvas::Impl::updateLegend()
     legend->setScales({
         {layer >= 0 ? TopologyCanvas::tr("Expert load") : TopologyCanvas::tr("Expert load, all layers"), ColorMap::viridis(), loadLo, loadHi,
          TopologyCanvas::tr("token-expert pairs"), hasMetrics, 0, QString()},
-        {topo.gpu.arch == GpuArch::cpu ? TopologyCanvas::tr("Rank busy time (measured)") : TopologyCanvas::tr("GPU busy time"),
+        {topo.gpu.arch == GpuArch::cpu ? TopologyCanvas::tr("Rank busy time") : TopologyCanvas::tr("GPU busy time"),
          ColorMap::utilisation(), busyLo / busyUnit, busyHi / busyUnit, busyMs ? QStringLiteral("ms") : QStringLiteral("µs"), hasMetrics,
          busyMapHi / busyUnit,
          busyHi > busyLo ? TopologyCanvas::tr("spread %1%").arg(100.0 * (busyHi - busyLo) / busyLo, 0, 'f', busyHi < busyLo * 1.1 ? 1 : 0)

@@ -306,6 +306,7 @@ void MainWindow::onScenarioChanged(ScenarioDocument* doc)
         updateTitle();
         return;
     }
+    m_panel->setEngineNote({});
     m_canvas->setScenario(s, doc->placement());
     refillLayerCombo(s);
     if (m_selectedGpu.value >= s.topology.numGpus())

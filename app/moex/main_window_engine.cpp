@@ -22,6 +22,7 @@
 #include "run/metrics_source.h"
 #include "sim/calibration.h"
 #include "views/charts.h"
+#include "views/scenario_panel.h"
 #include "views/topology_canvas.h"
 
 #include <QAction>
@@ -106,6 +107,11 @@ bool MainWindow::showEngineScenario(std::unique_ptr<MetricsSource> newSource)
         m_engineView = view;
         m_engineRun = run;
         m_canvas->setScenario(view, shown);
+        m_panel->setEngineNote(tr("The local engine runs it on this machine: %1, %2 tokens a step, %3. The topology and "
+                                  "workload above are what the model simulates.")
+                                   .arg(session::qs(countOf(ranks, "CPU rank")))
+                                   .arg(tokens)
+                                   .arg(session::qs(countOf(static_cast<long long>(layers.size()), "MoE layer"))));
         refillLayerCombo(view);
         if (m_selectedGpu.value >= ranks)
             m_selectedGpu = GpuId();
@@ -127,6 +133,7 @@ bool MainWindow::showEngineScenario(std::unique_ptr<MetricsSource> newSource)
     } catch (const std::exception& e) {
         statusBar()->showMessage(tr("Local engine: %1 (back to the analytical model)").arg(session::errorText(e)), 15000);
         showUnitsAsRanks(false);
+        m_panel->setEngineNote({});
         if (m_simSourceAction)
             m_simSourceAction->setChecked(true);
         m_runner->setSource(makeSimSource(), doc->scenario(), doc->placement());
@@ -188,6 +195,7 @@ void MainWindow::setEngineSource(bool on)
     m_lastChartStep = -1;
     m_latest.reset();
     m_canvas->setScenario(doc->scenario(), doc->placement());
+    m_panel->setEngineNote({});
     refillLayerCombo(doc->scenario());
     if (m_selectedGpu.value >= doc->scenario().topology.numGpus())
         m_selectedGpu = GpuId();

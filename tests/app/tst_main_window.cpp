@@ -226,6 +226,10 @@ private slots:
         QVERIFY(first->summary.moe_time_us > 0);
         QVERIFY(w.statusText().contains(QStringLiteral("source: cpu")));
         QVERIFY(w.action(QStringLiteral("actionSourceEngine"))->isChecked());
+        // The panel still shows the scenario (the drawn system the model simulates) and says where
+        // the engine runs it instead.
+        QVERIFY2(w.scenarioPanel()->engineNote().contains(QStringLiteral("%1 CPU rank").arg(first->num_gpus)),
+                 qPrintable(w.scenarioPanel()->engineNote()));
         // The charts and heatmaps call what they show ranks, as the canvas does.
         QVERIFY(w.breakdownChart()->chart()->title().contains(QStringLiteral("rank")));
         QVERIFY(w.heatmaps()->latency()->shownTitle().contains(QStringLiteral("rank")));
@@ -257,6 +261,7 @@ private slots:
 
         w.setEngineSource(false);
         QTRY_VERIFY_WITH_TIMEOUT(w.latestMetrics() && w.latestMetrics()->source == "sim", 60000);
+        QVERIFY(w.scenarioPanel()->engineNote().isEmpty());
         QVERIFY(w.breakdownChart()->chart()->title().contains(QStringLiteral("GPU")));
         QVERIFY(w.heatmaps()->latency()->shownTitle().contains(QStringLiteral("GPU")));
         QCOMPARE(w.latestMetrics()->num_gpus, w.documentA()->scenario().topology.numGpus());
