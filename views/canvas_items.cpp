@@ -226,7 +226,9 @@ void BoxItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*)
     if (label.text().isEmpty())
         return;
     const int px = kind == Frame ? 9 : (kind == Cpu ? 7 : 8);
-    if (scale * px < kMinTextPixels)
+    // Too small on screen, or a box lower than its text (the NVL72 switch chips' thin bands):
+    // no label, the tooltip names it.
+    if (scale * px < kMinTextPixels || (kind != Frame && rect.height() < px))
         return;
     if (kind == Frame) {
         p->setPen(QColor(0x50, 0x5a, 0x66));

@@ -10,8 +10,8 @@ namespace {
 
 constexpr double kLaneGap = 13;     // below a compute tray: one NVLink lane per GPU
 constexpr double kLanePitch = 2.4;
-constexpr double kSwitchTrayH = 19;
-constexpr double kSwitchGap = 7;
+constexpr double kSwitchTrayH = 11;  // two NVLink switch chips a tray: thin bands, the compute trays are what matters
+constexpr double kSwitchGap = 5;
 constexpr double kNicSize = 9;
 constexpr double kBandH = 150;      // leaf/spine band: spines on top, one bus track per leaf below
 constexpr double kNetBoxW = 58;
