@@ -179,9 +179,12 @@ void ChipItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*)
     p->setPen(Qt::NoPen);
     p->setBrush(fill);
     fillBox(p, rect, 2, scale);
-    if (replica) {  // replicas: a white corner notch
+    // Replicas: a white corner notch, a quarter of the chip's side at most, and the number moved
+    // off it (on a rack's narrow chips it covered the last digit: "200" read "20b").
+    const double notch = std::min(6.0, 0.25 * std::min(rect.width(), rect.height()));
+    if (replica) {
         QPolygonF tri;
-        tri << QPointF(rect.right() - 6, rect.top()) << rect.topRight() << QPointF(rect.right(), rect.top() + 6);
+        tri << QPointF(rect.right() - notch, rect.top()) << rect.topRight() << QPointF(rect.right(), rect.top() + notch);
         p->setBrush(Qt::white);
         p->setPen(QPen(QColor(0x30, 0x30, 0x30), 0.4));
         p->drawPolygon(tri);
@@ -189,7 +192,7 @@ void ChipItem::paint(QPainter* p, const QStyleOptionGraphicsItem*, QWidget*)
     if (scale * 9 < kMinTextPixels)
         return;
     p->setPen(textColor);
-    text.draw(p, rect, Qt::AlignCenter);
+    text.draw(p, replica ? rect.adjusted(0, 0, -0.6 * notch, 0) : rect, Qt::AlignCenter);
 }
 
 // --- BoxItem ------------------------------------------------------------------------------------

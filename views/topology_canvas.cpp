@@ -532,7 +532,7 @@ void TopologyCanvas::Impl::updateLegend()
     busyUnit = timeUnitFor(busyHi, busyUnit);
     const bool busyMs = busyUnit > 1;
     legend->setScales({
-        {layer >= 0 ? TopologyCanvas::tr("Expert load") : TopologyCanvas::tr("Expert load, all layers"), ColorMap::viridis(), loadLo, loadHi,
+        {layer >= 0 ? TopologyCanvas::tr("Expert load, this layer") : TopologyCanvas::tr("Expert load, all layers"), ColorMap::viridis(), loadLo, loadHi,
          TopologyCanvas::tr("token-expert pairs"), hasMetrics, 0, QString()},
         {topo.gpu.arch == GpuArch::cpu ? TopologyCanvas::tr("Rank busy time") : TopologyCanvas::tr("GPU busy time"),
          ColorMap::utilisation(), busyLo / busyUnit, busyHi / busyUnit, busyMs ? QStringLiteral("ms") : QStringLiteral("µs"), hasMetrics,
