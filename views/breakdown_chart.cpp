@@ -190,28 +190,13 @@ void GpuBreakdownChart::setMetrics(const StepMetrics& m)
     QList<qreal> values[5];
     double hi = 0;
     for (std::size_t i = 0; i < m.gpus.size(); ++i) {
-        const GpuMetrics& g = m.gpus[i];
-        // The communication not hidden behind the GPU's compute, shared out over dispatch and
-        // combine in the proportion of its own: its busy time (the step less its idle time) beyond
-        // compute and attention, or, where larger, the layers' exposed communication
-        // (StepTotals::comm_exposed_us, the simulator's), which every GPU waits out whatever its
-        // own traffic (under two-batch overlap a GPU's own traffic hides behind its compute, but
-        // the layer's first dispatch and last combine do not). What is left is idle: waiting
-        // for slower GPUs (under overlap the per-GPU compute and attention count both
-        // micro-batches; docs/MODEL.md section 5).
-        const double work = g.compute_us + g.attention_us;
-        const double comm = g.dispatch_us + g.combine_us;
-        const double busyBeyond = std::clamp(gpuBusyUs(m, i) - work, 0.0, comm);
-        const double waited = std::clamp(m.summary.comm_exposed_us, 0.0, std::max(0.0, m.summary.step_time_us - work));
-        const double exposed = std::max(busyBeyond, waited);
-        const double idle = std::max(0.0, g.idle_us - (exposed - busyBeyond));
-        const double dShare = comm > 0 ? g.dispatch_us / comm : 0.5;
+        const GpuStepSplit g = gpuStepSplit(m, i);  // the communication not hidden, and idle
         values[0] << g.compute_us;
         values[1] << g.attention_us;
-        values[2] << exposed * dShare;
-        values[3] << exposed * (1.0 - dShare);
-        values[4] << idle;
-        hi = std::max(hi, work + exposed + idle);
+        values[2] << g.dispatch_us;
+        values[3] << g.combine_us;
+        values[4] << g.idle_us;
+        hi = std::max(hi, g.compute_us + g.attention_us + g.dispatch_us + g.combine_us + g.idle_us);
     }
     if (n != d->bars) {
         QStringList cats;

@@ -249,8 +249,8 @@ QRectF HeatmapWidget::plotRect() const
     const double top = kMargin + (m_title.isEmpty() ? 0 : titleHeight());
     const double right = width() - kMargin - legendWidth();
     double bottom = height() - kMargin - colLabelHeight() - (m_colTitle.isEmpty() ? 0 : axisTitleHeight());
-    // Rows at most 48 px tall (the engine's one layer filled the dock as one row of 400 px bars),
-    // the plot at least 120 px, which its colour bar and row title need.
+    // Rows at most 48 px tall, the plot at least 120 px, which its colour bar and row title need
+    // (the engine's one layer filled the dock as one row of 400 px bars; now one of 120).
     constexpr double kMaxRowHeight = 48, kMinPlotHeight = 120;
     if (m_rows > 0)
         bottom = std::min(bottom, top + std::max(kMinPlotHeight, kMaxRowHeight * m_rows));

@@ -20,6 +20,9 @@
 namespace moex::views {
 
 namespace {
+
+// The override key a control edits, on the control (highlightKeys finds them by it).
+constexpr const char* kKeyProperty = "moexOverrideKey";
 QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
 void setCombo(QComboBox* box, const QString& value)
@@ -49,6 +52,8 @@ struct ScenarioPanel::Impl {
     QSpinBox* nodes = nullptr;
     QLabel* topoInfo = nullptr;
     QLabel* engineNote = nullptr;  // where the local engine runs instead (setEngineNote)
+    QList<QLabel*> highlighted;    // labels of the keys a tour step set (highlightKeys)
+    QStringList highlightedKeys;
     QComboBox* phase = nullptr;
     QSpinBox* tokens = nullptr;
     QSpinBox* context = nullptr;
@@ -130,6 +135,7 @@ struct ScenarioPanel::Impl {
     QComboBox* combo(const QString& key, const QStringList& values)
     {
         auto* box = narrowCombo();
+        box->setProperty(kKeyProperty, key);
         for (const QString& v : values)
             box->addItem(v, v);
         QObject::connect(box, &QComboBox::currentIndexChanged, q, [this, box, key] {
@@ -140,6 +146,7 @@ struct ScenarioPanel::Impl {
     QSpinBox* spin(const QString& key, int lo, int hi, int step = 1)
     {
         auto* box = new QSpinBox;
+        box->setProperty(kKeyProperty, key);
         box->setRange(lo, hi);
         box->setSingleStep(step);
         box->setKeyboardTracking(false);  // one override per committed value, not per keystroke
@@ -149,6 +156,7 @@ struct ScenarioPanel::Impl {
     QDoubleSpinBox* dspin(const QString& key, double lo, double hi, double step, int decimals)
     {
         auto* box = new QDoubleSpinBox;
+        box->setProperty(kKeyProperty, key);
         box->setRange(lo, hi);
         box->setSingleStep(step);
         box->setDecimals(decimals);
@@ -450,13 +458,39 @@ void ScenarioPanel::showError(const QString& text) { d->setMessage(Impl::Message
 
 void ScenarioPanel::showNote(const QString& text) { d->setMessage(Impl::Message::note, text); }
 
+QWidget* ScenarioPanel::highlightKeys(const QStringList& keys)
+{
+    for (QLabel* label : std::as_const(d->highlighted))
+        label->setStyleSheet({});
+    d->highlighted.clear();
+    d->highlightedKeys.clear();
+    QWidget* first = nullptr;
+    for (QWidget* w : findChildren<QWidget*>()) {
+        const QString key = w->property(kKeyProperty).toString();
+        if (key.isEmpty() || !keys.contains(key))
+            continue;
+        auto* form = w->parentWidget() ? qobject_cast<QFormLayout*>(w->parentWidget()->layout()) : nullptr;
+        auto* label = form ? qobject_cast<QLabel*>(form->labelForField(w)) : nullptr;
+        if (!label)
+            continue;
+        label->setStyleSheet(QStringLiteral("QLabel { background: #ffe680; font-weight: bold; border-radius: 3px; }"));
+        d->highlighted << label;
+        d->highlightedKeys << key;
+        if (!first)
+            first = w;
+    }
+    return first;
+}
+
+QStringList ScenarioPanel::highlightedKeys() const { return d->highlightedKeys; }
+
 void ScenarioPanel::setEngineNote(const QString& text)
 {
     d->engineNote->setText(text);
     d->engineNote->setVisible(!text.isEmpty());
 }
 
-QString ScenarioPanel::engineNote() const { return d->engineNote->isVisible() ? d->engineNote->text() : QString(); }
+QString ScenarioPanel::engineNote() const { return d->engineNote->isHidden() ? QString() : d->engineNote->text(); }
 
 void ScenarioPanel::setBusy(bool busy, const QString& text)
 {

@@ -38,6 +38,10 @@ public:
     // Under the topology: where the local engine runs the scenario instead of the drawn system
     // ("" hides it). The panel's controls stay the scenario's, which the model simulates.
     void setEngineNote(const QString& text);
+    // Marks the labels of the controls that edit `keys` (a tour step's `set`), unmarking the last
+    // ones; returns the first such control (for scrolling it into view), null when none.
+    QWidget* highlightKeys(const QStringList& keys);
+    [[nodiscard]] QStringList highlightedKeys() const;
     [[nodiscard]] QString engineNote() const;
     void clearError();
     [[nodiscard]] QString errorText() const;

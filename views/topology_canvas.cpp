@@ -537,7 +537,7 @@ void TopologyCanvas::Impl::updateLegend()
         {topo.gpu.arch == GpuArch::cpu ? TopologyCanvas::tr("Rank busy time") : TopologyCanvas::tr("GPU busy time"),
          ColorMap::utilisation(), busyLo / busyUnit, busyHi / busyUnit, busyMs ? QStringLiteral("ms") : QStringLiteral("µs"), hasMetrics,
          busyMapHi / busyUnit,
-         busyHi > busyLo ? TopologyCanvas::tr("spread %1%").arg(100.0 * (busyHi - busyLo) / busyLo, 0, 'f', busyHi < busyLo * 1.1 ? 1 : 0)
+         busyHi > busyLo && busyLo > 0 ? TopologyCanvas::tr("spread %1%").arg(100.0 * (busyHi - busyLo) / busyLo, 0, 'f', busyHi < busyLo * 1.1 ? 1 : 0)
                          : QString()},
         {TopologyCanvas::tr("Link utilisation"), ColorMap::utilisation(), 0, 100, QStringLiteral("%"), hasMetrics, 0,
          TopologyCanvas::tr("max %1").arg(linkHi * 100, 0, 'f', 0)},

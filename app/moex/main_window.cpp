@@ -12,7 +12,9 @@
 #include "tour_bar.h"
 #include "undo_commands.h"
 
+#include "metrics/gpu_busy.h"
 #include "metrics/step_metrics.h"
+#include "views/chart_axes.h"
 #include "views/charts.h"
 #include "views/elided_label.h"
 #include "views/scenario_panel.h"
@@ -287,6 +289,10 @@ void MainWindow::connectViews()
     connect(m_heatmaps, &HeatmapPanel::gpuSelected, this, &MainWindow::selectGpu);
     connect(m_heatmaps, &HeatmapPanel::layerSelected, this, &MainWindow::setLayer);
     connect(m_tourBar, &TourBar::stepRequested, this, &MainWindow::onTourStep);
+    connect(m_tourBar, &TourBar::activeChanged, this, [this](bool active) {
+        if (!active)
+            m_panel->highlightKeys({});
+    });
 }
 
 void MainWindow::onScenarioChanged(ScenarioDocument* doc)
@@ -383,17 +389,19 @@ void MainWindow::selectGpu(GpuId gpu)
     m_heatmaps->setSelectedGpu(gpu);
     if (gpu.valid() && m_latest && gpu.index() < m_latest->gpus.size()) {
         const GpuMetrics& g = m_latest->gpus[gpu.index()];
-        // The chart's terms and unit: expert compute apart from attention + dense (together
-        // they read as one "compute" ten times the expert work), ms from 1 ms on.
-        const auto time = [](double us) {
-            return us >= 1000 ? QStringLiteral("%1 ms").arg(us / 1000, 0, 'f', 2) : QStringLiteral("%1 \u00b5s").arg(us, 0, 'f', 0);
+        // The per-GPU chart's terms, which add up to the step (its communication not hidden), in
+        // its unit: ms from 10 ms steps, else µs.
+        const GpuStepSplit split = gpuStepSplit(*m_latest, gpu.index());
+        const double unit = views::timeUnitFor(m_latest->summary.step_time_us, 1000.0);
+        const auto time = [unit](double us) {
+            return unit > 1 ? QStringLiteral("%1 ms").arg(us / 1000, 0, 'f', 2) : QStringLiteral("%1 \u00b5s").arg(us, 0, 'f', 0);
         };
-        statusBar()->showMessage(tr("%1 %2: expert compute %3, attention + dense %4, dispatch %5, combine %6, idle %7, "
-                                    "HBM %8 GB, speed %9")
+        statusBar()->showMessage(tr("%1 %2: expert compute %3, attention + dense %4, dispatch (not hidden) %5, combine (not "
+                                    "hidden) %6, idle %7, HBM %8 GB, speed %9")
                                      .arg(m_engineSource ? tr("Rank") : tr("GPU"))
                                      .arg(gpu.value)
-                                     .arg(time(g.compute_us), time(g.attention_us), time(g.dispatch_us), time(g.combine_us),
-                                          time(g.idle_us))
+                                     .arg(time(split.compute_us), time(split.attention_us), time(split.dispatch_us),
+                                          time(split.combine_us), time(split.idle_us))
                                      .arg(g.hbm_used_gb, 0, 'f', 1)
                                      .arg(g.speed, 0, 'g', 3),
                                  10000);
@@ -464,6 +472,14 @@ void MainWindow::onCompareReady()
 void MainWindow::onTourStep(const session::TourStep& step)
 {
     openScenarioInBackground(step.scenario, step.overrides, false, step.title);
+    // What the step changed, marked in the panel and scrolled into view (the placement strategy
+    // sat below the panel's fold, so a step that changed it showed no change).
+    QStringList keys;
+    for (const auto& [key, value] : step.overrides)
+        keys << session::qs(key);
+    if (QWidget* control = m_panel->highlightKeys(keys))
+        if (auto* scroll = qobject_cast<QScrollArea*>(m_panelDock->widget()))
+            scroll->ensureWidgetVisible(control, 10, 40);
 }
 
 void MainWindow::showError(const QString& title, const QString& message)

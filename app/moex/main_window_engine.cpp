@@ -108,7 +108,7 @@ bool MainWindow::showEngineScenario(std::unique_ptr<MetricsSource> newSource)
         m_engineRun = run;
         m_canvas->setScenario(view, shown);
         m_panel->setEngineNote(tr("The local engine runs it on this machine: %1, %2 tokens a step, %3. The topology and "
-                                  "workload above are what the model simulates.")
+                                  "workload in this panel are what the analytical model simulates.")
                                    .arg(session::qs(countOf(ranks, "CPU rank")))
                                    .arg(tokens)
                                    .arg(session::qs(countOf(static_cast<long long>(layers.size()), "MoE layer"))));

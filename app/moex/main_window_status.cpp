@@ -40,8 +40,8 @@ QLabel* statusField(const QString& tip)
 void MainWindow::buildStatusBar()
 {
     m_statusSource = statusField(tr("Where the numbers come from"));
-    m_statusStep = statusField(tr("The step these figures are of; the Compare view and a tour's captions give the mean "
-                                  "of the run's steps after its warm-up"));
+    m_statusStep = statusField(tr("The figures beside this are from this step; the Compare view and a tour's captions "
+                                  "give the mean of the run's steps after its warm-up"));
     m_statusStepTime = statusField(tr("Step time: one forward pass of the whole model"));
     m_statusTokens = statusField(tr("Tokens per second, whole system"));
     m_statusPerKw = statusField(tr("Tokens per second per kW of GPU + switch power"));
@@ -83,7 +83,7 @@ void MainWindow::updateStatus()
     }
     const StepTotals& t = m->summary;
     // The fields after it are this step's (the compare view and a tour's captions give means).
-    m_statusStep->setText(tr("step %1:").arg(m->step));
+    m_statusStep->setText(tr("step %1").arg(m->step));
     m_statusStepTime->setText(tr("%1 ms/step").arg(t.step_time_us / 1000.0, 0, 'f', 2));
     m_statusTokens->setText(tr("%1 tok/s").arg(grouped(t.tokens_per_s)));
     // Measured ranks have no power model: no tokens per kW to show.

@@ -10,9 +10,10 @@
 
 namespace moex::detail {
 
-// Snapshots a file may hold (SGLang's non-empty buffer rows, TensorRT-LLM's iterations): each is a
-// layers x experts matrix kept for the report's windows. Real recordings hold hundreds to a few
-// thousand; a file of millions of one-cell rows took 100 times its size in memory.
+// Snapshots kept of a file (SGLang's non-empty buffer rows, TensorRT-LLM's iterations): each is a
+// layers x experts matrix for the report's windows. Real recordings hold hundreds to a few
+// thousand; a file of millions of one-cell rows took 100 times its size in memory. Rows beyond
+// count in the totals, and the reader's detail says so.
 inline constexpr std::size_t kMaxSnapshots = std::size_t{1} << 16;
 
 // SGLang expert distribution recorder dumps (torch.save): one file, or several (one per rank in

@@ -98,10 +98,9 @@ void readStatMode(const TorchArchive& a, const PickleValue& counts, Accumulated&
             }
         }
         acc.nonEmpty += any ? 1 : 0;
-        if (any && acc.snapshots.size() == kMaxSnapshots)
-            fail(file, "'logical_count' has more than " + std::to_string(kMaxSnapshots)
-                           + " buffer rows holding counts (one per recorded forward pass); moex reads at most that many");
-        if (any)
+        // Snapshots up to kMaxSnapshots (one file's; several files are summed without them): the
+        // rows beyond count in the totals only.
+        if (any && acc.snapshots.size() < kMaxSnapshots)
             acc.snapshots.push_back(std::move(snapshot));
     }
     acc.rows += b;
@@ -195,13 +194,15 @@ LoadStats readSglangStats(const std::vector<std::string>& files)
     out.num_experts = static_cast<int>(acc.load.front().size());
     out.load = std::move(acc.load);
     // Snapshots only where they are one file's buffer rows, all of the same shape as the sum.
+    const bool capped = files.size() == 1 && acc.nonEmpty > static_cast<std::int64_t>(kMaxSnapshots);
     if (files.size() == 1 && acc.snapshots.size() >= 2)
         out.snapshots = std::move(acc.snapshots);
     for (int l = 0; l < out.numLayers(); ++l)
         out.layer_ids.push_back(l);
     out.detail = acc.mode + " mode, " + std::to_string(acc.rows) + (acc.mode == "stat" ? " buffer rows" : " records")
         + " (" + std::to_string(acc.nonEmpty) + " non-empty) summed"
-        + (files.size() > 1 ? " over " + std::to_string(files.size()) + " files" : std::string());
+        + (files.size() > 1 ? " over " + std::to_string(files.size()) + " files" : std::string())
+        + (capped ? "; per-pass figures of the first " + std::to_string(kMaxSnapshots) + " non-empty rows" : std::string());
     return out;
 }
 

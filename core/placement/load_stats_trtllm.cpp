@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <map>
@@ -31,6 +32,10 @@ bool parseKey(const std::string& key, long long& iter, int& layer)
     if (us == std::string::npos || us == 0 || us + 1 == key.size())
         return false;
     if ((us > 1 && key[0] == '0') || (key.size() - us > 2 && key[us + 1] == '0'))
+        return false;
+    const auto digits = [](char c) { return c >= '0' && c <= '9'; };  // no sign: "-0_3" is "0_3" again
+    if (!std::all_of(key.begin(), key.begin() + static_cast<std::ptrdiff_t>(us), digits)
+        || !std::all_of(key.begin() + static_cast<std::ptrdiff_t>(us) + 1, key.end(), digits))
         return false;
     const char* b = key.data();
     const auto [p1, e1] = std::from_chars(b, b + us, iter);
@@ -109,7 +114,6 @@ LoadStats readTrtllmStats(const std::string& folder)
         std::map<int, std::vector<double>> totals;
         std::map<long long, int> iterations;
         std::map<long long, std::map<int, std::vector<double>>> perIteration;  // iteration -> layer -> counts over ranks
-        std::map<std::pair<long long, int>, int> ranksOf;                     // (iteration, layer) -> ranks recording it
         for (const auto& rankFile : ranks) {
             const std::string& path = rankFile.second;  // a named variable: lambdas below capture it
             const std::string bytes = readFile(path, std::size_t{1} << 30);
@@ -139,42 +143,41 @@ LoadStats readTrtllmStats(const std::string& folder)
                     iterRow[e] += static_cast<double>(counts[e]);
                 }
                 ++iterations[iter];
-                ++ranksOf[{iter, layer}];
             }
         }
         if (totals.empty())
             throw InputError(Location{ranks.begin()->second, 0, 0}, "no \"{iteration}_{layer}\" tensors");
-        if (perIteration.size() > kMaxSnapshots)
-            throw InputError(Location{folder, 0, 0}, "the statistics hold " + std::to_string(perIteration.size())
-                                                         + " iterations; moex reads at most " + std::to_string(kMaxSnapshots));
-        // Every rank records every MoE layer in every iteration it records. A hole would make that
-        // iteration's totals short; and iterations x layers is what the snapshots below hold, so a
-        // file of scattered keys ("0_0", "1_1", ...) would grow with the square of its size.
-        for (const auto& [iter, layers] : perIteration)
-            for (const auto& [layer, row] : totals)
-                if (!layers.contains(layer) || ranksOf[{iter, layer}] != static_cast<int>(ranks.size()))
-                    throw InputError(Location{folder, 0, 0},
-                                     "iteration " + std::to_string(iter) + " has layer " + std::to_string(layer) + " in "
-                                         + std::to_string(layers.contains(layer) ? ranksOf[{iter, layer}] : 0) + " of "
-                                         + countOf(static_cast<long long>(ranks.size()), "rank file")
-                                         + " (TensorRT-LLM records every MoE layer on every rank in each iteration)");
         for (auto& [layer, row] : totals) {
             out.layer_ids.push_back(layer);
             out.load.push_back(std::move(row));
         }
-        if (perIteration.size() >= 2) {  // one snapshot per iteration, rows as the totals' (a missing layer counts 0)
-            for (const auto& [iter, layers] : perIteration) {
-                auto& snap = out.snapshots.emplace_back();
-                for (const int layer : out.layer_ids) {
-                    const auto it = layers.find(layer);
-                    snap.push_back(it != layers.end() ? it->second
-                                                      : std::vector<double>(static_cast<std::size_t>(out.num_experts), 0.0));
-                }
+        // One snapshot per iteration that recorded every layer (on some rank: with pipeline
+        // parallelism each rank records its own stage's layers), rows as the totals'. An
+        // iteration missing layers (a rank's file ending earlier than the others') counts in the
+        // totals only: its imbalance would be of part of the model. Bounded by the keys the files
+        // hold (scattered keys, "0_0", "1_1", ..., made no complete iteration and no snapshot;
+        // filled in, they grew with the square of the file) and by kMaxSnapshots.
+        std::size_t partial = 0, beyond = 0;
+        for (const auto& [iter, layers] : perIteration) {
+            if (layers.size() != totals.size()) {
+                ++partial;
+                continue;
             }
+            if (out.snapshots.size() == kMaxSnapshots) {
+                ++beyond;
+                continue;
+            }
+            auto& snap = out.snapshots.emplace_back();
+            for (const auto& [layer, row] : layers)
+                snap.push_back(row);
         }
+        if (out.snapshots.size() < 2)
+            out.snapshots.clear();
         out.detail = countOf(static_cast<long long>(ranks.size()), "rank") + ", "
             + countOf(static_cast<long long>(iterations.size()), "iteration") + " " + std::to_string(iterations.begin()->first)
-            + (iterations.size() > 1 ? ".." + std::to_string(iterations.rbegin()->first) : std::string()) + " summed";
+            + (iterations.size() > 1 ? ".." + std::to_string(iterations.rbegin()->first) : std::string()) + " summed"
+            + (partial > 0 ? "; " + countOf(static_cast<long long>(partial), "iteration") + " without every layer left out of the per-iteration figures" : std::string())
+            + (beyond > 0 ? "; per-iteration figures of the first " + std::to_string(kMaxSnapshots) + " iterations" : std::string());
         return out;
     });
 }

@@ -54,7 +54,7 @@ std::string summaryText(const Scenario& s, const StepTotals& t)
         o << "DP attn wait     " << ms(t.dp_sync_us) << " (slowest rank's context, cv "
           << fixed(s.workload.context_cv, 2) << ")\n";
     o << "imbalance        " << fixed(t.imbalance, 3) << " (max/mean GPU load, mean over layers); straggler gpu"
-      << t.straggler_gpu << '\n';
+      << t.straggler_gpu << " (slowest in the most MoE layers)\n";
     if (t.moe_time_balanced_us > 0)
         o << "imbalance cost   " << ms(t.moe_time_us - t.moe_time_balanced_us) << " per step, "
           << fixed(t.moe_time_us > 0 ? 100.0 * (t.moe_time_us - t.moe_time_balanced_us) / t.moe_time_us : 0.0, 2)

@@ -42,6 +42,12 @@ private slots:
         w.tourBar()->next();
         QCOMPARE(w.tourBar()->currentStep(), 1);
         QTRY_VERIFY_WITH_TIMEOUT(w.documentA()->displayName() != first, 30000);
+        // What the step sets is marked in the panel.
+        QStringList set;
+        for (const auto& [key, value] : w.tourBar()->tour().steps[1].overrides)
+            set << QString::fromStdString(key);
+        QVERIFY(!set.isEmpty());
+        QCOMPARE(w.scenarioPanel()->highlightedKeys(), set);
         w.tourBar()->previous();
         QTRY_COMPARE_WITH_TIMEOUT(w.documentA()->displayName(), first, 30000);
         // The captions quote the steps' figures once computed: every {field} of the template filled.

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 #endif
 
 #include "load_stats_fixtures.h"
@@ -28,6 +30,7 @@ private slots:
     void sglangSynthetic();
     void sglangPerPass();
     void shapeChecks();
+    void snapshotsAreBounded();
 };
 
 void TestLoadStats::sglangRealFile()
@@ -271,6 +274,45 @@ void TestLoadStats::shapeChecks()
     }
     trt.layer_ids = {1, 2, 3};
     QCOMPARE(alignToModel(trt, model, "trt").load, c.load);
+}
+
+// Per-iteration snapshots are kept only of whole iterations and at most kMaxSnapshots of them;
+// what is left out counts in the totals and the detail says so. Before: scattered TensorRT-LLM
+// keys ("0_0", "1_1", ...) built iterations x layers snapshots (4,000 keys, 335 KB: 894 MB), and
+// an SGLang file of millions of one-cell rows took 100 times its size.
+void TestLoadStats::snapshotsAreBounded()
+{
+    QTemporaryDir dir;
+    const std::string base = dir.path().toStdString();
+    const nlohmann::json meta = {{"num_experts", 8}, {"num_experts_per_token", 2}};
+    const std::string counts = i64s({1, 2, 3, 4, 5, 6, 7, 8});
+    const auto tensor = [](int at) {
+        return nlohmann::json{{"dtype", "I64"}, {"shape", {8}}, {"data_offsets", {64 * at, 64 * (at + 1)}}};
+    };
+    // Scattered keys: no iteration holds both layers, so no snapshot; both layers in the totals.
+    std::filesystem::create_directories(base + "/scattered");
+    writeBytes(base + "/scattered/meta_info.json", meta.dump());
+    writeBytes(base + "/scattered/rank0.safetensors", safetensors({{"0_0", tensor(0)}, {"1_1", tensor(1)}}, counts + counts));
+    const LoadStats scattered = readLoadStats(base + "/scattered");
+    QCOMPARE(scattered.layer_ids, (std::vector<int>{0, 1}));
+    QVERIFY(scattered.snapshots.empty());
+    QVERIFY2(scattered.detail.find("2 iterations without every layer") != std::string::npos, scattered.detail.c_str());
+    // Pipeline stages: each rank records its own layers; an iteration is whole across ranks.
+    std::filesystem::create_directories(base + "/pp");
+    writeBytes(base + "/pp/meta_info.json", meta.dump());
+    writeBytes(base + "/pp/rank0.safetensors", safetensors({{"7_0", tensor(0)}, {"8_0", tensor(1)}}, counts + counts));
+    writeBytes(base + "/pp/rank1.safetensors", safetensors({{"7_1", tensor(0)}, {"8_1", tensor(1)}}, counts + counts));
+    const LoadStats pp = readLoadStats(base + "/pp");
+    QCOMPARE(pp.snapshots.size(), std::size_t{2});
+    QCOMPARE(pp.snapshots[0].size(), std::size_t{2});
+    QCOMPARE(pp.load[1][7], 16.0);
+    // SGLang: 65,537 non-empty one-cell rows keep 65,536 snapshots; all rows in the total.
+    const std::int64_t rows = (std::int64_t{1} << 16) + 1;
+    writeBytes(base + "/long.pt", torchFile(statPickle(rows, {rows, 1, 1}), {{"0", int32s(std::vector<std::int64_t>(static_cast<std::size_t>(rows), 1))}}));
+    const LoadStats sg = readLoadStats(base + "/long.pt");
+    QCOMPARE(sg.snapshots.size(), std::size_t{1} << 16);
+    QCOMPARE(sg.load[0][0], static_cast<double>(rows));
+    QVERIFY2(sg.detail.find("per-pass figures of the first 65536 non-empty rows") != std::string::npos, sg.detail.c_str());
 }
 
 QTEST_APPLESS_MAIN(TestLoadStats)
