@@ -293,9 +293,15 @@ int benchPlace(const Args& args)
 {
     const int runs = args.intValue("runs", 5, 1, 1000);
     const int steps = args.intValue("steps", 8, 1, 1000);
-    const double budget = args.doubleValue("budget-ms", 1000, 0, 3.6e6);
+    const double budget = args.doubleValue("budget-ms", 1000, 1, 3.6e6);  // place's range: 0 ms ran no search
     const auto seed = static_cast<std::uint64_t>(args.intValue("seed", 1, 0, 2147483647));
     const Overrides overrides = args.overrides();
+    // Each case sets its strategies, slots and budget: a --set of them was overridden in silence.
+    for (const auto& [key, value] : overrides)
+        if (key == "placement" || key == "placement.strategy" || key == "placement.redundant_slots" || key == "placement.budget_ms")
+            throw InputError(Location{"--set " + key + "=" + value, 0, 0},
+                             "bench place runs every strategy at its own slot counts: --set cannot choose the placement "
+                             "(--budget-ms sets the search's budget)");
     const std::vector<std::string> all = {"contiguous", "round-robin", "eplb-exact", "eplb", "gem", "search"};
 
     std::vector<Case> cases;

@@ -29,8 +29,15 @@ int cmdCalibrate(const Argv& argv)
     options.quick = args.has("quick");
     options.progress = [](const std::string& line) { std::cerr << "moex-cli calibrate: " << line << '\n'; };
     const Calibration c = measureHostCalibration(options);
-    writeFileAtomically(*out, "# moex CPU calibration for the host-cpu topology (moex-cli calibrate --backend cpu)\n"
-                                  + calibrationToYaml(c));
+    const std::string text = "# moex CPU calibration for the host-cpu topology (moex-cli calibrate --backend cpu)\n"
+        + calibrationToYaml(c);
+    // '-o -': the file on stdout, what was written on stderr (as place does; it wrote a file named '-').
+    if (*out == "-") {
+        std::cout << text << std::flush;
+        std::cerr << "moex-cli calibrate: " << c.name << ", " << c.cpu.cpu << '\n';
+        return 0;
+    }
+    writeFileAtomically(*out, text);
     std::cout << "wrote " << *out << ": " << c.name << ", " << c.cpu.cpu << '\n';
     return 0;
 }

@@ -204,6 +204,14 @@ int compareMeasured(const std::string& runFile, const std::vector<std::string>& 
         }
         throw InputError(moved);
     }
+    // The scenario is read again: what ran must still be what it says (an edited model file was
+    // predicted as if it had run: "error 141073.7%").
+    if (run.contains("model")) {
+        const std::string ran = field<std::string>(run, "model", runFile, "\"run\"");
+        if (ran != runModelIdentity(s))
+            badRun(runFile, "the run was of " + ran + ", but its scenario " + s.file + " now reads " + runModelIdentity(s)
+                                + ": the scenario or its model changed since the run; run it again");
+    }
     if (jsonOut)
         refuseOutputOverInputs("compare", "--json", *jsonOut, s);
     s.engine.ranks = field<int>(run, "ranks", runFile, "\"run\"");

@@ -15,6 +15,7 @@
 #include "run/run_loop.h"
 #include "scenario/scenario_yaml.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -48,7 +49,14 @@ int cmdRun(const Argv& argv)
     Args args("run", argv,
               {{"backend"}, {"ranks"}, {"steps"}, {"warmup"}, {"tokens"}, {"layers"}, {"json"}, {"set", true, true}});
     args.requirePositionals(1, 1, kUsage);
-    Scenario s = loadScenarioFile(args.positionals().front(), args.overrides());
+    const Overrides overrides = args.overrides();
+    // A flag and a --set of the same engine key: one would silently win (as a --set given twice,
+    // which is an error too).
+    for (const char* flag : {"backend", "ranks", "tokens", "layers"})
+        for (const auto& [key, value] : overrides)
+            if (args.has(flag) && key == std::string("engine.") + flag)
+                bad("--" + std::string(flag) + " and --set engine." + flag + " both given: give one of them");
+    Scenario s = loadScenarioFile(args.positionals().front(), overrides);
     args.checkOutputsAgainst(s);
     if (auto b = args.value("backend")) {
         if (*b == "cpu")
@@ -72,11 +80,11 @@ int cmdRun(const Argv& argv)
         std::string item;
         while (std::getline(in, item, ',')) {
             try {
-                std::size_t used = 0;
-                const int d = std::stoi(item, &used);
-                if (used != item.size())
+                // Digits only, no leading zero: stoi also took " 2", "+1", "01" and "-0".
+                if (item.empty() || item.size() > 6 || !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })
+                    || (item.size() > 1 && item[0] == '0'))
                     throw std::invalid_argument(item);
-                s.engine.layers.push_back(d);
+                s.engine.layers.push_back(std::stoi(item));
             } catch (const std::exception&) {
                 bad("--layers " + *layers + ": '" + item + "' is not a decoder-layer index");
             }
@@ -151,6 +159,7 @@ int cmdRun(const Argv& argv)
         for (const LayerMetrics& l : run.last.layers)
             ran.push_back(l.decoder_layer);
         j["run"] = {{"scenario_file", s.file},
+                    {"model", runModelIdentity(s)},
                     {"set", sets},
                     {"backend", s.engine.backend == Backend::cpu ? "cpu" : "cuda"},
                     {"ranks", run.last.num_gpus},

@@ -6,6 +6,7 @@
 
 #include "model/hf_import.h"
 #include "model/model_yaml.h"
+#include "run/metrics_source.h"
 #include "scenario/scenario_checks.h"
 #include "scenario/scenario_yaml.h"
 #include "sim/scenario_run.h"
@@ -36,6 +37,8 @@ int cmdValidate(const Argv& argv)
                 (void)resolveCalibration(s);
                 if (s.workload.routing.kind != RoutingKind::synthetic)
                     (void)makeRoutingSource(s);
+                if (s.engine.backend != Backend::sim)
+                    checkEngineSettings(s);
                 what = s.model.name + " on " + (s.topology.builtin.empty() ? s.topology.name : s.topology.builtin) + ", "
                     + countOf(s.topology.numGpus(), "GPU") + ", " + countOf(s.slotsPerGpu(), "expert slot")
                     + " per GPU, weights " + humanBytes(weightBytesPerGpu(s, s.slotsPerGpu()))

@@ -46,6 +46,16 @@ std::string samplesDir()
     return env ? env : MOEX_SAMPLES_DIR;
 }
 
+std::string runModelIdentity(const Scenario& s)
+{
+    const ModelSpec& m = s.model;
+    std::string id = m.name + ": hidden " + std::to_string(m.hidden_size) + ", experts " + std::to_string(m.routed_experts) + " x "
+        + std::to_string(m.moe_intermediate_size) + ", top-" + std::to_string(m.experts_per_token);
+    if (m.shared_experts > 0)
+        id += ", shared " + std::to_string(m.shared_experts) + " x " + std::to_string(m.shared_intermediate_size);
+    return id + ", " + std::string(toString(s.precision.weights)) + " weights";
+}
+
 void writeJson(const std::string& target, const std::string& text)
 {
     if (target == "-")

@@ -25,6 +25,11 @@ std::vector<std::string> nodeNames(const Scenario& s);
 // The samples folder the benchmarks read ($MOEX_SAMPLES, else the source tree's samples/).
 std::string samplesDir();
 
+// What a `run --json` file records of the model the engine ran, in words ("Mixtral-8x7B: hidden
+// 4096, experts 8 x 14336, top-2, bf16 weights"): `compare --measured` reads the scenario again
+// and refuses it where this differs (the scenario or its model file changed since the run).
+std::string runModelIdentity(const Scenario& s);
+
 // Writes JSON to `target` ("-" = stdout) atomically.
 void writeJson(const std::string& target, const std::string& text);
 

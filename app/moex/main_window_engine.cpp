@@ -84,10 +84,8 @@ bool MainWindow::showEngineScenario(std::unique_ptr<MetricsSource> newSource)
         return false;
     try {
         const Scenario run = engineRunScenario(doc->scenario());
+        checkEngineSettings(run);  // what the engine would refuse, before the view changes
         const int ranks = run.engine.ranks;
-        if (ranks < 1 || ranks > run.model.routed_experts)
-            throw InputError(Location{run.file, run.engine.line, run.engine.column},
-                             "engine.ranks = " + std::to_string(ranks) + ": give 1 to " + std::to_string(run.model.routed_experts));
         const Placement placement = engineRankPlacement(run, ranks);
         const std::vector<int> layers = run.engine.layers.empty() ? run.model.moe_layers : run.engine.layers;
         const std::int64_t tokens = run.engine.tokens > 0 ? run.engine.tokens : std::min<std::int64_t>(run.workload.tokens_per_gpu, 256);

@@ -7,6 +7,7 @@
 #include "views/report_charts.h"
 #include "views/topology_canvas.h"
 
+#include "common/atomic_file.h"
 #include "common/diagnostics.h"
 #include "placement/exporters.h"
 #include "scenario/scenario_overrides.h"
@@ -21,7 +22,6 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QPainter>
-#include <QSaveFile>
 #include <QSvgGenerator>
 
 #include <algorithm>
@@ -313,9 +313,14 @@ QString writeReport(const LoadReport& r, const QString& scenarioFile, const QStr
          + svgs[5] + svgs[6];
     h += QStringLiteral("<p>Made by moex from %1.</p>\n</body>\n</html>\n").arg(esc(stats));
 
-    QSaveFile file(htmlPath);
-    if (!file.open(QIODevice::WriteOnly) || file.write(h.toUtf8()) < 0 || !file.commit())
-        return QStringLiteral("cannot write %1: %2").arg(htmlPath, file.errorString());
+    // As every output of moex: atomically, a device or FIFO written straight through and its
+    // failure an error (QSaveFile said nothing of /dev/full).
+    try {
+        const QByteArray bytes = h.toUtf8();
+        writeFileAtomically(htmlPath.toStdString(), std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())));
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
     if (out)
         *out = files;
     return {};
@@ -330,11 +335,12 @@ int runReportCommand(const QStringList& args)
     QStringList sets;
     for (int i = 0; i < args.size(); ++i) {
         const QString a = args[i];
+        // A missing or empty value is "needs a value" (an empty --slots ran the default slots).
         auto value = [&](QString& into) {
             if (i + 1 >= args.size())
                 return false;
             into = args[++i];
-            return true;
+            return !into.isEmpty();
         };
         bool ok = true;
         if (a == QLatin1String("--scenario"))
@@ -370,6 +376,10 @@ int runReportCommand(const QStringList& args)
             overrides.push_back(parseOverride(kv.toStdString()));
         const Scenario s = loadScenarioFile(scenario.toStdString(), overrides);
         // The report never replaces what it reads: the statistics, the scenario and its files.
+        // The report is a file with its placement export beside it: '-' would be a file named '-'.
+        if (output == QLatin1String("-"))
+            throw InputError(Location{"-o", 0, 0}, "the report is an HTML file with the recommended placement written beside "
+                                                   "it: give a file name, not '-'");
         const QString target = QFileInfo(QDir::current().absoluteFilePath(output)).canonicalFilePath();
         if (!target.isEmpty() && QFileInfo(stats).canonicalFilePath() == target)
             throw InputError(Location{"-o", 0, 0}, "'" + output.toStdString() + "' is the statistics file " + stats.toStdString()
@@ -380,14 +390,17 @@ int runReportCommand(const QStringList& args)
         LoadReportOptions options;
         if (args.contains(QStringLiteral("--strategies"))) {
             options.strategies.clear();
-            for (const QString& part : strategies.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+            for (const QString& part : strategies.split(QLatin1Char(','))) {
                 const std::string name = part.trimmed().toStdString();
+                if (name.empty())
+                    throw InputError(Location{"--strategies", 0, 0}, "'" + strategies.toStdString() + "' has an empty name: give eplb, search, gem separated by commas");
+                if (std::find(options.strategies.begin(), options.strategies.end(), name) != options.strategies.end())
+                    throw InputError(Location{"--strategies", 0, 0}, "'" + name + "' is given twice");
                 // A name the report does not try would leave it with nothing to compare, and a
                 // recommendation from nothing ("keep EPLB off").
                 if (name != "eplb" && name != "search" && name != "gem")
                     throw InputError(Location{"--strategies", 0, 0}, "'" + name + "' is not a strategy the report tries: eplb, search, gem");
-                if (std::find(options.strategies.begin(), options.strategies.end(), name) == options.strategies.end())
-                    options.strategies.push_back(name);
+                options.strategies.push_back(name);
             }
             if (options.strategies.empty())
                 throw InputError(Location{"--strategies", 0, 0}, "no strategy given: name one or more of eplb, search, gem");
@@ -397,9 +410,14 @@ int runReportCommand(const QStringList& args)
             const int G = s.topology.numGpus();
             const int E = s.model.routed_experts;
             const int fewest = (E + G - 1) / G;
-            for (const QString& part : slotList.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+            for (const QString& part : slotList.split(QLatin1Char(','))) {
                 bool ok = false;
                 const int total = part.trimmed().toInt(&ok);
+                // At most 16 redundant slots per expert, as `place --slots` and placement.redundant_slots.
+                if (ok && total > 17 * E)
+                    throw InputError(Location{"--slots", 0, 0}, "'" + part.toStdString() + "' slots for " + std::to_string(E)
+                                                                     + " experts: at most " + std::to_string(17 * E)
+                                                                     + " (16 redundant slots per expert)");
                 if (!ok || total < E || total % G != 0)
                     throw InputError(Location{"--slots", 0, 0},
                                      "'" + part.toStdString() + "' is not a slot count of " + std::to_string(G)

@@ -421,7 +421,9 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
             c.errorAtFile("not an MoE model: missing num_local_experts/num_experts/n_routed_experts");
         const char* interKey = c.has("moe_intermediate_size") || !family.intermediateIsExpert ? "moe_intermediate_size"
                                                                                               : "intermediate_size";
-        for (const char* key : {"hidden_size", "num_hidden_layers"})
+        // num_attention_heads too: without it the model was imported with no attention at all
+        // (a Mixtral step 2.9 times too fast, DeepSeek-R1 11.5 B active parameters short).
+        for (const char* key : {"hidden_size", "num_hidden_layers", "num_attention_heads"})
             if (!c.has(key))
                 missing.emplace_back(key);
         if (isMoe && !anyOf(c, {"num_experts_per_tok", "experts_per_token", "moe_topk", "top_k_experts"}))
@@ -530,6 +532,11 @@ ModelSpec importHfConfig(const std::string& jsonText, const std::string& file)
             m.norm_topk_prob = *b;
         m.swiglu_limit = c.number("swiglu_limit", 0, 1e6).value_or(0.0);
         m.routing = routingPriorForFamily(family.type);
+        // The family's prior was fitted on its real expert count: a smaller model of the family (a
+        // 3-expert Mixtral) gets at most one co-activation group per expert, not an error about a
+        // key its config never gave.
+        if (m.routing && m.routed_experts > 0)
+            m.routing->coactivation_groups = std::min(m.routing->coactivation_groups, m.routed_experts);
         m.non_expert_params = m.estimateNonExpertParams();
 
         if (!diags.empty())  // said at the config's keys: the model's checks would say it again, unlocated

@@ -62,7 +62,38 @@ Location engineLocation(const Scenario& s, std::initializer_list<const char*> ke
     return Location{s.file.empty() ? std::string("scenario") : s.file, s.engine.line, s.engine.column};
 }
 
+// The tokens a step of the engine runs: engine.tokens, else the scenario's tokens per GPU up to 256.
+std::int64_t engineTokens(const Scenario& s)
+{
+    return s.engine.tokens > 0 ? s.engine.tokens : std::min<std::int64_t>(s.workload.tokens_per_gpu, 256);
+}
+
 }  // namespace
+
+void checkEngineSettings(const Scenario& s)
+{
+    const EngineSpec& spec = s.engine;
+    if (spec.backend == Backend::cuda)
+        throw InputError(engineLocation(s, {"backend"}), "engine.backend: cuda: this build has no CUDA engine backend yet "
+                                            "(moex-cli devices says what it has); use cpu or sim");
+    if (spec.backend == Backend::remote)
+        throw InputError(engineLocation(s, {"backend"}), "engine.backend: remote: this build has no remote worker client yet; "
+                                            "use cpu or sim");
+    const int ranks = spec.ranks;
+    if (ranks < 1 || ranks > s.model.routed_experts)
+        throw InputError(engineLocation(s, {"ranks"}), "engine.ranks = " + std::to_string(ranks) + ": give 1 to "
+                                                + std::to_string(s.model.routed_experts) + " ranks (one expert each at most)");
+    if (spec.gemm == EngineGemm::openblas && !engine::openblas::library().loaded())
+        throw InputError(engineLocation(s, {"gemm"}), "engine.gemm: openblas, but " + engine::openblas::library().error);
+    const std::int64_t tokens = engineTokens(s);
+    if (tokens < ranks)
+        throw InputError(engineLocation(s, {"tokens", "ranks"}), std::to_string(tokens) + " tokens per step cannot give each of "
+                                                + std::to_string(ranks) + " ranks a token (engine.tokens)");
+    for (int d : spec.layers.empty() ? s.model.moe_layers : spec.layers)
+        if (!s.model.isMoeLayer(d))
+            throw InputError(engineLocation(s, {"layers"}), "engine.layers: decoder layer " + std::to_string(d)
+                                                    + " is not an MoE layer of " + s.model.name);
+}
 
 Placement engineRankPlacement(const Scenario& s, int ranks)
 {
@@ -154,23 +185,12 @@ public:
     {
         const EngineSpec& spec = s.engine;
         const int ranks = spec.ranks;
-        if (ranks < 1 || ranks > s.model.routed_experts)
-            throw InputError(engineLocation(s, {"ranks"}), "engine.ranks = " + std::to_string(ranks) + ": give 1 to "
-                                                    + std::to_string(s.model.routed_experts) + " ranks (one expert each at most)");
+        checkEngineSettings(s);
         engine::EngineConfig cfg;
         cfg.seed = spec.seed;
         cfg.gemm = static_cast<engine::openblas::GemmChoice>(spec.gemm);
-        if (spec.gemm == EngineGemm::openblas && !engine::openblas::library().loaded())
-            throw InputError(engineLocation(s, {"gemm"}), "engine.gemm: openblas, but " + engine::openblas::library().error);
-        cfg.tokens = spec.tokens > 0 ? spec.tokens : std::min<std::int64_t>(s.workload.tokens_per_gpu, 256);
-        if (cfg.tokens < ranks)
-            throw InputError(engineLocation(s, {"tokens", "ranks"}), std::to_string(cfg.tokens) + " tokens per step cannot give each of "
-                                                    + std::to_string(ranks) + " ranks a token (engine.tokens)");
+        cfg.tokens = engineTokens(s);
         cfg.layers = spec.layers.empty() ? s.model.moe_layers : spec.layers;
-        for (int d : cfg.layers)
-            if (!s.model.isMoeLayer(d))
-                throw InputError(engineLocation(s, {"layers"}), "engine.layers: decoder layer " + std::to_string(d)
-                                                        + " is not an MoE layer of " + s.model.name);
         const Placement placement = given.numGpus() == ranks && given.numLayers() == s.model.numMoeLayers()
             ? given
             : engineRankPlacement(s, ranks);
@@ -329,11 +349,9 @@ std::unique_ptr<MetricsSource> makeSource(const Scenario& s, const SourceOptions
     case Backend::sim: return makeSimSource(options);
     case Backend::cpu: return makeCpuEngineSource();
     case Backend::cuda:
-        throw InputError(engineLocation(s, {"backend"}), "engine.backend: cuda: this build has no CUDA engine backend yet "
-                                            "(moex-cli devices says what it has); use cpu or sim");
     case Backend::remote:
-        throw InputError(engineLocation(s, {"backend"}), "engine.backend: remote: this build has no remote worker client yet; "
-                                            "use cpu or sim");
+        checkEngineSettings(s);  // says which backend this build lacks
+        break;
     }
     throw std::logic_error("unhandled engine backend");
 }

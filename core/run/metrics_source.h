@@ -68,6 +68,12 @@ std::vector<int> forcedChoices(const RoutingSample& sample, int layer, std::int6
 // multiple of the ranks: the layout the engine runs when it is given none for its ranks.
 Placement engineRankPlacement(const Scenario& scenario, int ranks);
 
+// What the engine would refuse of the scenario's engine section before building anything: a
+// backend this build lacks, ranks outside 1..experts, OpenBLAS asked for and not loaded, fewer
+// tokens than ranks, a layer that is not an MoE layer. InputError at the key (or the flag that set
+// it). EngineSource::configure, makeSource, `moex-cli validate` and the window check with it.
+void checkEngineSettings(const Scenario& scenario);
+
 // The source `scenario.engine.backend` names. A backend this build lacks (cuda without the CUDA
 // engine, remote) is an InputError located at the scenario's engine.backend, never a fallback.
 std::unique_ptr<MetricsSource> makeSource(const Scenario& scenario, const SourceOptions& options = {});

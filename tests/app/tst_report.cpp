@@ -214,7 +214,14 @@ void TestReport::commandLineErrors()
     const QString mixtral = kSamples + QStringLiteral("mixtral-8x7b-decode-hgx-h100.yaml");
     for (const QStringList& extra : {QStringList{QStringLiteral("--strategies"), QStringLiteral("eplb,bogus")},
                                      QStringList{QStringLiteral("--strategies"), QString()},
-                                     QStringList{QStringLiteral("--slots"), QStringLiteral("8,8,16")}}) {
+                                     QStringList{QStringLiteral("--slots"), QStringLiteral("8,8,16")},
+                                     // Accepted before: an empty slot list ran the default slots, a
+                                     // strategy twice or a trailing comma ran, 10^6 slots ran rows
+                                     // needing 1.4 PB a GPU.
+                                     QStringList{QStringLiteral("--slots"), QString()},
+                                     QStringList{QStringLiteral("--strategies"), QStringLiteral("eplb,eplb")},
+                                     QStringList{QStringLiteral("--strategies"), QStringLiteral("eplb,")},
+                                     QStringList{QStringLiteral("--slots"), QStringLiteral("1000000")}}) {
         QCOMPARE(run(QStringList{stats, QStringLiteral("--scenario"), mixtral} + extra, &err), 2);
         QVERIFY2(err.contains(extra.front()), qPrintable(err));
     }
@@ -236,6 +243,10 @@ void TestReport::commandLineErrors()
     }
     QCOMPARE(bytes(scenarioCopy), scenarioBefore);
     QCOMPARE(bytes(modelCopy), modelBefore);
+    // '-o -' would be a file named '-' (the placement beside it '--placement-….json'): refused.
+    QCOMPARE(run({stats, QStringLiteral("--scenario"), mixtral, QStringLiteral("-o"), QStringLiteral("-")}, &err), 2);
+    QVERIFY2(err.contains(QStringLiteral("give a file name, not '-'")), qPrintable(err));
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("-"))));
     // No scenario.
     QCOMPARE(run({stats}, &err), 2);
     QVERIFY(err.contains(QStringLiteral("--scenario")));

@@ -109,6 +109,14 @@ void TestCli::brokenFilesGiveLocatedErrorsAndExit2()
                  QStringLiteral("--set"), QStringLiteral("workload.routing.file=") + counts});
     QCOMPARE(r2.exitCode, 2);
     QVERIFY2(r2.err.contains(QStringLiteral("row 0 has 6 counts, the model has 8 experts")), qPrintable(r2.err));
+    // And the engine section that run refuses: more ranks than experts, a backend this build lacks.
+    r2 = runCli({QStringLiteral("validate"), good, QStringLiteral("--set"), QStringLiteral("engine.backend=cpu"), QStringLiteral("--set"),
+                 QStringLiteral("engine.ranks=9")});
+    QCOMPARE(r2.exitCode, 2);
+    QVERIFY2(r2.err.contains(QStringLiteral("engine.ranks = 9: give 1 to 8 ranks")), qPrintable(r2.err));
+    r2 = runCli({QStringLiteral("validate"), good, QStringLiteral("--set"), QStringLiteral("engine.backend=cuda")});
+    QCOMPARE(r2.exitCode, 2);
+    QVERIFY2(r2.err.contains(QStringLiteral("this build has no CUDA engine backend")), qPrintable(r2.err));
 }
 
 void TestCli::unknownCommandAndOptions()

@@ -46,6 +46,15 @@ void TestCliBench::unknownBenchmarkAndOptions()
     r = runCli({QStringLiteral("bench"), QStringLiteral("sim"), QStringLiteral("--kernel"), QStringLiteral("avx2")});
     QCOMPARE(r.exitCode, 2);
     QVERIFY2(r.err.contains(QStringLiteral("--kernel is not an option of bench sim")), qPrintable(r.err));
+    // bench place sets each case's placement: a --set of it was ignored; a 0 ms budget, which
+    // place refuses, ran no search.
+    r = runCli({QStringLiteral("bench"), QStringLiteral("place"), QStringLiteral("--runs"), QStringLiteral("1"), QStringLiteral("--set"),
+                QStringLiteral("placement.strategy=contiguous")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--set cannot choose the placement")), qPrintable(r.err));
+    r = runCli({QStringLiteral("bench"), QStringLiteral("place"), QStringLiteral("--budget-ms"), QStringLiteral("0")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--budget-ms")), qPrintable(r.err));
 }
 
 void TestCliBench::benchFidelity()

@@ -159,13 +159,17 @@ private slots:
         QTemporaryDir dir;
         const QString s = writeScenario(dir);
         const QString cal = dir.filePath(QStringLiteral("cal.yaml"));
+        // '-o -': the calibration on stdout (it wrote a file named '-'), kept here as cal.yaml.
         const CliResult c = runCli({QStringLiteral("calibrate"), QStringLiteral("--backend"), QStringLiteral("cpu"),
                                     QStringLiteral("--quick"), QStringLiteral("--threads"), QStringLiteral("1"),
-                                    QStringLiteral("-o"), cal});
+                                    QStringLiteral("-o"), QStringLiteral("-")});
         QVERIFY2(c.exitCode == 0, qPrintable(c.err));
+        QVERIFY(!QFileInfo::exists(QStringLiteral("-")));
         QFile calFile(cal);
-        QVERIFY(calFile.open(QIODevice::ReadOnly));
-        const QString calText = QString::fromUtf8(calFile.readAll());
+        QVERIFY(calFile.open(QIODevice::WriteOnly));
+        calFile.write(c.out.toUtf8());
+        calFile.close();
+        const QString calText = c.out;
         for (const char* key : {"expert_us_per_mweight", "bf16:", "fp8:", "mxfp4:", "router_gflops", "copy_gbs", "cores: 1"})
             QVERIFY2(calText.contains(QLatin1String(key)), key);
 
@@ -387,6 +391,9 @@ private slots:
                QStringLiteral("\"gpus\" must be a list, not object"));
         edited([](QJsonObject& o) { o[QStringLiteral("engine")] = 5; }, QStringLiteral("\"engine\" must be a string"));
         edited(inRun("hardware_threads", -5), QStringLiteral("\"run\".hardware_threads = -5"));
+        // A scenario or model file edited since the run: it was predicted as if it had run.
+        edited(inRun("model", QStringLiteral("small: hidden 64, experts 8 x 32, top-2, bf16 weights")),
+               QStringLiteral("the scenario or its model changed since the run"));
         // The run's own settings are blamed on the run file, not on a --set this command never had.
         edited(inRun("set", QJsonArray{QStringLiteral("engine.ranks=abc")}), QStringLiteral("\"run\".set entry 'engine.ranks=abc':"));
         const CliResult badCal = runCli({QStringLiteral("calibrate"), QStringLiteral("--backend"), QStringLiteral("cuda"),
@@ -412,6 +419,15 @@ private slots:
                                      << QStringLiteral("decoder layer 0 is not an MoE layer");
         QTest::newRow("bad --layers") << QStringList{QStringLiteral("--layers"), QStringLiteral("1,x")} << QString()
                                       << QStringLiteral("'x' is not a decoder-layer index");
+        // Read by stoi: " 2", "+1" and "01" were layer 2, 1 and 1.
+        QTest::newRow("--layers with a blank") << QStringList{QStringLiteral("--layers"), QStringLiteral("1, 2")} << QString()
+                                               << QStringLiteral("' 2' is not a decoder-layer index");
+        QTest::newRow("--layers with a leading zero") << QStringList{QStringLiteral("--layers"), QStringLiteral("01")} << QString()
+                                                      << QStringLiteral("'01' is not a decoder-layer index");
+        // A flag and a --set of the same key: the flag won without a word.
+        QTest::newRow("--ranks and --set engine.ranks")
+            << QStringList{QStringLiteral("--ranks"), QStringLiteral("2"), QStringLiteral("--set"), QStringLiteral("engine.ranks=3")}
+            << QString() << QStringLiteral("--ranks and --set engine.ranks both given");
         QTest::newRow("--layers twice") << QStringList{QStringLiteral("--layers"), QStringLiteral("1,1")} << QString()
                                         << QStringLiteral("--layers 1,1: the layers must ascend, each once (1 after 1)");
         QTest::newRow("--layers descending") << QStringList{QStringLiteral("--layers"), QStringLiteral("3,1")} << QString()

@@ -7,6 +7,8 @@
 #include "model/model_yaml.h"
 #include "model/routing_prior.h"
 
+#include "hf_fixtures.h"
+
 #include <QtTest>
 
 #include <filesystem>
@@ -52,7 +54,7 @@ ModelSpec importConfig(const QString& file)
 ModelSpec importOrFail(const QByteArray& json, const std::string& file = "config.json")
 {
     try {
-        return importHfConfig(json.toStdString(), file);
+        return importHfConfig(moex::test::withHeads(json).toStdString(), file);
     } catch (const InputError& e) {
         qWarning("%s", e.what());
     }
@@ -432,7 +434,7 @@ void TestHfImport::families()
     QFETCH(QString, nonExpert);
     ModelSpec m;
     try {
-        m = importHfConfig(json.toStdString(), "config.json");
+        m = importHfConfig(moex::test::withHeads(json).toStdString(), "config.json");
     } catch (const InputError& e) {
         QFAIL(e.what());
     }
@@ -452,6 +454,15 @@ void TestHfImport::routingPriorOfFamily()
 {
     // Fitted families get their prior, the others none (the generator's defaults apply).
     const auto prior = [](const char* config) { return importHfConfigFile(configPath(QString::fromUtf8(config))).routing; };
+    {
+        // A Mixtral with 3 experts: the family's prior (4 co-activation groups) is capped at the
+        // experts (it was refused: "'routing.coactivation_groups' = 4 is more than the 3 routed experts").
+        const ModelSpec small = importOrFail(QByteArray(R"({"model_type": "mixtral", "hidden_size": 1024, "num_hidden_layers": 2,
+            "num_local_experts": 3, "num_experts_per_tok": 1, "intermediate_size": 256})"));
+        QCOMPARE(small.routed_experts, 3);
+        QVERIFY(small.routing.has_value());
+        QCOMPARE(small.routing->coactivation_groups, 3);
+    }
     QVERIFY(prior("deepseek-ai--DeepSeek-R1.json") == kDeepSeekRouting);
     QVERIFY(prior("deepseek-ai--DeepSeek-V3.2.json") == kDeepSeekRouting);
     QVERIFY(prior("moonshotai--Kimi-K2-Instruct.json") == kDeepSeekRouting);
