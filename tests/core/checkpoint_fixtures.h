@@ -1,10 +1,11 @@
-// Fixtures of the checkpoint tests (tst_checkpoint, tst_checkpoint_errors): a small model of each
-// family at the shapes a checkpoint test writes, the seed of their weights, the checkpoint layout
+// Fixtures of the checkpoint tests (tst_checkpoint, tst_checkpoint_errors): the small models of
+// engine_fixtures.h, the seed of their weights, the checkpoint layout
 // by its test name, and the Mixtral sample scenario run by the CPU engine on such a model.
 #pragma once
 
 #ifndef Q_MOC_RUN  // moc of Qt 6.4 cannot parse C++20 standard headers; it needs none of these
 #include "checkpoint_writer.h"
+#include "engine_fixtures.h"
 
 #include "common/diagnostics.h"
 #include "scenario/scenario_yaml.h"
@@ -18,39 +19,7 @@
 
 namespace ckpt_test {
 
-inline ModelSpec smallModel(const std::string& family, int hidden = 64, int inter = 32, int experts = 16)
-{
-    ModelSpec m;
-    m.name = "small-" + family;
-    m.hidden_size = hidden;
-    m.num_layers = 3;
-    m.moe_layers = {1, 2};
-    m.routed_experts = experts;
-    m.experts_per_token = 4;
-    m.moe_intermediate_size = inter;
-    if (family == "deepseek") {
-        m.scoring = Scoring::sigmoid;
-        m.expert_groups = 4;
-        m.groups_per_token = 2;
-        m.routed_scaling_factor = 2.5;
-        m.shared_experts = 1;
-        m.shared_intermediate_size = inter;
-    } else if (family == "qwen2") {  // Qwen2-MoE / Qwen3-Next: one shared expert, gated per token
-        m.norm_topk_prob = false;
-        m.shared_experts = 1;
-        m.shared_intermediate_size = 2 * inter;
-        m.shared_expert_gate = true;
-    } else if (family == "gpt-oss") {
-        m.swiglu_limit = 7.0;
-    } else if (family == "nemotron") {  // Nemotron-H: ReLU^2 experts, sigmoid router, one shared expert
-        m.activation = Activation::relu2;
-        m.scoring = Scoring::sigmoid;
-        m.routed_scaling_factor = 2.5;
-        m.shared_experts = 1;
-        m.shared_intermediate_size = 2 * inter;
-    }
-    return m;
-}
+using moex::test::smallModel;
 
 constexpr std::uint64_t kSeed = 7;
 

@@ -14,29 +14,35 @@
 
 namespace moex::test {
 
-// A small model of each family, at shapes a test runs in milliseconds.
-inline ModelSpec smallModel(const std::string& family)
+// A small model of each family, at shapes a test runs in milliseconds (the checkpoint tests vary
+// the hidden size, the expert size and the expert count).
+inline ModelSpec smallModel(const std::string& family, int hidden = 64, int inter = 32, int experts = 16)
 {
     ModelSpec m;
     m.name = "small-" + family;
-    m.hidden_size = 64;
+    m.hidden_size = hidden;
     m.num_layers = 3;
     m.moe_layers = {1, 2};
-    m.routed_experts = 16;
+    m.routed_experts = experts;
     m.experts_per_token = 4;
-    m.moe_intermediate_size = 32;
+    m.moe_intermediate_size = inter;
     if (family == "deepseek") {
         m.scoring = Scoring::sigmoid;
         m.expert_groups = 4;
         m.groups_per_token = 2;
         m.routed_scaling_factor = 2.5;
         m.shared_experts = 1;
-        m.shared_intermediate_size = 32;
+        m.shared_intermediate_size = inter;
     } else if (family == "qwen-no-renorm") {
         m.norm_topk_prob = false;
     } else if (family == "qwen-next") {  // Qwen3-Next / Qwen3.5: a shared expert gated per token
         m.shared_experts = 1;
-        m.shared_intermediate_size = 48;
+        m.shared_intermediate_size = 3 * inter / 2;
+        m.shared_expert_gate = true;
+    } else if (family == "qwen2") {  // Qwen2-MoE: no renormalisation, a gated shared expert
+        m.norm_topk_prob = false;
+        m.shared_experts = 1;
+        m.shared_intermediate_size = 2 * inter;
         m.shared_expert_gate = true;
     } else if (family == "gpt-oss") {
         m.swiglu_limit = 7.0;
@@ -45,11 +51,11 @@ inline ModelSpec smallModel(const std::string& family)
         m.scoring = Scoring::sigmoid;
         m.routed_scaling_factor = 2.5;
         m.shared_experts = 1;
-        m.shared_intermediate_size = 64;
+        m.shared_intermediate_size = 2 * inter;
     } else if (family == "gemma") {  // Gemma 4: GEGLU experts, its dense MLP as a shared expert
         m.activation = Activation::geglu;
         m.shared_experts = 1;
-        m.shared_intermediate_size = 96;
+        m.shared_intermediate_size = 3 * inter;
     }
     return m;
 }
