@@ -32,24 +32,19 @@ QString formatQuantity(double v)
 QString formatRange(double lo, double hi)
 {
     const double big = std::max(std::abs(lo), std::abs(hi));
-    if (big >= 1e4) {  // k, M, G: more decimals of the scaled value where the two read the same
-        const double scale = big >= 1e9 ? 1e9 : big >= 1e6 ? 1e6 : 1e3;
-        const QString suffix = big >= 1e9 ? QStringLiteral("G") : big >= 1e6 ? QStringLiteral("M") : QStringLiteral("k");
-        int decimals = 1;
-        while (decimals < 3 && lo != hi && QString::number(lo / scale, 'f', decimals) == QString::number(hi / scale, 'f', decimals))
-            ++decimals;
-        const auto one = [&](double v) {
-            return std::abs(v) >= 1e4 ? QString::number(v / scale, 'f', decimals) + suffix : formatQuantity(v);
-        };
-        return one(lo) + QStringLiteral(" – ") + one(hi);
-    }
-    if (std::floor(lo) == lo && std::floor(hi) == hi)
+    if (big < 1e4 && std::floor(lo) == lo && std::floor(hi) == hi)
         return formatQuantity(lo) + QStringLiteral(" – ") + formatQuantity(hi);
-    // Both ends with the same decimals, as many more (up to 3) as two different values need.
-    int decimals = big >= 100 ? 0 : 1;
-    while (decimals < 3 && lo != hi && QString::number(lo, 'f', decimals) == QString::number(hi, 'f', decimals))
+    // Both ends in one unit (k, M, G as formatQuantity's) with the same decimals, as many more
+    // (up to 3) as two different values need ("22.8 – 22.8", "15.4k – 15.4k").
+    const double scale = big >= 1e9 ? 1e9 : big >= 1e6 ? 1e6 : big >= 1e4 ? 1e3 : 1.0;
+    const QString suffix = big >= 1e9 ? QStringLiteral("G") : big >= 1e6 ? QStringLiteral("M") : big >= 1e4 ? QStringLiteral("k") : QString();
+    int decimals = big >= 100 && big < 1e4 ? 0 : 1;
+    while (decimals < 3 && lo != hi && QString::number(lo / scale, 'f', decimals) == QString::number(hi / scale, 'f', decimals))
         ++decimals;
-    return QString::number(lo, 'f', decimals) + QStringLiteral(" – ") + QString::number(hi, 'f', decimals);
+    const auto one = [&](double v) {
+        return scale > 1 && std::abs(v) < 1e4 ? formatQuantity(v) : QString::number(v / scale, 'f', decimals) + suffix;
+    };
+    return one(lo) + QStringLiteral(" – ") + one(hi);
 }
 
 CanvasLegend::CanvasLegend(QWidget* parent) : QWidget(parent)

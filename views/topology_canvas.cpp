@@ -377,14 +377,17 @@ std::vector<double> TopologyCanvas::Impl::busyTimes() const
 // is "the straggler": none is outlined. (The per-layer slowest GPU and the CLI's straggler_gpu, the
 // GPU slowest in the most layers, can be another GPU: outlined here, with the tint saying
 // otherwise, it read as a contradiction.)
-int TopologyCanvas::Impl::stragglerGpu() const
+namespace {
+int busiestOf(const std::vector<double>& busy)
 {
-    const std::vector<double> busy = busyTimes();
     if (busy.empty())
         return -1;
     const auto [mn, mx] = std::minmax_element(busy.begin(), busy.end());
     return *mx > *mn * 1.005 ? static_cast<int>(mx - busy.begin()) : -1;
 }
+}  // namespace
+
+int TopologyCanvas::Impl::stragglerGpu() const { return busiestOf(busyTimes()); }
 
 void TopologyCanvas::Impl::computeLinkStats()
 {
@@ -444,8 +447,8 @@ void TopologyCanvas::Impl::recolour()
             c->setFill(known ? viridis.map(c->load, loadLo, loadHi) : neutral);
         }
     // GPUs tinted by busy time, the straggler outlined, slow GPUs with their speed.
-    const int straggler = stragglerGpu();
     const std::vector<double> busy = busyTimes();
+    const int straggler = busiestOf(busy);  // stragglerGpu(), without computing the busy times twice
     busyLo = busyHi = busyMapHi = 0;
     if (!busy.empty()) {
         const auto [mn, mx] = std::minmax_element(busy.begin(), busy.end());
